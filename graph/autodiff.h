@@ -1,0 +1,19 @@
+// Reverse-mode automatic differentiation over the graph IR.
+//
+// backward() appends to `g` the nodes that compute d(loss)/d(x) for each x
+// in `wrt`, using one vector-Jacobian rule per forward op (autodiff.cpp).
+// Models never write backward passes by hand.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln::graph {
+
+// `loss` must be an f32 value of shape [1]. The seed gradient is 1. Returns,
+// for each entry of `wrt`, the value holding its gradient (same shape). A
+// value the loss does not depend on gets a FILL 0 of its shape.
+std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt);
+
+}  // namespace kiln::graph

@@ -1,0 +1,122 @@
+// The host-side graph IR: SSA values with static shapes, nodes in
+// topological order. Builder methods infer output shapes as they append, so
+// a malformed graph fails where it is built, not where it runs.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/ir.h"
+
+namespace kiln::graph {
+
+using Shape = std::vector<int64_t>;
+int64_t numel(const Shape& s);
+std::string to_string(const Shape& s);
+const char* op_name(kiln_op op);
+
+using ValueId = int;
+
+struct Value {
+  kiln_dtype dtype = KILN_F32;
+  Shape shape;
+  int producer = -1;  // node index; -1 for graph inputs
+  int output_index = 0;
+};
+
+struct Node {
+  kiln_op op = KILN_OP_FILL;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  std::vector<int64_t> iattrs;
+  std::vector<float> fattrs;
+};
+
+// A named graph input or output. Names let the host bind persistent tensors
+// (parameters, optimizer state) to buffers; they never reach a plugin.
+struct Port {
+  std::string name;
+  ValueId value = -1;
+  // For outputs: the name of an input whose buffer this output overwrites
+  // in place (e.g. AdamW's updated parameter). Empty if none.
+  std::string updates;
+};
+
+class Graph {
+ public:
+  // ---- structure
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Port>& inputs() const { return inputs_; }
+  const std::vector<Port>& outputs() const { return outputs_; }
+  const Value& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
+  const Shape& shape(ValueId v) const { return value(v).shape; }
+
+  // ---- ports
+  ValueId input(const std::string& name, kiln_dtype dtype, Shape shape);
+  void output(const std::string& name, ValueId v, const std::string& updates = {});
+  const Port* find_input(const std::string& name) const;
+  const Port* find_output(const std::string& name) const;
+
+  // ---- generic node append: infers output shapes, throws on bad input
+  std::vector<ValueId> add_node(kiln_op op, std::vector<ValueId> inputs,
+                                std::vector<int64_t> iattrs = {},
+                                std::vector<float> fattrs = {},
+                                std::vector<Shape> output_shapes = {});
+
+  // ---- builder helpers, one per op (single-output ops return the value)
+  ValueId fill(Shape shape, float value);
+  ValueId add(ValueId a, ValueId b);
+  ValueId mul(ValueId a, ValueId b);
+  ValueId scale(ValueId x, float s);
+  ValueId gelu(ValueId x);
+  ValueId gelu_grad(ValueId x, ValueId dy);
+  ValueId matmul(ValueId a, ValueId b, bool trans_a = false, bool trans_b = false);
+  ValueId embedding(ValueId table, ValueId ids);
+  ValueId embedding_grad(ValueId dy, ValueId ids, int64_t vocab);
+  ValueId layernorm(ValueId x, ValueId gamma, ValueId beta, float eps);
+  std::vector<ValueId> layernorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
+  ValueId causal_softmax(ValueId x, float scale);
+  ValueId softmax_grad(ValueId y, ValueId dy, float scale);
+  ValueId cross_entropy(ValueId logits, ValueId targets);
+  ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
+  ValueId sum_to(ValueId x, Shape suffix);
+  ValueId reshape(ValueId x, Shape shape);
+  ValueId permute(ValueId x, std::vector<int64_t> perm);
+  std::vector<ValueId> split(ValueId x, int64_t axis, int64_t parts);
+  ValueId concat(std::vector<ValueId> xs, int64_t axis);
+  ValueId sum_squares(ValueId x);
+  std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v,
+                             ValueId hparams, float beta1, float beta2, float eps,
+                             bool apply_weight_decay);
+
+  // Replaces the node list (used by passes); values unreferenced by any
+  // node or port are kept but harmless.
+  void set_nodes(std::vector<Node> nodes) { nodes_ = std::move(nodes); reindex(); }
+
+ private:
+  ValueId new_value(kiln_dtype dtype, Shape shape, int producer, int index);
+  void reindex();
+
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<Port> inputs_;
+  std::vector<Port> outputs_;
+};
+
+// Shape inference for one node; returns output dtypes+shapes or throws
+// kiln::Error naming the op and the offending shapes. `output_shapes` is
+// used only by ops whose output shape is an attribute (RESHAPE, SUM_TO).
+struct TypedShape {
+  kiln_dtype dtype;
+  Shape shape;
+};
+std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& inputs,
+                              const std::vector<int64_t>& iattrs,
+                              const std::vector<float>& fattrs,
+                              const std::vector<Shape>& output_shapes);
+
+}  // namespace kiln::graph
