@@ -1,0 +1,101 @@
+// kiln generate: autoregressive sampling from a checkpoint. The generate
+// graph has a fixed [1, seq_length] shape (so it compiles once); positions
+// past the current length hold padding, which causal attention never lets
+// earlier positions see.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/registry.h"
+#include "graph/executor.h"
+#include "trainer/checkpoint_io.h"
+#include "trainer/corpus.h"
+#include "trainer/flags.h"
+#include "trainer/model_state.h"
+#include "trainer/rng.h"
+#include "trainer/step_graphs.h"
+#include "trainer/trainer.h"
+
+namespace kiln::cli {
+
+namespace {
+
+// Samples a token from logits with temperature and top-k (k <= 0: all).
+int32_t sample_token(const float* logits, int64_t vocab, double temperature, int64_t top_k, trainer::Rng& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  if (temperature <= 0) return *std::max_element(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; });
+  int64_t k = top_k > 0 ? std::min(top_k, vocab) : vocab;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::vector<double> p(static_cast<size_t>(k));
+  double total = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    p[static_cast<size_t>(i)] = std::exp((logits[ids[static_cast<size_t>(i)]] - logits[ids[0]]) / temperature);
+    total += p[static_cast<size_t>(i)];
+  }
+  double r = rng.uniform_double() * total;
+  for (int64_t i = 0; i < k; ++i) {
+    r -= p[static_cast<size_t>(i)];
+    if (r <= 0) return ids[static_cast<size_t>(i)];
+  }
+  return ids[static_cast<size_t>(k - 1)];
+}
+
+}  // namespace
+
+int run_generate(const std::vector<std::string>& args) {
+  std::string load, prompt = "", backend = "cpu";
+  double temperature = 0.8;
+  int64_t top_k = 40, max_new_tokens = 200, seed = 1234, device_index = 0, num_threads = 0;
+  trainer::Flags flags("generate");
+  flags.add("--load", &load, "checkpoint directory (a --save dir or an iter_XXXXXXX dir)");
+  flags.add("--prompt", &prompt, "text to continue");
+  flags.add("--temperature", &temperature, "sampling temperature (0: greedy)");
+  flags.add("--top-k", &top_k, "sample among the k most likely tokens (0: all)");
+  flags.add("--max-new-tokens", &max_new_tokens, "tokens to generate");
+  flags.add("--seed", &seed, "sampling seed");
+  flags.add("--backend", &backend, "backend plugin name or path");
+  flags.add("--device", &device_index, "device index");
+  flags.add("--num-threads", &num_threads, "CPU threads (0: all cores)");
+  if (!flags.parse(args)) return 0;
+  if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
+  if (max_new_tokens < 0) throw Error("--max-new-tokens must not be negative");
+
+  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
+  trainer::GptConfig cfg = trainer::model_config_from_json(ck.meta.value("config", nlohmann::json()));
+  if (cfg.vocab_size != 256)
+    throw Error("checkpoint " + ck.dir + " has vocab " + std::to_string(cfg.vocab_size) +
+                "; kiln generate decodes byte-level (vocab 256) models only");
+  std::vector<int32_t> tokens = trainer::bytes_to_tokens(prompt.empty() ? std::string("\n") : prompt);
+
+  auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
+  trainer::ModelState state(*device, cfg, /*with_optimizer=*/false);
+  state.load_model(ck.model);
+  graph::Executable exe(*device, trainer::build_generate(cfg));
+  state.bind(exe);
+
+  const int64_t T = cfg.seq_length, V = cfg.vocab_size;
+  trainer::Rng rng(static_cast<uint64_t>(seed));
+  std::vector<int32_t> window(static_cast<size_t>(T));
+  std::vector<float> logits(static_cast<size_t>(T * V));
+  std::fputs(prompt.c_str(), stdout);
+  for (int64_t n = 0; n < max_new_tokens; ++n) {
+    // The last T tokens of the context; predict at the last real position.
+    int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), T);
+    std::fill(window.begin(), window.end(), 0);
+    std::copy(tokens.end() - len, tokens.end(), window.begin());
+    exe.buffer("tokens")->write(window.data(), window.size() * 4);
+    exe.run();
+    exe.buffer("logits")->read(logits.data(), logits.size() * 4);
+    int32_t next = sample_token(logits.data() + (len - 1) * V, V, temperature, top_k, rng);
+    tokens.push_back(next);
+    std::string text = trainer::tokens_to_bytes({next});
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,49 @@
+// kiln: the command-line entry point. Each subcommand lives in its own file;
+// user errors surface as one line "kiln: error: ..." and exit status 1.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: kiln <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  train      train a GPT (Megatron-LM flags; no flags: a small model on the embedded corpus)\n"
+    "  generate   sample text from a checkpoint (--load DIR --prompt TEXT)\n"
+    "  devices    list backends, their devices, and plugin files that were skipped\n"
+    "\n"
+    "Run 'kiln <command> --help' for a command's flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "train") return kiln::cli::run_train(args);
+    if (command == "generate") return kiln::cli::run_generate(args);
+    if (command == "devices") return kiln::cli::run_devices(args);
+    std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kiln: error: out of host memory; use a smaller model or batch\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
+    return 3;
+  }
+}

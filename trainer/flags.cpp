@@ -1,0 +1,155 @@
+#include "trainer/flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace kiln::trainer {
+
+namespace {
+std::string format_default(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+// Levenshtein distance, for "did you mean" on a mistyped flag.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cur = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      prev = cur;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+void Flags::add_spec(const std::string& name, Kind kind, void* target, const std::string& help) {
+  Spec s{name, kind, target, help, ""};
+  switch (kind) {
+    case Kind::Int: s.default_text = std::to_string(*static_cast<int64_t*>(target)); break;
+    case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
+    case Kind::String: s.default_text = *static_cast<std::string*>(target); break;
+    case Kind::Bool: break;
+    case Kind::List: break;
+  }
+  specs_.push_back(std::move(s));
+}
+
+void Flags::add(const std::string& n, int64_t* t, const std::string& h) { add_spec(n, Kind::Int, t, h); }
+void Flags::add(const std::string& n, double* t, const std::string& h) { add_spec(n, Kind::Double, t, h); }
+void Flags::add(const std::string& n, std::string* t, const std::string& h) { add_spec(n, Kind::String, t, h); }
+void Flags::add(const std::string& n, bool* t, const std::string& h) { add_spec(n, Kind::Bool, t, h); }
+void Flags::add(const std::string& n, std::vector<std::string>* t, const std::string& h) {
+  add_spec(n, Kind::List, t, h);
+}
+
+const Flags::Spec* Flags::find(const std::string& name) const {
+  for (const auto& s : specs_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool Flags::given(const std::string& name) const {
+  return std::find(given_.begin(), given_.end(), name) != given_.end();
+}
+
+bool Flags::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(help().c_str(), stdout);
+      return false;
+    }
+    if (arg.rfind("--", 0) != 0)
+      throw Error("kiln " + command_ + ": unexpected argument '" + arg + "' (flags start with --)");
+    std::string name = arg, inline_value;
+    bool has_inline = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+      has_inline = true;
+    }
+    const Spec* s = find(name);
+    if (!s) {
+      std::string best;
+      size_t best_d = 4;
+      for (const auto& c : specs_)
+        if (size_t d = distance(name, c.name); d < best_d) best = c.name, best_d = d;
+      throw Error("kiln " + command_ + ": unknown flag " + name +
+                  (best.empty() ? "" : " (did you mean " + best + "?)") + "; see kiln " + command_ + " --help");
+    }
+    given_.push_back(name);
+    if (s->kind == Kind::Bool) {
+      if (has_inline) throw Error("kiln " + command_ + ": " + name + " is a switch and takes no value");
+      *static_cast<bool*>(s->target) = true;
+      continue;
+    }
+    std::vector<std::string> vals;
+    if (has_inline) {
+      vals.push_back(inline_value);
+    } else {
+      while (i + 1 < args.size() && (args[i + 1].rfind("--", 0) != 0)) {
+        vals.push_back(args[++i]);
+        if (s->kind != Kind::List) break;
+      }
+    }
+    if (vals.empty()) throw Error("kiln " + command_ + ": " + name + " needs a value");
+    const std::string& v = vals[0];
+    auto bad = [&](const char* what) {
+      return Error("kiln " + command_ + ": " + name + " expects " + what + ", got '" + v + "'");
+    };
+    switch (s->kind) {
+      case Kind::Int: {
+        int64_t x = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc() || p != v.data() + v.size()) throw bad("an integer");
+        *static_cast<int64_t*>(s->target) = x;
+        break;
+      }
+      case Kind::Double: {
+        try {
+          size_t used = 0;
+          double x = std::stod(v, &used);
+          if (used != v.size()) throw bad("a number");
+          *static_cast<double*>(s->target) = x;
+        } catch (const std::logic_error&) {
+          throw bad("a number");
+        }
+        break;
+      }
+      case Kind::String: *static_cast<std::string*>(s->target) = v; break;
+      case Kind::List: *static_cast<std::vector<std::string>*>(s->target) = vals; break;
+      case Kind::Bool: break;
+    }
+  }
+  return true;
+}
+
+std::string Flags::help() const {
+  std::ostringstream o;
+  o << "usage: kiln " << command_ << " [flags]\n\n";
+  for (const auto& s : specs_) {
+    std::string left = "  " + s.name;
+    if (s.kind == Kind::Int) left += " N";
+    if (s.kind == Kind::Double) left += " X";
+    if (s.kind == Kind::String) left += " S";
+    if (s.kind == Kind::List) left += " ...";
+    o << left;
+    o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
+    if (!s.default_text.empty()) o << " (default " << s.default_text << ")";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kiln::trainer

@@ -1,0 +1,50 @@
+// Log lines in Megatron-LM's format, so existing log parsers and habits
+// carry over, plus a throughput field in tokens/s.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::trainer {
+
+struct IterationLog {
+  int64_t iteration = 0;
+  int64_t train_iters = 0;
+  int64_t consumed_samples = 0;
+  double ms_per_iteration = 0;
+  double tokens_per_second = 0;
+  double learning_rate = 0;
+  int64_t global_batch_size = 0;
+  double lm_loss = 0;
+  double grad_norm = 0;
+  int64_t skipped = 0;
+  int64_t nan = 0;
+};
+
+// Losses and norms of the iterations since the last log line.
+struct IntervalStats {
+  int64_t iterations = 0;  // all iterations, skipped ones included
+  int64_t counted = 0;     // iterations whose loss counts
+  double loss_sum = 0, norm_sum = 0;
+  int64_t skipped = 0, nan = 0;
+  void add(double loss, double norm) {
+    ++counted;
+    loss_sum += loss;
+    norm_sum += norm;
+  }
+  double mean_loss() const { return counted ? loss_sum / static_cast<double>(counted) : 0.0; }
+  double mean_norm() const { return counted ? norm_sum / static_cast<double>(counted) : 0.0; }
+};
+
+std::string megatron_timestamp();
+
+// " [2026-11-22 10:00:00] iteration       10/     300 | consumed samples: ..."
+std::string format_iteration(const IterationLog& l);
+nlohmann::json iteration_json(const IterationLog& l);
+
+// Megatron's validation block (dashed rules around the loss and PPL line).
+std::string format_validation(int64_t iteration, double loss);
+
+}  // namespace kiln::trainer

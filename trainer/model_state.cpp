@@ -1,0 +1,113 @@
+#include "trainer/model_state.h"
+
+#include <cmath>
+
+#include "trainer/rng.h"
+#include "trainer/step_graphs.h"
+
+namespace kiln::trainer {
+
+ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer)
+    : device_(device), cfg_(cfg), specs_(gpt_parameters(cfg)) {
+  auto add = [&](const std::string& port, const graph::Shape& shape) {
+    shapes_[port] = shape;
+    buffers_[port] = std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * 4);
+  };
+  for (const auto& s : specs_) {
+    add(s.name, s.shape);
+    if (with_optimizer) {
+      add(grad_name(s.name), s.shape);
+      add(exp_avg_name(s.name), s.shape);
+      add(exp_avg_sq_name(s.name), s.shape);
+    }
+  }
+}
+
+std::vector<float> ModelState::read(const std::string& port) const {
+  std::vector<float> v(static_cast<size_t>(graph::numel(shapes_.at(port))));
+  buffers_.at(port)->read(v.data(), v.size() * 4);
+  return v;
+}
+
+void ModelState::write(const std::string& port, const std::vector<float>& v) {
+  buffers_.at(port)->write(v.data(), v.size() * 4);
+}
+
+void ModelState::zero(const std::string& port) {
+  if (buffers_.count(port)) write(port, std::vector<float>(static_cast<size_t>(graph::numel(shapes_.at(port))), 0.0f));
+}
+
+void ModelState::initialize(uint64_t seed) {
+  const double std = cfg_.init_method_std;
+  const double scaled = std / std::sqrt(2.0 * static_cast<double>(cfg_.num_layers));
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const ParamSpec& s = specs_[i];
+    // One stream per parameter: adding a layer does not reshuffle the
+    // initial values of the others.
+    Rng rng(seed, i);
+    std::vector<float> v(static_cast<size_t>(graph::numel(s.shape)));
+    for (float& x : v) {
+      switch (s.init) {
+        case ParamSpec::Init::Normal: x = static_cast<float>(rng.normal() * std); break;
+        case ParamSpec::Init::ScaledNormal: x = static_cast<float>(rng.normal() * scaled); break;
+        case ParamSpec::Init::Zeros: x = 0.0f; break;
+        case ParamSpec::Init::Ones: x = 1.0f; break;
+      }
+    }
+    write(s.name, v);
+    zero(grad_name(s.name));
+    zero(exp_avg_name(s.name));
+    zero(exp_avg_sq_name(s.name));
+  }
+}
+
+void ModelState::bind(graph::Executable& exe) const {
+  for (const auto& port : exe.graph().inputs())
+    if (auto it = buffers_.find(port.name); it != buffers_.end()) exe.bind(port.name, it->second);
+}
+
+std::map<std::string, SafeTensor> ModelState::save_model() const {
+  std::map<std::string, SafeTensor> out;
+  for (const auto& s : specs_) out[s.name] = SafeTensor::from_f32(s.shape, read(s.name));
+  return out;
+}
+
+std::map<std::string, SafeTensor> ModelState::save_optimizer() const {
+  std::map<std::string, SafeTensor> out;
+  for (const auto& s : specs_) {
+    if (!buffers_.count(exp_avg_name(s.name))) continue;
+    out[s.name + ".exp_avg"] = SafeTensor::from_f32(s.shape, read(exp_avg_name(s.name)));
+    out[s.name + ".exp_avg_sq"] = SafeTensor::from_f32(s.shape, read(exp_avg_sq_name(s.name)));
+  }
+  return out;
+}
+
+namespace {
+const SafeTensor& expect(const std::map<std::string, SafeTensor>& t, const std::string& name,
+                         const graph::Shape& shape, const char* file) {
+  auto it = t.find(name);
+  if (it == t.end())
+    throw Error(std::string("checkpoint ") + file + " has no tensor '" + name +
+                "'; it was saved from a different model configuration");
+  if (it->second.shape != shape)
+    throw Error(std::string("checkpoint ") + file + " tensor '" + name + "' has shape " +
+                graph::to_string(it->second.shape) + ", the model needs " + graph::to_string(shape) +
+                "; pass the same model flags as the run that saved it");
+  return it->second;
+}
+}  // namespace
+
+void ModelState::load_model(const std::map<std::string, SafeTensor>& t) {
+  for (const auto& s : specs_) write(s.name, expect(t, s.name, s.shape, "model.safetensors").to_f32());
+}
+
+void ModelState::load_optimizer(const std::map<std::string, SafeTensor>& t) {
+  for (const auto& s : specs_) {
+    if (!buffers_.count(exp_avg_name(s.name))) continue;
+    write(exp_avg_name(s.name), expect(t, s.name + ".exp_avg", s.shape, "optimizer.safetensors").to_f32());
+    write(exp_avg_sq_name(s.name), expect(t, s.name + ".exp_avg_sq", s.shape, "optimizer.safetensors").to_f32());
+    zero(grad_name(s.name));
+  }
+}
+
+}  // namespace kiln::trainer

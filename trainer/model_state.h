@@ -1,0 +1,51 @@
+// The persistent tensors of a run, resident in device buffers for its whole
+// life: parameters, gradient accumulators and AdamW moments. Step graphs
+// bind to them by port name, so nothing is copied between steps; the host
+// touches them only to initialise, checkpoint and restore.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "graph/executor.h"
+#include "trainer/gpt.h"
+#include "trainer/safetensors.h"
+
+namespace kiln::trainer {
+
+class ModelState {
+ public:
+  ModelState(Device& device, const GptConfig& cfg, bool with_optimizer);
+
+  const std::vector<ParamSpec>& params() const { return specs_; }
+
+  // GPT-2 initialisation: N(0, std) weights, std/sqrt(2 layers) for the
+  // output projections, zero biases, unit LayerNorm gains. Deterministic
+  // for a seed. Zeroes gradients and moments.
+  void initialize(uint64_t seed);
+
+  // Binds every persistent tensor the executable has a port for.
+  void bind(graph::Executable& exe) const;
+
+  std::map<std::string, SafeTensor> save_model() const;
+  std::map<std::string, SafeTensor> save_optimizer() const;
+  // Throws kiln::Error naming a missing or mis-shaped tensor.
+  void load_model(const std::map<std::string, SafeTensor>& tensors);
+  void load_optimizer(const std::map<std::string, SafeTensor>& tensors);
+
+ private:
+  std::vector<float> read(const std::string& port) const;
+  void write(const std::string& port, const std::vector<float>& values);
+  void zero(const std::string& port);
+
+  Device& device_;
+  GptConfig cfg_;
+  std::vector<ParamSpec> specs_;
+  std::map<std::string, std::shared_ptr<DeviceBuffer>> buffers_;
+  std::map<std::string, graph::Shape> shapes_;
+};
+
+}  // namespace kiln::trainer

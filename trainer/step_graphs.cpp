@@ -1,0 +1,87 @@
+#include "trainer/step_graphs.h"
+
+#include "graph/autodiff.h"
+
+namespace kiln::trainer {
+
+using graph::Graph;
+using graph::ValueId;
+
+namespace {
+ValueId loss_of(Graph& g, const GptForward& f, const GptConfig& cfg, int64_t B) {
+  ValueId targets = g.input("targets", KILN_I32, {B, cfg.seq_length});
+  return g.cross_entropy(f.logits, g.reshape(targets, {B * cfg.seq_length}));
+}
+}  // namespace
+
+Graph build_train_step(const GptConfig& cfg, int64_t B) {
+  Graph g;
+  GptForward f = build_gpt_forward(g, cfg, B);
+  ValueId loss = loss_of(g, f, cfg, B);
+  std::vector<ParamSpec> specs = gpt_parameters(cfg);
+  std::vector<ValueId> wrt;
+  for (const auto& s : specs) wrt.push_back(f.params.at(s.name));
+  std::vector<ValueId> grads = graph::backward(g, loss, wrt);
+  g.output("loss", loss);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string acc = grad_name(specs[i].name);
+    ValueId in = g.input(acc, KILN_F32, specs[i].shape);
+    g.output(updated(acc), g.add(in, grads[i]), acc);
+  }
+  return g;
+}
+
+Graph build_eval_step(const GptConfig& cfg, int64_t B) {
+  Graph g;
+  GptForward f = build_gpt_forward(g, cfg, B);
+  g.output("loss", loss_of(g, f, cfg, B));
+  return g;
+}
+
+Graph build_grad_norm(const GptConfig& cfg) {
+  Graph g;
+  ValueId total = -1;
+  for (const auto& s : gpt_parameters(cfg)) {
+    ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
+    total = total < 0 ? sq : g.add(total, sq);
+  }
+  g.output("grad_sq", total);
+  return g;
+}
+
+Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
+  Graph g;
+  ValueId hp = g.input("hparams", KILN_F32, {5});
+  std::vector<ParamSpec> specs = gpt_parameters(cfg);
+  for (const auto& s : specs) {
+    ValueId p = g.input(s.name, KILN_F32, s.shape);
+    ValueId grad = g.input(grad_name(s.name), KILN_F32, s.shape);
+    ValueId m = g.input(exp_avg_name(s.name), KILN_F32, s.shape);
+    ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, s.shape);
+    std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
+    g.output(updated(s.name), out[0], s.name);
+    g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
+    g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
+    // After AdamW has read the gradient, clear it for the next step.
+    g.output(updated(grad_name(s.name)), g.fill(s.shape, 0.0f), grad_name(s.name));
+  }
+  return g;
+}
+
+Graph build_zero_grads(const GptConfig& cfg) {
+  Graph g;
+  for (const auto& s : gpt_parameters(cfg)) {
+    g.input(grad_name(s.name), KILN_F32, s.shape);
+    g.output(updated(grad_name(s.name)), g.fill(s.shape, 0.0f), grad_name(s.name));
+  }
+  return g;
+}
+
+Graph build_generate(const GptConfig& cfg) {
+  Graph g;
+  GptForward f = build_gpt_forward(g, cfg, 1);
+  g.output("logits", f.logits);
+  return g;
+}
+
+}  // namespace kiln::trainer

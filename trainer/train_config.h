@@ -1,0 +1,64 @@
+// Everything `kiln train` is told, under Megatron-LM's flag names, and the
+// checks that must pass before any work starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/flags.h"
+#include "trainer/gpt.h"
+
+namespace kiln::trainer {
+
+struct TrainConfig {
+  GptConfig model;
+  int64_t max_position_embeddings = 0;  // 0: equal to --seq-length
+
+  int64_t micro_batch_size = 8;
+  int64_t global_batch_size = 0;  // 0: micro batch x data-parallel size
+  int64_t train_iters = 300;
+  int64_t data_parallel_size = 1;
+  int64_t tensor_model_parallel_size = 1;
+
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int64_t lr_warmup_iters = 30;
+  int64_t lr_decay_iters = 0;  // 0: --train-iters
+  std::string lr_decay_style = "cosine";
+  double weight_decay = 0.1;
+  double clip_grad = 1.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.95;
+  double adam_eps = 1e-8;
+  double init_method_std = 0.02;
+  int64_t seed = 1234;
+
+  std::string save;
+  std::string load;
+  int64_t save_interval = 0;
+  int64_t eval_interval = 100;
+  int64_t eval_iters = 10;
+  int64_t log_interval = 10;
+
+  bool mock_data = false;
+  std::vector<std::string> data_path;
+  std::string split = "969,30,1";
+  std::string vocab_file, merge_file, tokenizer_type;
+
+  std::string backend = "cpu";
+  int64_t device = 0;
+  int64_t num_threads = 0;  // 0: all cores
+  std::string metrics_file;  // JSONL, one object per logged iteration
+
+  int64_t num_micro_batches() const {
+    return global_batch_size / (micro_batch_size * data_parallel_size);
+  }
+
+  void register_flags(Flags& flags);
+  // Fills defaults that depend on other flags and throws kiln::Error for any
+  // inconsistent combination, before any device or file is touched.
+  void finalize(const Flags& flags);
+};
+
+}  // namespace kiln::trainer

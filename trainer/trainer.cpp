@@ -1,0 +1,264 @@
+// A reader should be able to follow one training step from top to bottom in
+// train() below: sample micro-batches, run the fused forward+backward graph
+// for each (gradients accumulate on the device), take the global gradient
+// norm, skip the step if anything is non-finite, else run AdamW; log, eval
+// and checkpoint at their intervals.
+#include "trainer/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "core/log.h"
+#include "core/registry.h"
+#include "graph/executor.h"
+#include "trainer/checkpoint_io.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/megatron_log.h"
+#include "trainer/model_state.h"
+#include "trainer/step_graphs.h"
+#include "trainer/token_source.h"
+
+namespace kiln::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json model_config_json(const GptConfig& c) {
+  return {{"num_layers", c.num_layers},
+          {"hidden_size", c.hidden_size},
+          {"num_attention_heads", c.num_attention_heads},
+          {"vocab_size", c.vocab_size},
+          {"seq_length", c.seq_length},
+          {"layernorm_epsilon", c.layernorm_epsilon},
+          {"init_method_std", c.init_method_std}};
+}
+
+GptConfig model_config_from_json(const nlohmann::json& j) {
+  try {
+    GptConfig c;
+    c.num_layers = j.at("num_layers").get<int64_t>();
+    c.hidden_size = j.at("hidden_size").get<int64_t>();
+    c.num_attention_heads = j.at("num_attention_heads").get<int64_t>();
+    c.vocab_size = j.at("vocab_size").get<int64_t>();
+    c.seq_length = j.at("seq_length").get<int64_t>();
+    c.layernorm_epsilon = j.at("layernorm_epsilon").get<float>();
+    c.init_method_std = j.at("init_method_std").get<float>();
+    c.validate();
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("checkpoint meta.json has no valid model config (") + e.what() + ")");
+  }
+}
+
+namespace {
+
+// Loads --load and checks that it belongs to this model, before any device
+// work, so a bad checkpoint fails in milliseconds.
+LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
+  LoadedCheckpoint ck = load_checkpoint(cfg.load);
+  GptConfig saved = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
+  if (model_config_json(saved) != model_config_json(cfg.model))
+    throw Error("checkpoint " + ck.dir + " was saved with model config " + model_config_json(saved).dump() +
+                ", but this run asks for " + model_config_json(cfg.model).dump() +
+                "; pass the same model flags as the saving run");
+  return ck;
+}
+
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+};
+
+// Fills one micro-batch with samples [first, first + B) of a split.
+void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch) {
+  batch.tokens.resize(static_cast<size_t>(B * T));
+  batch.targets.resize(static_cast<size_t>(B * T));
+  std::vector<int32_t> sample(static_cast<size_t>(T + 1));
+  for (int64_t b = 0; b < B; ++b) {
+    data.sample(split, first + b, T, sample.data());
+    std::copy(sample.begin(), sample.end() - 1, batch.tokens.begin() + b * T);
+    std::copy(sample.begin() + 1, sample.end(), batch.targets.begin() + b * T);
+  }
+}
+
+float read_scalar(graph::Executable& exe, const std::string& port) {
+  float v = 0;
+  exe.buffer(port)->read(&v, sizeof(v));
+  return v;
+}
+
+double evaluate(graph::Executable& eval, const TokenSource& data, const TrainConfig& cfg, Batch& batch) {
+  double sum = 0;
+  for (int64_t i = 0; i < cfg.eval_iters; ++i) {
+    fill_batch(data, Split::Valid, i * cfg.micro_batch_size, cfg.micro_batch_size, cfg.model.seq_length, batch);
+    eval.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
+    eval.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+    eval.run();
+    sum += read_scalar(eval, "loss");
+  }
+  return sum / static_cast<double>(cfg.eval_iters);
+}
+
+}  // namespace
+
+int train(const TrainConfig& cfg) {
+  const GptConfig& model = cfg.model;
+  const int64_t B = cfg.micro_batch_size, T = model.seq_length;
+  const int64_t micro_batches = cfg.num_micro_batches();
+
+  // ---- everything that can fail on user input, before any real work
+  LoadedCheckpoint resume;
+  if (!cfg.load.empty()) resume = load_and_check(cfg);
+  std::unique_ptr<TokenSource> data = cfg.mock_data ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
+                                                    : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
+  LrSchedule schedule(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
+
+  // ---- device and compiled step graphs
+  std::unique_ptr<Device> device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device),
+                                                            static_cast<int>(cfg.num_threads));
+  logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
+  logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
+                model.hidden_size, model.num_attention_heads, T, model.vocab_size,
+                static_cast<double>(parameter_count(model)) / 1e6);
+  logger().info("data: {}", data->describe());
+
+  auto t0 = Clock::now();
+  AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
+                   static_cast<float>(cfg.adam_eps)};
+  graph::Executable train_step(*device, build_train_step(model, B));
+  graph::Executable grad_norm(*device, build_grad_norm(model));
+  graph::Executable optimizer(*device, build_optimizer_step(model, adam));
+  graph::Executable zero_grads(*device, build_zero_grads(model));
+  std::unique_ptr<graph::Executable> eval;
+  if (cfg.eval_iters > 0) eval = std::make_unique<graph::Executable>(*device, build_eval_step(model, B));
+  logger().info("compiled {} step graphs in {:.2f} s", eval ? 5 : 4,
+                std::chrono::duration<double>(Clock::now() - t0).count());
+
+  // ---- persistent state, resident on the device
+  ModelState state(*device, model, /*with_optimizer=*/true);
+  int64_t iteration = 0, consumed = 0, skipped_total = 0, nan_total = 0;
+  if (!cfg.load.empty()) {
+    state.load_model(resume.model);
+    state.load_optimizer(resume.optimizer);
+    iteration = resume.iteration;
+    consumed = resume.meta.value("consumed_samples", int64_t{0});
+    skipped_total = resume.meta.value("skipped_iterations", int64_t{0});
+    nan_total = resume.meta.value("nan_iterations", int64_t{0});
+    logger().info("resumed from {} at iteration {} ({} consumed samples)", resume.dir, iteration, consumed);
+  } else {
+    state.initialize(static_cast<uint64_t>(cfg.seed));
+  }
+  for (graph::Executable* exe : {&train_step, &grad_norm, &optimizer, &zero_grads}) state.bind(*exe);
+  if (eval) state.bind(*eval);
+
+  auto save = [&](int64_t it) {
+    nlohmann::json meta = {{"config", model_config_json(model)},
+                           {"iteration", it},
+                           {"consumed_samples", consumed},
+                           {"skipped_iterations", skipped_total},
+                           {"nan_iterations", nan_total},
+                           {"seed", cfg.seed},
+                           {"data", data->describe()},
+                           {"schedule",
+                            {{"lr", cfg.lr}, {"min_lr", cfg.min_lr}, {"warmup_iters", cfg.lr_warmup_iters},
+                             {"decay_iters", cfg.lr_decay_iters}, {"decay_style", cfg.lr_decay_style}}},
+                           {"optimizer",
+                            {{"type", "adamw"}, {"beta1", cfg.adam_beta1}, {"beta2", cfg.adam_beta2},
+                             {"eps", cfg.adam_eps}, {"weight_decay", cfg.weight_decay}, {"step", it}}}};
+    auto s0 = Clock::now();
+    save_checkpoint(cfg.save, it, state.save_model(), state.save_optimizer(), meta);
+    std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
+                static_cast<long>(it), cfg.save.c_str(), std::chrono::duration<double>(Clock::now() - s0).count());
+    std::fflush(stdout);
+  };
+
+  std::unique_ptr<std::ofstream> metrics;
+  if (!cfg.metrics_file.empty()) {
+    metrics = std::make_unique<std::ofstream>(cfg.metrics_file, std::ios::app);
+    if (!*metrics) throw Error("cannot open --metrics-file " + cfg.metrics_file + " for appending");
+  }
+
+  // ---- the loop
+  Batch batch;
+  IntervalStats stats;
+  int64_t nan_in_a_row = 0;
+  auto interval_start = Clock::now();
+  while (iteration < cfg.train_iters) {
+    // Forward + backward over every micro-batch; gradients accumulate in
+    // place in the grad.* buffers.
+    double loss_sum = 0;
+    for (int64_t m = 0; m < micro_batches; ++m) {
+      fill_batch(*data, Split::Train, consumed + m * B, B, T, batch);
+      train_step.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
+      train_step.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+      train_step.run();
+      loss_sum += read_scalar(train_step, "loss");
+    }
+    const double loss = loss_sum / static_cast<double>(micro_batches);
+
+    // Gradients were summed over micro-batches: the norm of their mean.
+    grad_norm.run();
+    const double norm = std::sqrt(static_cast<double>(read_scalar(grad_norm, "grad_sq"))) /
+                        static_cast<double>(micro_batches);
+    const double lr = schedule.lr(iteration);
+
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      zero_grads.run();
+      ++nan_total;
+      ++skipped_total;
+      ++stats.skipped;
+      ++stats.nan;
+      if (++nan_in_a_row >= 10)
+        throw Error("loss or gradients were NaN/Inf for 10 iterations in a row (last at iteration " +
+                    std::to_string(iteration + 1) + "); lower --lr or check the data");
+    } else {
+      nan_in_a_row = 0;
+      const double clip = cfg.clip_grad > 0 && norm > cfg.clip_grad ? cfg.clip_grad / (norm + 1e-6) : 1.0;
+      const double step = static_cast<double>(iteration + 1);
+      const float hparams[5] = {static_cast<float>(lr), static_cast<float>(cfg.weight_decay),
+                                static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
+                                static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
+                                static_cast<float>(clip / static_cast<double>(micro_batches))};
+      optimizer.buffer("hparams")->write(hparams, sizeof(hparams));
+      optimizer.run();
+      stats.add(loss, norm);
+    }
+    ++iteration;
+    consumed += cfg.global_batch_size;
+
+    if (iteration % cfg.log_interval == 0 || iteration == cfg.train_iters) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - interval_start).count();
+      IterationLog line;
+      line.iteration = iteration;
+      line.train_iters = cfg.train_iters;
+      line.consumed_samples = consumed;
+      line.ms_per_iteration = 1000.0 * seconds / static_cast<double>(stats.iterations);
+      line.tokens_per_second = static_cast<double>(stats.iterations * cfg.global_batch_size * T) / seconds;
+      line.learning_rate = lr;
+      line.global_batch_size = cfg.global_batch_size;
+      line.lm_loss = stats.mean_loss();
+      line.grad_norm = stats.mean_norm();
+      line.skipped = stats.skipped;
+      line.nan = stats.nan;
+      std::printf("%s\n", format_iteration(line).c_str());
+      std::fflush(stdout);
+      if (metrics) *metrics << iteration_json(line).dump() << "\n" << std::flush;
+      stats = IntervalStats{};
+      interval_start = Clock::now();
+    }
+    if (eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters)) {
+      double vloss = evaluate(*eval, *data, cfg, batch);
+      std::printf("%s", format_validation(iteration, vloss).c_str());
+      std::fflush(stdout);
+      interval_start = Clock::now();  // evaluation time is not iteration time
+    }
+    if (!cfg.save.empty() && ((cfg.save_interval > 0 && iteration % cfg.save_interval == 0) ||
+                              iteration == cfg.train_iters)) {
+      save(iteration);
+      interval_start = Clock::now();
+    }
+  }
+  return 0;
+}
+
+}  // namespace kiln::trainer

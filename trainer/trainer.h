@@ -1,0 +1,19 @@
+// The training loop: `kiln train` after its flags are parsed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/train_config.h"
+
+namespace kiln::trainer {
+
+// Runs a whole training job; returns the process exit status. Throws
+// kiln::Error for user errors (all detected before the first step where
+// possible).
+int train(const TrainConfig& cfg);
+
+// The model configuration as stored in checkpoint metadata, and back.
+nlohmann::json model_config_json(const GptConfig& cfg);
+GptConfig model_config_from_json(const nlohmann::json& j);
+
+}  // namespace kiln::trainer
