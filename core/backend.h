@@ -29,7 +29,8 @@ struct Plugin {
   }
 };
 
-// Throws kiln::Error("<what>: <plugin message>") and frees the error.
+// Throws kiln::Error("<backend>: <what> failed: <plugin message>") and frees
+// the error; does nothing for NULL (success).
 void check(const Plugin& plugin, kiln_error* error, const std::string& what);
 
 class Device {

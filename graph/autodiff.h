@@ -13,7 +13,10 @@ namespace kiln::graph {
 
 // `loss` must be an f32 value of shape [1]. The seed gradient is 1. Returns,
 // for each entry of `wrt`, the value holding its gradient (same shape). A
-// value the loss does not depend on gets a FILL 0 of its shape.
+// value the loss does not depend on (or an i32 value) gets a FILL 0 of its
+// shape. Throws kiln::Error if the loss path goes through ADAMW or a *_GRAD
+// op (no second derivatives), or if CONCAT of unequal parts would need more
+// than 255 chunks to express its gradient.
 std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt);
 
 }  // namespace kiln::graph

@@ -86,9 +86,31 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
   auto need_i = [&](size_t n) {
     if (ia.size() != n) fail(op, "expects " + std::to_string(n) + " int attributes");
   };
-  for (const auto& t : in)
+  // The serialized form stores counts in one byte and ranks up to
+  // KILN_IR_MAX_RANK; reject what it cannot represent here, where the graph
+  // is built, rather than truncating later.
+  if (in.size() > 255 || ia.size() > 255 || fa.size() > 255) fail(op, "more than 255 inputs or attributes");
+  for (const auto& t : in) {
+    if (t.shape.size() > KILN_IR_MAX_RANK) fail(op, "rank above " + std::to_string(KILN_IR_MAX_RANK));
     for (int64_t d : t.shape)
       if (d <= 0) fail(op, "input has non-positive dim in " + to_string(t.shape));
+  }
+  // Every op but the layout ones (which move any dtype) computes in f32,
+  // apart from the integer ids/targets inputs checked per op below.
+  auto all_f32_except = [&](std::initializer_list<size_t> int_inputs) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (std::find(int_inputs.begin(), int_inputs.end(), i) == int_inputs.end() && in[i].dtype != KILN_F32)
+        fail(op, "input " + std::to_string(i) + " must be f32");
+  };
+  switch (op) {
+    case KILN_OP_RESHAPE: case KILN_OP_PERMUTE: case KILN_OP_SPLIT: case KILN_OP_CONCAT: break;
+    case KILN_OP_EMBEDDING: case KILN_OP_EMBEDDING_GRAD: case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_CROSS_ENTROPY_GRAD: all_f32_except({1}); break;
+    default: all_f32_except({}); break;
+  }
+  if (op == KILN_OP_CONCAT)
+    for (const auto& t : in)
+      if (t.dtype != in[0].dtype) fail(op, "inputs have different dtypes");
   switch (op) {
     case KILN_OP_FILL:
       expect_arity(op, in, 0);
@@ -193,12 +215,13 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
     }
     case KILN_OP_SUM_TO:
       expect_arity(op, in, 1);
-      if (out_shapes.size() != 1 || !is_suffix(out_shapes[0], in[0].shape))
+      if (out_shapes.size() != 1 || out_shapes[0].empty() || !is_suffix(out_shapes[0], in[0].shape))
         fail(op, "output must be a suffix of " + to_string(in[0].shape));
       return {{KILN_F32, out_shapes[0]}};
     case KILN_OP_RESHAPE:
       expect_arity(op, in, 1);
-      if (out_shapes.size() != 1 || numel(out_shapes[0]) != numel(in[0].shape))
+      if (out_shapes.size() != 1 || out_shapes[0].size() > KILN_IR_MAX_RANK ||
+          numel(out_shapes[0]) != numel(in[0].shape))
         fail(op, "cannot reshape " + to_string(in[0].shape) +
                      (out_shapes.empty() ? std::string() : " to " + to_string(out_shapes[0])));
       return {{in[0].dtype, out_shapes[0]}};
@@ -222,7 +245,7 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
       const Shape& x = in[0].shape;
       int64_t axis = ia[0], parts = ia[1];
       if (axis < 0 || axis >= static_cast<int64_t>(x.size())) fail(op, "axis out of range");
-      if (parts <= 0 || x[static_cast<size_t>(axis)] % parts != 0)
+      if (parts <= 0 || parts > 255 || x[static_cast<size_t>(axis)] % parts != 0)
         fail(op, "dim " + std::to_string(x[static_cast<size_t>(axis)]) + " is not divisible into " +
                      std::to_string(parts) + " parts");
       Shape y = x;

@@ -224,6 +224,7 @@ int train(const TrainConfig& cfg) {
       stats.add(loss, norm);
     }
     ++iteration;
+    ++stats.iterations;
     consumed += cfg.global_batch_size;
 
     if (iteration % cfg.log_interval == 0 || iteration == cfg.train_iters) {

@@ -92,7 +92,8 @@ typedef enum kiln_op {
   /* (x [..., T, T]) -> y; fattrs = {scale}. Row i: softmax over j <= i of
    * scale * x[i, j]; y[i, j] = 0 for j > i. */
   KILN_OP_CAUSAL_SOFTMAX = 11,
-  /* (y, dy) -> dx; fattrs = {scale}. dx = scale * y * (dy - sum_j dy*y). */
+  /* (y, dy) -> dx; fattrs = {scale}. dx = scale * y * (dy - sum_j dy*y), the
+   * sum over the whole row (masked entries add 0 since y is 0 there). */
   KILN_OP_SOFTMAX_GRAD = 12,
   /* (logits [N, V], targets [N] i32) -> loss [1]: mean over N of
    * -log softmax(logits)[target]. */
@@ -100,7 +101,7 @@ typedef enum kiln_op {
   /* (logits, targets, dloss [1]) -> dlogits [N, V]. */
   KILN_OP_CROSS_ENTROPY_GRAD = 14,
   /* (x [..., S]) -> y [S]: sum over all leading dims. The output shape is
-   * the suffix S of the input shape. */
+   * a non-empty suffix S of the input shape. */
   KILN_OP_SUM_TO = 15,
   /* (x) -> y with the output's shape and the same element count. */
   KILN_OP_RESHAPE = 16,

@@ -1,0 +1,106 @@
+// `kiln devices`: what the loader found, and why anything was skipped.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/registry.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln devices\n"
+    "\n"
+    "Lists every loaded backend plugin and its devices, the plugin files that\n"
+    "were skipped and why, and the plugin search path.\n"
+    "\n"
+    "Plugins (libkiln-backend-<name>.so) are searched in KILN_PLUGIN_PATH\n"
+    "(colon-separated directories or files), the kiln executable's directory,\n"
+    "and the install plugin directory.\n";
+
+const char* kind_name(int32_t kind) {
+  switch (kind) {
+    case KILN_DEVICE_CPU: return "cpu";
+    case KILN_DEVICE_GPU: return "gpu";
+    case KILN_DEVICE_ACCELERATOR: return "accelerator";
+    default: return "other";
+  }
+}
+
+std::string or_unknown(const char* s) { return s != nullptr && s[0] != '\0' ? s : "unknown"; }
+
+// Properties need no opened device, so listing never allocates device state.
+void print_devices(const Plugin& p) {
+  kiln_device_count_args count{};
+  count.struct_size = sizeof(count);
+  check(p, p.api->device_count(&count), "device_count");
+  if (count.count <= 0) fmt::print("  no devices\n");
+  for (int32_t i = 0; i < count.count; ++i) {
+    kiln_device_properties props{};
+    props.struct_size = sizeof(props);
+    kiln_device_properties_args args{};
+    args.struct_size = sizeof(args);
+    args.device_index = i;
+    args.properties = &props;
+    check(p, p.api->device_properties(&args), fmt::format("device_properties of device {}", i));
+    props.name[sizeof(props.name) - 1] = '\0';
+    props.vendor[sizeof(props.vendor) - 1] = '\0';
+    props.driver_version[sizeof(props.driver_version) - 1] = '\0';
+    props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
+    fmt::print("  device {}: {} | vendor {} | kind {} | {:.1f} GiB | {} compute units | driver {} | "
+               "fingerprint {}\n",
+               i, or_unknown(props.name), or_unknown(props.vendor), kind_name(props.kind),
+               static_cast<double>(props.memory_bytes) / (1024.0 * 1024.0 * 1024.0),
+               props.compute_units, or_unknown(props.driver_version),
+               or_unknown(props.fingerprint));
+  }
+}
+
+}  // namespace
+
+int run_devices(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    throw Error(fmt::format("devices: unexpected argument '{}'; see kiln devices --help", a));
+  }
+
+  Registry& registry = Registry::instance();
+  const auto plugins = registry.plugins();
+  if (plugins.empty()) fmt::print("No backends loaded.\n");
+  for (const auto& p : plugins) {
+    fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->api->abi_major,
+               p->api->abi_minor, or_unknown(p->api->compiler_version()), p->path);
+    // One broken backend must not hide the others from the listing.
+    try {
+      print_devices(*p);
+    } catch (const Error& e) {
+      fmt::print("  error: {}\n", e.what());
+    }
+  }
+
+  fmt::print("\nSkipped plugin files:");
+  bool any = false;
+  for (const PluginRecord& r : registry.records()) {
+    if (r.loaded) continue;
+    fmt::print("\n  {}: {}", r.path, r.reason);
+    any = true;
+  }
+  fmt::print("{}\n", any ? "" : " none");
+
+  fmt::print("\nSearch path:\n");
+  for (const std::string& dir : registry.search_path()) {
+    std::error_code ec;
+    fmt::print("  {}{}\n", dir, std::filesystem::exists(dir, ec) ? "" : "  (does not exist)");
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,262 @@
+#include "core/registry.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "core/log.h"
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+namespace {
+
+constexpr const char* kPrefix = "libkiln-backend-";
+constexpr const char* kSuffix = ".so";
+
+bool is_candidate_name(const std::string& name) {
+  return name.size() > std::char_traits<char>::length(kPrefix) + 3 && name.starts_with(kPrefix) &&
+         name.ends_with(kSuffix);
+}
+
+struct RequiredFn {
+  size_t offset;
+  size_t size;
+  const char* name;
+};
+
+#define KILN_REQUIRED(f) RequiredFn{offsetof(kiln_plugin_api, f), sizeof(kiln_plugin_api::f), #f}
+// Everything a backend needs to list devices, move data and run a graph.
+// buffer_copy and op_supported may be NULL; callers check Plugin::has().
+constexpr RequiredFn kRequired[] = {
+    KILN_REQUIRED(error_destroy),   KILN_REQUIRED(error_message),
+    KILN_REQUIRED(error_code),      KILN_REQUIRED(compiler_version),
+    KILN_REQUIRED(device_count),    KILN_REQUIRED(device_properties),
+    KILN_REQUIRED(device_open),     KILN_REQUIRED(device_close),
+    KILN_REQUIRED(buffer_alloc),    KILN_REQUIRED(buffer_free),
+    KILN_REQUIRED(buffer_write),    KILN_REQUIRED(buffer_read),
+    KILN_REQUIRED(compile),         KILN_REQUIRED(executable_bytes_free),
+    KILN_REQUIRED(load),            KILN_REQUIRED(loaded_free),
+    KILN_REQUIRED(execute),         KILN_REQUIRED(synchronize),
+};
+#undef KILN_REQUIRED
+
+std::string real_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::canonical(path, ec);
+  return ec ? fs::absolute(path, ec).lexically_normal().string() : p.string();
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+// Everything up to the ABI checks; returns the reason on failure.
+std::string validate(const std::string& path, void* handle, Plugin& plugin) {
+  dlerror();
+  void* sym = dlsym(handle, KILN_PLUGIN_GET_API_SYMBOL);
+  if (sym == nullptr) return "no kiln_plugin_get_api symbol; not a kiln plugin";
+  auto get_api = reinterpret_cast<kiln_plugin_get_api_fn>(sym);
+  const kiln_plugin_api* api = get_api();
+  if (api == nullptr) return "kiln_plugin_get_api returned NULL";
+
+  // Read struct_size before anything else: a table too short to hold the
+  // name cannot be trusted for any other field either.
+  constexpr size_t min_size = offsetof(kiln_plugin_api, name) + sizeof(char*);
+  if (api->struct_size < min_size) {
+    return fmt::format("plugin table is {} bytes, smaller than the {}-byte header; corrupt plugin",
+                       api->struct_size, min_size);
+  }
+  if (api->abi_major != KILN_ABI_MAJOR) {
+    return fmt::format(
+        "built for kiln plugin ABI {}.{}, this kiln speaks {}.{}; rebuild the plugin against "
+        "this kiln's plugin.h",
+        api->abi_major, api->abi_minor, KILN_ABI_MAJOR, KILN_ABI_MINOR);
+  }
+  if (api->name == nullptr || api->name[0] == '\0') return "plugin table has no backend name";
+
+  plugin.name = api->name;
+  plugin.path = path;
+  plugin.api = api;
+  plugin.api_size = std::min(api->struct_size, sizeof(kiln_plugin_api));
+
+  std::string missing;
+  for (const RequiredFn& fn : kRequired) {
+    bool present = fn.offset + fn.size <= plugin.api_size &&
+                   *reinterpret_cast<void* const*>(reinterpret_cast<const char*>(api) + fn.offset);
+    if (!present) missing += (missing.empty() ? "" : ", ") + std::string(fn.name);
+  }
+  if (!missing.empty()) return "plugin table lacks required functions: " + missing;
+
+  if (void* probe_sym = dlsym(handle, KILN_PLUGIN_PROBE_SYMBOL)) {
+    char reason[512] = {};
+    auto probe = reinterpret_cast<kiln_plugin_probe_fn>(probe_sym);
+    if (probe(reason, sizeof(reason)) == 0) {
+      reason[sizeof(reason) - 1] = '\0';
+      return fmt::format("plugin probe says this machine cannot run it: {}",
+                         reason[0] ? reason : "no reason given");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Registry& Registry::instance() {
+  static Registry registry;
+  return registry;
+}
+
+Registry::Registry() {
+  for (const std::string& entry : search_path()) {
+    std::error_code ec;
+    if (fs::is_directory(entry, ec)) {
+      std::vector<std::string> files;
+      for (const auto& f : fs::directory_iterator(entry, ec)) {
+        if (is_candidate_name(f.path().filename().string())) files.push_back(f.path().string());
+      }
+      // Sorted so that which duplicate wins does not depend on the filesystem.
+      std::sort(files.begin(), files.end());
+      for (const std::string& f : files) load_file(f);
+    } else if (fs::exists(entry, ec)) {
+      load_file(entry);
+    } else {
+      logger().debug("plugin search: {} does not exist", entry);
+    }
+  }
+}
+
+std::vector<std::string> Registry::search_path() const {
+  std::vector<std::string> dirs;
+  auto add = [&](const std::string& d) {
+    if (d.empty()) return;
+    for (const std::string& seen : dirs) {
+      if (real_path(seen) == real_path(d)) return;
+    }
+    dirs.push_back(d);
+  };
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
+    std::string s = env;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find(':', start);
+      if (end == std::string::npos) end = s.size();
+      add(s.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  add(exe_dir());
+#ifdef KILN_INSTALL_PLUGIN_DIR
+  add(KILN_INSTALL_PLUGIN_DIR);
+#endif
+  return dirs;
+}
+
+PluginRecord Registry::load_file(const std::string& path) {
+  const std::string real = real_path(path);
+  for (const PluginRecord& r : records_) {
+    if (real_path(r.path) == real) return r;
+  }
+
+  PluginRecord record;
+  record.path = path;
+  auto finish = [&](std::string reason) {
+    record.reason = one_line(std::move(reason));
+    if (record.loaded) {
+      logger().debug("plugin {}: loaded backend '{}' (ABI {}.{})", path, record.plugin->name,
+                     record.plugin->api->abi_major, record.plugin->api->abi_minor);
+    } else {
+      logger().debug("plugin {}: skipped: {}", path, record.reason);
+    }
+    records_.push_back(record);
+    return record;
+  };
+
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return finish("no such file");
+  if (fs::is_directory(path, ec)) return finish("is a directory, not a plugin file");
+
+  // A path without a slash would make dlopen search the library path.
+  const std::string abs = fs::absolute(path, ec).string();
+  dlerror();
+  // Skipped libraries are never dlclosed: a half-initialised foreign library
+  // can crash in its destructors, and keeping it mapped costs nothing.
+  void* handle = dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* dl = dlerror();
+    std::string err = dl ? dl : "";
+    // dlerror repeats the path; the record already carries it.
+    if (err.starts_with(abs + ": ")) err.erase(0, abs.size() + 2);
+    return finish("not a loadable shared library: " + (err.empty() ? "dlopen failed" : err));
+  }
+
+  auto plugin = std::make_shared<Plugin>();
+  std::string reason = validate(path, handle, *plugin);
+  if (!reason.empty()) return finish(reason);
+
+  if (auto existing = find(plugin->name)) {
+    return finish(fmt::format("backend '{}' already loaded from {}", plugin->name, existing->path));
+  }
+  record.loaded = true;
+  record.plugin = std::move(plugin);
+  return finish({});
+}
+
+std::vector<std::shared_ptr<const Plugin>> Registry::plugins() const {
+  std::vector<std::shared_ptr<const Plugin>> out;
+  for (const PluginRecord& r : records_) {
+    if (r.loaded) out.push_back(r.plugin);
+  }
+  return out;
+}
+
+std::shared_ptr<const Plugin> Registry::find(const std::string& backend) const {
+  for (const PluginRecord& r : records_) {
+    if (r.loaded && r.plugin->name == backend) return r.plugin;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Device> Registry::open(const std::string& backend, int index, int num_threads) {
+  std::shared_ptr<const Plugin> plugin;
+  if (backend.find('/') != std::string::npos || backend.ends_with(kSuffix)) {
+    PluginRecord r = load_file(backend);
+    if (!r.loaded) throw Error(fmt::format("cannot use plugin {}: {}", backend, r.reason));
+    plugin = r.plugin;
+  } else {
+    plugin = find(backend);
+  }
+
+  if (plugin == nullptr) {
+    const std::string file = kPrefix + backend + kSuffix;
+    for (const PluginRecord& r : records_) {
+      if (!r.loaded && fs::path(r.path).filename() == file) {
+        throw Error(fmt::format("backend '{}' found at {} but not loaded: {}", backend, r.path,
+                                r.reason));
+      }
+    }
+    std::string names;
+    for (const auto& p : plugins()) names += (names.empty() ? "" : ", ") + p->name;
+    std::string dirs;
+    for (const auto& d : search_path()) dirs += (dirs.empty() ? "" : ":") + d;
+    throw Error(fmt::format(
+        "no backend '{}'; loaded backends: {}. Search path: {} (set KILN_PLUGIN_PATH to the "
+        "directory holding {})",
+        backend, names.empty() ? "none" : names, dirs.empty() ? "(empty)" : dirs, file));
+  }
+  return std::make_unique<Device>(plugin, index, num_threads);
+}
+
+}  // namespace kiln
