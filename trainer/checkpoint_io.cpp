@@ -1,0 +1,274 @@
+#include "trainer/checkpoint_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+
+namespace kiln::trainer {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kLoadFix = "; re-save it or point --load at another checkpoint";
+
+[[noreturn]] void sys_error(const std::string& what, const fs::path& p) {
+  throw Error("cannot " + what + " " + p.string() + ": " + std::strerror(errno));
+}
+
+// fsync works through a read-only descriptor on Linux, and opening the
+// directory itself is the only way to make a rename or create durable.
+void fsync_path(const fs::path& p, bool directory) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) sys_error("open", p);
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (rc != 0) sys_error("fsync", p);
+}
+
+void write_file_synced(const fs::path& p, const std::string& content) {
+  std::FILE* f = std::fopen(p.c_str(), "wb");
+  if (!f) sys_error("create", p);
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size() &&
+                  std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const int saved = errno;
+  if (std::fclose(f) != 0 || !ok) {
+    if (!ok) errno = saved;
+    sys_error("write", p);
+  }
+}
+
+// Swaps two existing paths atomically where the kernel can, so a crash never
+// leaves the iteration directory missing; returns false where unsupported.
+bool exchange(const fs::path& a, const fs::path& b) {
+#ifdef RENAME_EXCHANGE
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) sys_error("replace", b);
+#else
+  (void)a;
+  (void)b;
+#endif
+  return false;
+}
+
+void publish_dir(const fs::path& tmp, const fs::path& final, const fs::path& root) {
+  if (!fs::exists(final)) {
+    fs::rename(tmp, final);
+    fsync_path(root, true);
+    return;
+  }
+  if (exchange(tmp, final)) {
+    fsync_path(root, true);
+    fs::remove_all(tmp);  // now holds the replaced checkpoint
+    return;
+  }
+  fs::path aside = final;
+  aside.replace_filename(".old_" + final.filename().string() + "." + std::to_string(::getpid()));
+  fs::remove_all(aside);
+  fs::rename(final, aside);
+  try {
+    fs::rename(tmp, final);
+  } catch (...) {
+    fs::rename(aside, final);
+    throw;
+  }
+  fsync_path(root, true);
+  fs::remove_all(aside);
+}
+
+std::string read_small_file(const fs::path& p, size_t limit) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) sys_error("read", p);
+  std::string s(limit, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(limit));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
+// Strict non-negative decimal: "12x", "-3", "" and "release" are all refused.
+bool parse_iteration(std::string s, int64_t& out) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return false;
+  s = s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool iteration_from_dir_name(const std::string& name, int64_t& out) {
+  return name.rfind("iter_", 0) == 0 && name.size() > 5 && parse_iteration(name.substr(5), out) &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+std::string list_iter_dirs(const fs::path& root) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    int64_t it;
+    if (e.is_directory(ec) && iteration_from_dir_name(e.path().filename().string(), it))
+      names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 5) out += ", ...";
+  return out;
+}
+
+std::map<std::string, SafeTensor> load_tensors(const fs::path& file) {
+  try {
+    return read_safetensors(file.string()).tensors;
+  } catch (const SafetensorsError& e) {
+    throw Error("checkpoint " + file.string() + " is corrupt: " + e.problem() + kLoadFix);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + kLoadFix);
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_dir_name(int64_t iteration) {
+  if (iteration < 0)
+    throw Error("checkpoint iteration must be >= 0, got " + std::to_string(iteration));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "iter_%07lld", static_cast<long long>(iteration));
+  return buf;
+}
+
+void save_checkpoint(const std::string& save_dir, int64_t iteration,
+                     const std::map<std::string, SafeTensor>& model,
+                     const std::map<std::string, SafeTensor>& optimizer, const nlohmann::json& meta) {
+  const std::string name = checkpoint_dir_name(iteration);
+  const fs::path root(save_dir.empty() ? "." : save_dir);
+  const fs::path final = root / name;
+  // Built with += because GCC 12 raises a false -Wrestrict on "literal" + std::string&&.
+  std::string suffix = ".";
+  suffix += std::to_string(::getpid());
+  const fs::path tmp = root / (".tmp_" + name + suffix);
+  const fs::path latest_tmp = root / (std::string(".") + kLatestFileName + suffix);
+  try {
+    std::string meta_text;
+    try {
+      meta_text = meta.dump(2) + "\n";
+    } catch (const nlohmann::json::exception&) {
+      throw Error("meta.json would hold a string that is not valid UTF-8");
+    }
+    fs::create_directories(root);
+    // A leftover from this same pid can only be from an earlier failed try.
+    fs::remove_all(tmp);
+    fs::create_directory(tmp);
+    write_safetensors((tmp / kModelFileName).string(), model, {{"format", "pt"}});
+    fsync_path(tmp / kModelFileName, false);
+    write_safetensors((tmp / kOptimizerFileName).string(), optimizer, {{"format", "pt"}});
+    fsync_path(tmp / kOptimizerFileName, false);
+    write_file_synced(tmp / kMetaFileName, meta_text);
+    fsync_path(tmp, true);
+    publish_dir(tmp, final, root);
+
+    // Megatron writes the bare number without a newline; so do we.
+    write_file_synced(latest_tmp, std::to_string(iteration));
+    fs::rename(latest_tmp, root / kLatestFileName);
+    fsync_path(root, true);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::remove(latest_tmp, ec);
+    throw Error("cannot save checkpoint " + final.string() + ": " + e.what() +
+                "; check free space and permissions of --save");
+  }
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& load_path) {
+  const fs::path p(load_path);
+  std::error_code ec;
+  if (!fs::exists(p, ec))
+    throw Error("--load path " + load_path +
+                " does not exist; point --load at a --save directory or one of its iter_XXXXXXX "
+                "directories");
+  if (!fs::is_directory(p, ec))
+    throw Error("--load path " + load_path +
+                " is not a directory; point --load at a --save directory or one of its "
+                "iter_XXXXXXX directories");
+
+  LoadedCheckpoint out;
+  fs::path dir;
+  bool have_iteration = false;
+  const fs::path latest = p / kLatestFileName;
+  if (fs::exists(latest, ec)) {
+    const std::string text = read_small_file(latest, 64);
+    if (!parse_iteration(text, out.iteration))
+      throw Error(latest.string() + " should hold an iteration number but holds '" +
+                  printable(text) + "'; fix it or point --load at an iter_XXXXXXX directory");
+    dir = p / checkpoint_dir_name(out.iteration);
+    if (!fs::is_directory(dir, ec))
+      throw Error(latest.string() + " names iteration " + std::to_string(out.iteration) + " but " +
+                  dir.string() + " does not exist; point --load at an existing iter_XXXXXXX directory");
+    have_iteration = true;
+  } else if (fs::exists(p / kModelFileName, ec) || fs::exists(p / kMetaFileName, ec)) {
+    dir = p;
+    have_iteration = iteration_from_dir_name(p.filename().string(), out.iteration);
+  } else {
+    const std::string found = list_iter_dirs(p);
+    throw Error(load_path + " holds no checkpoint (no " + kLatestFileName + ", no " +
+                kModelFileName + ")" +
+                (found.empty() ? "; point --load at a directory that --save wrote"
+                               : "; it contains " + found + ": point --load at one of them"));
+  }
+  out.dir = dir.string();
+
+  for (const char* f : {kModelFileName, kOptimizerFileName, kMetaFileName})
+    if (!fs::exists(dir / f, ec))
+      throw Error("checkpoint " + out.dir + " is incomplete: " + f + " is missing" + kLoadFix);
+
+  const fs::path meta_path = dir / kMetaFileName;
+  std::ifstream in(meta_path, std::ios::binary);
+  if (!in) sys_error("read", meta_path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    out.meta = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    for (char& c : why)
+      if (c == '\n' || c == '\r') c = ' ';
+    throw Error("checkpoint " + meta_path.string() + " is corrupt: not valid JSON (" + why + ")" +
+                kLoadFix);
+  }
+  if (!out.meta.is_object())
+    throw Error("checkpoint " + meta_path.string() + " is corrupt: not a JSON object" + kLoadFix);
+
+  // A copied or renamed iteration directory loses its iter_ name; fall back
+  // to the iteration the caller recorded in meta.json.
+  if (!have_iteration) {
+    auto it = out.meta.find("iteration");
+    if (it == out.meta.end() || !it->is_number_unsigned())
+      throw Error("cannot tell which iteration " + out.dir +
+                  " holds: its name is not iter_XXXXXXX and meta.json has no 'iteration'; rename "
+                  "it to iter_XXXXXXX");
+    out.iteration = it->get<int64_t>();
+  }
+
+  out.model = load_tensors(dir / kModelFileName);
+  out.optimizer = load_tensors(dir / kOptimizerFileName);
+  return out;
+}
+
+}  // namespace kiln::trainer
