@@ -1,0 +1,136 @@
+// The CPU backend's kernels, one per op (forward and backward), fp32.
+//
+// Each kernels_*.cpp is compiled twice: on its own for baseline x86-64
+// (SSE2) and, through kernels_avx2.cpp, with AVX2+FMA. simd.h picks the
+// namespace (kiln::cpu::base or kiln::cpu::avx2) from the compiler flags, so
+// the declarations below name whichever ISA the including file is built for.
+// The plugin picks one run_node per device with a runtime CPU check.
+//
+// Conventions: pointers may alias exactly where kiln/ir.h allows it
+// (elementwise ops); work is split into a fixed number of contiguous chunks
+// that depends only on the sizes and the thread count, and partial results
+// are combined in chunk order, so a run is bitwise reproducible.
+#pragma once
+
+#include <cstdint>
+
+#include "plan.h"
+#include "simd.h"
+#include "thread_pool.h"
+
+// Internal to the plugin: keep these out of its dynamic symbol table.
+#pragma GCC visibility push(hidden)
+
+namespace kiln::cpu {
+
+// What kernels get from the device.
+struct Ctx {
+  ThreadPool* pool = nullptr;        // the device's pool, shared with sgemm
+  ThreadPool* const* solo = nullptr; // solo[t]: a 1-thread pool for worker t
+  int threads = 1;
+  void* scratch = nullptr;           // >= the node's NodePlan::scratch_bytes
+};
+
+// Runs one planned node; values[id] is the address of value id.
+using RunNodeFn = void (*)(const Ctx&, const NodePlan&, void* const* values);
+
+namespace base {
+void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+}
+namespace avx2 {
+void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+}
+
+namespace KILN_CPU_ISA {
+
+// Splits [0, n) into at most ctx.threads contiguous chunks of >= grain items
+// and calls fn(chunk, begin, end) for each across the pool; small work runs
+// inline as one chunk. Returns the number of chunks.
+template <class F>
+int64_t for_chunks(const Ctx& ctx, int64_t n, int64_t grain, F&& fn) {
+  if (n <= 0) return 0;
+  if (grain < 1) grain = 1;
+  int64_t chunks = (n + grain - 1) / grain;
+  if (chunks > ctx.threads) chunks = ctx.threads;
+  if (chunks <= 1) {
+    fn(int64_t{0}, int64_t{0}, n);
+    return 1;
+  }
+  ctx.pool->run([&](int t) {
+    if (t >= chunks) return;
+    int64_t begin = n * t / chunks, end = n * (t + 1) / chunks;
+    if (begin < end) fn(static_cast<int64_t>(t), begin, end);
+  });
+  return chunks;
+}
+
+// Items per chunk so that one chunk is worth a fork/join (~a few us).
+inline int64_t grain_for(int64_t cost_per_item) {
+  constexpr int64_t kMinWork = 16384;
+  return cost_per_item >= kMinWork ? 1 : kMinWork / (cost_per_item < 1 ? 1 : cost_per_item);
+}
+
+// ---- kernels_elementwise.cpp
+void fill(const Ctx&, float* y, int64_t n, float value);
+void add(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_t inner);
+void mul(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_t inner);
+void scale(const Ctx&, const float* x, float* y, int64_t n, float s);
+void gelu(const Ctx&, const float* x, float* y, int64_t n);
+void gelu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n);
+
+// ---- kernels_matmul.cpp
+void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m,
+            int64_t n, int64_t k, bool trans_a, bool trans_b);
+
+// ---- kernels_norm.cpp
+void layernorm(const Ctx&, const float* x, const float* gamma, const float* beta, float* y,
+               int64_t rows, int64_t cols, float eps);
+// scratch: threads * 2 * cols floats
+void layernorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx,
+                    float* dgamma, float* dbeta, int64_t rows, int64_t cols, float eps);
+
+// ---- kernels_attention.cpp
+void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
+void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows,
+                  int64_t cols, float scale);
+
+// ---- kernels_loss.cpp (targets already checked to lie in [0, cols))
+// scratch: rows doubles
+void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, float* loss,
+                   int64_t rows, int64_t cols);
+void cross_entropy_grad(const Ctx&, const float* logits, const int32_t* targets,
+                        const float* dloss, float* dlogits, int64_t rows, int64_t cols);
+
+// ---- kernels_embedding.cpp (ids already checked to lie in [0, vocab))
+void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows,
+               int64_t cols);
+void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows,
+                    int64_t cols, int64_t vocab);
+
+// ---- kernels_reduce.cpp
+// scratch: threads * cols floats
+void sum_to(const Ctx&, const float* x, float* y, int64_t rows, int64_t cols);
+// scratch: threads doubles
+void sum_squares(const Ctx&, const float* x, float* y, int64_t n);
+
+// ---- kernels_layout.cpp (4-byte elements of any dtype)
+void copy(const Ctx&, const void* x, void* y, int64_t n);
+void permute(const Ctx&, const uint32_t* x, uint32_t* y, const PermutePlan& p);
+void split(const Ctx&, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts,
+           int64_t inner);
+void concat(const Ctx&, const uint32_t* const* xs, const int64_t* inners, int64_t count,
+            uint32_t* y, int64_t rows, int64_t inner);
+
+// ---- kernels_optimizer.cpp
+// hparams = {lr, weight_decay, 1/(1-beta1^t), 1/(1-beta2^t), grad_scale}
+void adamw(const Ctx&, const float* p, const float* g, const float* m, const float* v,
+           const float* hparams, float* p_out, float* m_out, float* v_out, int64_t n,
+           float beta1, float beta2, float eps, bool apply_weight_decay);
+
+// ---- kernels_dispatch.cpp
+void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+
+}  // namespace KILN_CPU_ISA
+}  // namespace kiln::cpu
+
+#pragma GCC visibility pop

@@ -1,0 +1,19 @@
+// The AVX2+FMA build of every kernel (CMake compiles *_avx2.cpp with -mavx2
+// -mfma). simd.h sees __AVX2__ and puts the same sources in namespace
+// kiln::cpu::avx2; the plugin calls avx2::run_node only after checking the
+// CPU. One translation unit for all of them, so helpers in the kernel files'
+// anonymous namespaces need distinct names.
+//
+// Nothing here may allocate through std containers: their out-of-line
+// template code would be shared with the baseline build by the linker and
+// could carry AVX instructions into it.
+#include "kernels_attention.cpp"
+#include "kernels_dispatch.cpp"
+#include "kernels_elementwise.cpp"
+#include "kernels_embedding.cpp"
+#include "kernels_layout.cpp"
+#include "kernels_loss.cpp"
+#include "kernels_matmul.cpp"
+#include "kernels_norm.cpp"
+#include "kernels_optimizer.cpp"
+#include "kernels_reduce.cpp"
