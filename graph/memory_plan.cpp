@@ -97,6 +97,23 @@ MemoryPlan plan_memory(const Graph& g) {
       arena_values.push_back(v);
       life[static_cast<size_t>(v)] = {static_cast<int>(i), std::max(static_cast<int>(i), last_use[static_cast<size_t>(v)])};
     }
+  // A RESHAPE of an arena value is the same bytes under another shape:
+  // values are immutable, so it shares its input's storage and the pair
+  // lives as long as either is in use. (Ports are excluded: a port's buffer
+  // may be updated in place, which an alias would observe.)
+  std::vector<ValueId> root(nv);
+  for (size_t v = 0; v < nv; ++v) root[v] = static_cast<ValueId>(v);
+  std::vector<bool> is_arena(nv, false);
+  for (ValueId v : arena_values) is_arena[static_cast<size_t>(v)] = true;
+  for (const Node& n : nodes) {
+    if (n.op != KILN_OP_RESHAPE) continue;
+    const auto out = static_cast<size_t>(n.outputs[0]), in = static_cast<size_t>(n.inputs[0]);
+    if (!is_arena[out] || !is_arena[in]) continue;
+    root[out] = root[in];
+    Interval& lr = life[static_cast<size_t>(root[out])];
+    lr.last = std::max(lr.last, life[out].last);
+  }
+  std::erase_if(arena_values, [&](ValueId v) { return root[static_cast<size_t>(v)] != v; });
   std::stable_sort(arena_values.begin(), arena_values.end(), [&](ValueId a, ValueId b) {
     return value_bytes(g.value(a)) > value_bytes(g.value(b));
   });
@@ -126,6 +143,8 @@ MemoryPlan plan_memory(const Graph& g) {
     plan.offset[static_cast<size_t>(v)] = best;
     plan.arena_bytes = std::max(plan.arena_bytes, best + size);
   }
+  for (size_t v = 0; v < nv; ++v)
+    if (root[v] != static_cast<ValueId>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(root[v])];
   plan.slot_bytes[0] = plan.arena_bytes;
   return plan;
 }
