@@ -10,5 +10,6 @@ namespace kiln::cli {
 int run_train(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
+int run_preprocess(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

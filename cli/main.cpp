@@ -17,6 +17,7 @@ const char* kUsage =
     "commands:\n"
     "  train      train a GPT (Megatron-LM flags; no flags: a small model on the embedded corpus)\n"
     "  generate   sample text from a checkpoint (--load DIR --prompt TEXT)\n"
+    "  preprocess tokenize JSONL into Megatron .bin/.idx (tools/preprocess_data.py flags)\n"
     "  devices    list backends, their devices, and plugin files that were skipped\n"
     "\n"
     "Run 'kiln <command> --help' for a command's flags.\n";
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     if (command == "train") return kiln::cli::run_train(args);
     if (command == "generate") return kiln::cli::run_generate(args);
     if (command == "devices") return kiln::cli::run_devices(args);
+    if (command == "preprocess") return kiln::cli::run_preprocess(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const kiln::Error& e) {

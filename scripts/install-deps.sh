@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
+  zlib1g-dev libpcre2-dev
 )
 
 missing=()

@@ -28,4 +28,10 @@ std::unique_ptr<TokenSource> make_embedded_corpus(uint64_t seed);
 // Megatron's --mock-data: uniformly random tokens in [0, vocab).
 std::unique_ptr<TokenSource> make_mock_data(int64_t vocab_size, uint64_t seed);
 
+struct TrainConfig;
+// --data-path: Megatron's GPT datasets (and blends) over .bin/.idx files,
+// train sample i = Megatron's train sample i (trainer/data/gpt_dataset.h).
+// Validation is built only when --eval-iters > 0.
+std::unique_ptr<TokenSource> make_megatron_data(const TrainConfig& cfg);
+
 }  // namespace kiln::trainer

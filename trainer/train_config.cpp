@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
 
 namespace kiln::trainer {
@@ -42,6 +44,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--vocab-file", &vocab_file, "GPT-2 vocab.json");
   f.add("--merge-file", &merge_file, "GPT-2 merges.txt");
   f.add("--tokenizer-type", &tokenizer_type, "tokenizer (GPT2BPETokenizer)");
+  f.add("--make-vocab-size-divisible-by", &make_vocab_size_divisible_by,
+        "pad the tokenizer's vocab to a multiple of this (x tensor-parallel size)");
+  f.add("--data-cache-path", &data_cache_path, "directory for the dataset index caches (default: beside the data)");
   f.add("--backend", &backend, "backend plugin name or path to a plugin .so");
   f.add("--device", &device, "device index within the backend");
   f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores)");
@@ -75,17 +80,58 @@ void TrainConfig::finalize(const Flags& f) {
   if (save_interval < 0) throw Error("--save-interval must not be negative");
   if (save_interval > 0 && save.empty()) throw Error("--save-interval needs --save DIR");
   if (clip_grad < 0) throw Error("--clip-grad must not be negative");
-  if (!data_path.empty())
-    throw Error("--data-path needs Megatron .bin/.idx support, which this build does not have yet; "
-                "train on the embedded corpus (no data flags) or --mock-data");
-  if (mock_data && !f.given("--vocab-size"))
-    throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
-  if (!mock_data && model.vocab_size != 256)
-    throw Error("--vocab-size " + std::to_string(model.vocab_size) +
-                " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
+  const bool tokenizer_flags = !vocab_file.empty() || !merge_file.empty() || !tokenizer_type.empty();
+  if (!data_path.empty()) {
+    if (mock_data) throw Error("--mock-data and --data-path exclude each other; pick one");
+    finalize_data(f);
+  } else {
+    if (tokenizer_flags && !mock_data)
+      throw Error("--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
+                  "(make one with kiln preprocess)");
+    if (mock_data && !f.given("--vocab-size"))
+      throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
+    if (!mock_data && model.vocab_size != 256)
+      throw Error("--vocab-size " + std::to_string(model.vocab_size) +
+                  " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
+  }
   if (!load.empty() && !std::filesystem::exists(load))
     throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
+}
+
+void TrainConfig::finalize_data(const Flags& f) {
+  if (tokenizer_type.empty())
+    throw Error("--data-path needs --tokenizer-type GPT2BPETokenizer with --vocab-file and --merge-file, "
+                "as Megatron-LM");
+  if (tokenizer_type != "GPT2BPETokenizer")
+    throw Error("--tokenizer-type " + tokenizer_type + " is not supported; kiln has GPT2BPETokenizer");
+  if (vocab_file.empty() || merge_file.empty())
+    throw Error("--tokenizer-type GPT2BPETokenizer needs --vocab-file (gpt2-vocab.json) and --merge-file "
+                "(gpt2-merges.txt)");
+  if (f.given("--vocab-size"))
+    throw Error("--vocab-size is taken from the tokenizer with --data-path (padded to a multiple of "
+                "--make-vocab-size-divisible-by); drop --vocab-size");
+  if (make_vocab_size_divisible_by <= 0) throw Error("--make-vocab-size-divisible-by must be positive");
+  if (seed < 0 || seed > 0xFFFFFFFFll)
+    throw Error("--seed " + std::to_string(seed) + " is outside [0, 2^32), which the data shuffle (numpy's "
+                "RandomState, as Megatron) accepts");
+  if (model.seq_length < 2) throw Error("--seq-length must be at least 2 with --data-path");
+  std::vector<double> split_vec = data::parse_split(split);
+  data::Blend blend = data::parse_blend(data_path);
+  for (const std::string& prefix : blend.prefixes)
+    for (const char* ext : {".idx", ".bin"})
+      if (!std::filesystem::exists(prefix + ext))
+        throw Error("--data-path " + prefix + ": " + prefix + ext + " does not exist; pass the prefix of a "
+                    "Megatron .bin/.idx pair without the extension (kiln preprocess writes "
+                    "<output-prefix>_text_document.bin/.idx)");
+  if (eval_iters > 0 && !data::split_matrix(split_vec)[1])
+    throw Error("--split " + split + " leaves no documents for validation, but --eval-iters is " +
+                std::to_string(eval_iters) + "; give validation a share (e.g. --split 969,30,1) or pass "
+                "--eval-iters 0");
+  // Megatron's _vocab_size_with_padding.
+  const int64_t vocab = data::Gpt2Tokenizer::load(vocab_file, merge_file)->vocab_size();
+  const int64_t multiple = make_vocab_size_divisible_by * tensor_model_parallel_size;
+  model.vocab_size = (vocab + multiple - 1) / multiple * multiple;
 }
 
 }  // namespace kiln::trainer

@@ -45,6 +45,8 @@ struct TrainConfig {
   std::vector<std::string> data_path;
   std::string split = "969,30,1";
   std::string vocab_file, merge_file, tokenizer_type;
+  int64_t make_vocab_size_divisible_by = 128;
+  std::string data_cache_path;  // index caches; empty: beside the data
 
   std::string backend = "cpu";
   int64_t device = 0;
@@ -59,6 +61,10 @@ struct TrainConfig {
   // Fills defaults that depend on other flags and throws kiln::Error for any
   // inconsistent combination, before any device or file is touched.
   void finalize(const Flags& flags);
+
+ private:
+  // --data-path checks; sets model.vocab_size from the tokenizer.
+  void finalize_data(const Flags& flags);
 };
 
 }  // namespace kiln::trainer

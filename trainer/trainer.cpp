@@ -109,8 +109,10 @@ int train(const TrainConfig& cfg) {
   // ---- everything that can fail on user input, before any real work
   LoadedCheckpoint resume;
   if (!cfg.load.empty()) resume = load_and_check(cfg);
-  std::unique_ptr<TokenSource> data = cfg.mock_data ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
-                                                    : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
+  std::unique_ptr<TokenSource> data =
+      !cfg.data_path.empty() ? make_megatron_data(cfg)
+      : cfg.mock_data        ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
+                             : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
   LrSchedule schedule(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
 
   // ---- device and compiled step graphs

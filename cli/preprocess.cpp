@@ -1,0 +1,54 @@
+// kiln preprocess: Megatron-LM's tools/preprocess_data.py for GPT-2 BPE.
+#include "trainer/data/preprocess.h"
+
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "trainer/flags.h"
+
+namespace kiln::cli {
+
+int run_preprocess(const std::vector<std::string>& args) {
+  data::PreprocessOptions opt;
+  std::string tokenizer_type, vocab_file, merge_file, dataset_impl = "mmap";
+  int64_t workers = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t partitions = 1;
+  bool split_sentences = false;
+  trainer::Flags f("preprocess");
+  f.add("--input", &opt.input, "input .jsonl or .jsonl.gz, one JSON object per line");
+  f.add("--output-prefix", &opt.output_prefix, "writes <prefix>_<key>_document.bin/.idx");
+  f.add("--json-keys", &opt.json_keys, "keys to tokenize (a string, or a list of strings, per line)");
+  f.add("--append-eod", &opt.append_eod, "append <|endoftext|> to every document that has tokens");
+  f.add("--workers", &workers, "tokenizer threads (output is the same for any count)");
+  f.add("--log-interval", &opt.log_interval, "progress line every N documents (0: none)");
+  f.add("--tokenizer-type", &tokenizer_type, "GPT2BPETokenizer");
+  f.add("--vocab-file", &vocab_file, "GPT-2 vocab.json");
+  f.add("--merge-file", &merge_file, "GPT-2 merges.txt");
+  f.add("--skip-bad-lines", &opt.skip_bad_lines, "count and skip lines that are not JSON objects or not UTF-8");
+  f.add("--dataset-impl", &dataset_impl, "mmap (the only format; accepted for older Megatron scripts)");
+  f.add("--partitions", &partitions, "1 (accepted for Megatron scripts; kiln parallelises with --workers)");
+  f.add("--split-sentences", &split_sentences, "not supported (needs NLTK's sentence splitter)");
+  if (!f.parse(args)) return 0;
+  opt.workers = workers;
+  if (opt.input.empty()) throw Error("kiln preprocess: --input FILE.jsonl is required");
+  if (opt.output_prefix.empty()) throw Error("kiln preprocess: --output-prefix PREFIX is required");
+  if (tokenizer_type.empty())
+    throw Error("kiln preprocess: --tokenizer-type GPT2BPETokenizer is required (with --vocab-file and --merge-file)");
+  if (tokenizer_type != "GPT2BPETokenizer")
+    throw Error("kiln preprocess: --tokenizer-type " + tokenizer_type + " is not supported; kiln has GPT2BPETokenizer");
+  if (vocab_file.empty() || merge_file.empty())
+    throw Error(
+        "kiln preprocess: GPT2BPETokenizer needs --vocab-file (gpt2-vocab.json) and --merge-file "
+        "(gpt2-merges.txt)");
+  if (dataset_impl != "mmap")
+    throw Error("kiln preprocess: --dataset-impl " + dataset_impl + " is not supported; use mmap");
+  if (partitions != 1) throw Error("kiln preprocess: --partitions must be 1; use --workers for parallelism");
+  if (split_sentences)
+    throw Error("kiln preprocess: --split-sentences is not supported; GPT training uses whole documents");
+  auto tokenizer = data::Gpt2Tokenizer::load(vocab_file, merge_file);
+  data::preprocess(opt, tokenizer);
+  return 0;
+}
+
+}  // namespace kiln::cli
