@@ -22,7 +22,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
   f.add("--lr", &lr, "peak learning rate");
   f.add("--min-lr", &min_lr, "learning rate at the end of decay");
-  f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps");
+  f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
+  f.add("--lr-warmup-fraction", &lr_warmup_fraction, "warmup as a fraction of --lr-decay-iters");
   f.add("--lr-decay-iters", &lr_decay_iters, "decay steps (default: --train-iters)");
   f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine");
   f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)");
@@ -73,6 +74,11 @@ void TrainConfig::finalize(const Flags& f) {
                 " x data-parallel size " + std::to_string(data_parallel_size) +
                 "; make it a multiple of " + std::to_string(micro_batch_size * data_parallel_size));
   if (lr_decay_iters == 0) lr_decay_iters = train_iters;
+  if (!f.given("--lr-warmup-iters")) {
+    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1)
+      throw Error("--lr-warmup-fraction must be in [0, 1)");
+    lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
+  }
   LrSchedule(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // validates
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");

@@ -15,15 +15,17 @@ struct TrainConfig {
   GptConfig model;
   int64_t max_position_embeddings = 0;  // 0: equal to --seq-length
 
-  int64_t micro_batch_size = 8;
+  // Defaults are those of the embedded default job (`kiln train` alone).
+  int64_t micro_batch_size = 32;
   int64_t global_batch_size = 0;  // 0: micro batch x data-parallel size
   int64_t train_iters = 300;
   int64_t data_parallel_size = 1;
   int64_t tensor_model_parallel_size = 1;
 
-  double lr = 1e-3;
-  double min_lr = 1e-4;
-  int64_t lr_warmup_iters = 30;
+  double lr = 3e-3;
+  double min_lr = 3e-4;
+  int64_t lr_warmup_iters = 0;
+  double lr_warmup_fraction = 0.1;  // used when --lr-warmup-iters is not given
   int64_t lr_decay_iters = 0;  // 0: --train-iters
   std::string lr_decay_style = "cosine";
   double weight_decay = 0.1;

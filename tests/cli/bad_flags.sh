@@ -28,5 +28,5 @@ printf 'x' > "$tmp/corrupt/iter_0000005/optimizer.safetensors"
 expect_error "corrupt" train --load "$tmp/corrupt"
 expect_error "unknown flag --num-layer" train --num-layer 2
 expect_error "expects an integer" train --num-layers two
-expect_error "no backend 'nosuch'" train --backend nosuch --train-iters 1 --lr-warmup-iters 0
+expect_error "no backend 'nosuch'" train --backend nosuch --train-iters 1
 exit $fails

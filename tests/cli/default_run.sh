@@ -8,5 +8,5 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 first=$(head -1 "$tmp/m.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 last=$(tail -1 "$tmp/m.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 echo "first logged loss $first, last $last"
-awk -v f="$first" -v l="$last" 'BEGIN { exit !(f > 4.0 && l < 2.5) }' || { echo "loss did not fall enough"; exit 1; }
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(f > 4.0 && l < 2.0) }' || { echo "loss did not fall enough"; exit 1; }
 grep -q "validation loss at iteration" "$tmp/log"
