@@ -1,0 +1,413 @@
+// Blocked, multithreaded SGEMM for the CPU backend (GotoBLAS/BLIS scheme).
+//
+// Loop nest run by each thread over its own block of C:
+//   for jc in N by NC:            pack op(B)[pc.., jc..] (kc x nc)  -> L3/L2
+//     for pc in K by KC:
+//       for ic in M by MC:        pack op(A)[ic.., pc..] (mc x kc)  -> L2
+//         macro-kernel:           for each 16-column micro-panel of B (L1)
+//                                   for each 6-row micro-panel of A
+//                                     6x16 micro-kernel over kc
+// The ISA-specific parts (packing, micro-kernel) come from a KernelSet: the
+// AVX2/FMA one (gemm_avx2.cpp) when the CPU has both, else the portable one
+// below. The choice is made on first use, never at load time, so the plugin
+// loads on any x86-64.
+//
+// Threads: C is cut into a tm x tn grid of blocks (tm * tn = threads), on
+// micro-tile boundaries, one block per thread, chosen by a small cost model
+// (largest per-thread tile count plus the packing each thread repeats).
+// Threads share nothing but the read-only inputs, so there is no
+// synchronization beyond the pool's fork/join.
+#include "gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <new>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gemm_kernels.h"
+
+namespace kiln::cpu {
+namespace gemm_detail {
+namespace {
+
+// Cache blocking. KC x kNR floats of B (16 KiB at KC=256) stay in L1 while
+// the A micro-panels stream from L2; MC x KC of A (144 KiB) sits in L2;
+// KC x NC of B (4 MiB) sits in L3.
+#ifdef KILN_GEMM_TUNE
+}  // namespace
+int64_t g_tune[8] = {768, 144, 1024, 32, 2, 884736, 0, 0};
+namespace {
+#define kKC g_tune[0]
+#define kMC g_tune[1]
+#define kNC g_tune[2]
+#define kMinParallelFma static_cast<double>(g_tune[5])
+#else
+constexpr int64_t kKC = 768;
+constexpr int64_t kMC = 144;  // multiple of kMR
+constexpr int64_t kNC = 1024;  // multiple of kNR
+#endif
+
+#ifndef KILN_GEMM_TUNE
+// Below this many multiply-adds the fork/join costs more than it saves.
+constexpr double kMinParallelFma = 96.0 * 96.0 * 96.0;
+#endif
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// ----------------------------------------------------------- portable kernels
+
+void pack_a_scalar(bool trans, const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
+  for (int64_t i = 0; i < mc; i += kMR, dst += kMR * kc) {
+    const int64_t mr = std::min<int64_t>(kMR, mc - i);
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t q = 0; q < mr; ++q)
+        dst[p * kMR + q] = trans ? a[p * lda + i + q] : a[(i + q) * lda + p];
+      for (int64_t q = mr; q < kMR; ++q) dst[p * kMR + q] = 0.0f;
+    }
+  }
+}
+
+void pack_b_scalar(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t nc, float* dst) {
+  for (int64_t j = 0; j < nc; j += kNR, dst += kNR * kc) {
+    const int64_t nr = std::min<int64_t>(kNR, nc - j);
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t q = 0; q < nr; ++q)
+        dst[p * kNR + q] = trans ? b[(j + q) * ldb + p] : b[p * ldb + j + q];
+      for (int64_t q = nr; q < kNR; ++q) dst[p * kNR + q] = 0.0f;
+    }
+  }
+}
+
+void macro_kernel_scalar(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb,
+                         float* c, int64_t ldc, float alpha, float beta) {
+  for (int64_t j = 0; j < nc; j += kNR) {
+    const int64_t nr = std::min<int64_t>(kNR, nc - j);
+    for (int64_t i = 0; i < mc; i += kMR) {
+      const int64_t mr = std::min<int64_t>(kMR, mc - i);
+      const float* ap = pa + i * kc;
+      const float* bp = pb + j * kc;
+      float acc[kMR][kNR] = {};
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int r = 0; r < kMR; ++r) {
+          const float av = ap[p * kMR + r];
+          for (int q = 0; q < kNR; ++q) acc[r][q] += av * bp[p * kNR + q];
+        }
+      }
+      for (int64_t r = 0; r < mr; ++r) {
+        float* cr = c + (i + r) * ldc + j;
+        for (int64_t q = 0; q < nr; ++q)
+          cr[q] = beta == 0.0f ? alpha * acc[r][q] : alpha * acc[r][q] + beta * cr[q];
+      }
+    }
+  }
+}
+
+constexpr KernelSet kScalarSet{pack_a_scalar, pack_b_scalar, macro_kernel_scalar, "scalar"};
+
+// ------------------------------------------------------------------ buffers
+
+// Per-thread packing buffers, grown on demand and kept for the thread's life
+// (pool threads run many GEMMs; reallocating would page-fault every call).
+class PackBuffer {
+ public:
+  PackBuffer() = default;
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  ~PackBuffer() { std::free(ptr_); }
+
+  float* get(int64_t floats) {
+    const auto want = static_cast<size_t>(floats);
+    if (want > capacity_) {
+      std::free(ptr_);
+      ptr_ = nullptr;
+      capacity_ = 0;
+      const size_t bytes = (want * sizeof(float) + 4095) / 4096 * 4096;
+      ptr_ = static_cast<float*>(std::aligned_alloc(4096, bytes));
+      if (ptr_ == nullptr) throw std::bad_alloc();
+      capacity_ = bytes / sizeof(float);
+    }
+    return ptr_;
+  }
+
+ private:
+  float* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+PackBuffer& a_buffer() {
+  thread_local PackBuffer buf;
+  return buf;
+}
+PackBuffer& b_buffer() {
+  thread_local PackBuffer buf;
+  return buf;
+}
+// Owned by the calling thread, shared with the pool's threads for one call.
+PackBuffer& shared_buffer() {
+  thread_local PackBuffer buf;
+  return buf;
+}
+
+// Spin barrier for the threads of one sgemm call (they are all running, so
+// spinning beats sleeping; yield in case the machine is oversubscribed).
+class SpinBarrier {
+ public:
+  void init(int parties) { parties_ = parties; }
+  void wait() {
+    const uint32_t gen = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    while (generation_.load(std::memory_order_acquire) == gen) std::this_thread::yield();
+  }
+
+ private:
+  int parties_ = 1;
+  std::atomic<int> arrived_{0};
+  std::atomic<uint32_t> generation_{0};
+};
+
+// ------------------------------------------------------------------- driver
+
+struct Gemm {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  float alpha;
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+  float beta;
+  float* c;
+  int64_t ldc;
+};
+
+// Block sizes for one thread's [m0, m1) x [n0, n1) block: as large as the
+// cache budget allows, then evened out so no block is a thin remainder.
+struct Blocking {
+  int64_t mc, nc, kc;
+};
+
+Blocking choose_blocking(int64_t mt, int64_t nt, int64_t k) {
+  Blocking bl;
+  bl.kc = ceil_div(k, ceil_div(k, kKC));
+  bl.mc = round_up(ceil_div(mt, ceil_div(mt, kMC)), kMR);
+  bl.nc = round_up(ceil_div(nt, ceil_div(nt, kNC)), kNR);
+  return bl;
+}
+
+void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0,
+                int64_t n1) {
+  const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
+  float* pa = a_buffer().get(round_up(bl.mc, kMR) * bl.kc);
+  float* pb = b_buffer().get(round_up(bl.nc, kNR) * bl.kc);
+  for (int64_t jc = n0; jc < n1; jc += bl.nc) {
+    const int64_t nc = std::min(bl.nc, n1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += bl.kc) {
+      const int64_t kc = std::min(bl.kc, g.k - pc);
+      const float* bsrc = g.trans_b ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc;
+      ks.pack_b(g.trans_b, bsrc, g.ldb, kc, nc, pb);
+      const float beta = pc == 0 ? g.beta : 1.0f;
+      for (int64_t ic = m0; ic < m1; ic += bl.mc) {
+        const int64_t mc = std::min(bl.mc, m1 - ic);
+        const float* asrc = g.trans_a ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc;
+        ks.pack_a(g.trans_a, asrc, g.lda, mc, kc, pa);
+        ks.macro(mc, nc, kc, pa, pb, g.c + ic * g.ldc + jc, g.ldc, g.alpha, beta);
+      }
+    }
+  }
+}
+
+// One thread's part when the threads of a grid row (same rows of C,
+// different columns) share the packing of A: for each K block the row's
+// threads each pack a slice of the A panel (all its rows) into a shared,
+// double-buffered panel, meet at a barrier, then run their own columns
+// against the whole panel. Passing the barrier of block p+1 means every
+// thread has finished computing with block p-1, whose buffer block p+2 will
+// reuse, so one barrier per K block is enough.
+struct SharedA {
+  float* panel[2];  // each round_up(rows, kMR) x kc
+  SpinBarrier* barrier;
+  int rank, parties;
+  std::atomic<bool>* failed;
+};
+
+void gemm_block_shared_a(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0,
+                         int64_t n1, const SharedA& sh) {
+  const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
+  float* pb = nullptr;
+  try {
+    pb = b_buffer().get(round_up(bl.nc, kNR) * bl.kc);
+  } catch (...) {
+    sh.failed->store(true);
+  }
+  sh.barrier->wait();
+  if (sh.failed->load()) return;
+
+  const int64_t rows = m1 - m0, tiles = ceil_div(rows, kMR);
+  const int64_t i0 = std::min(rows, tiles * sh.rank / sh.parties * kMR);
+  const int64_t i1 = std::min(rows, tiles * (sh.rank + 1) / sh.parties * kMR);
+  int round = 0;
+  for (int64_t pc = 0; pc < g.k; pc += bl.kc, ++round) {
+    const int64_t kc = std::min(bl.kc, g.k - pc);
+    float* pa = sh.panel[round & 1];
+    if (i0 < i1) {
+      const int64_t r = m0 + i0;
+      const float* asrc = g.trans_a ? g.a + pc * g.lda + r : g.a + r * g.lda + pc;
+      ks.pack_a(g.trans_a, asrc, g.lda, i1 - i0, kc, pa + i0 * kc);
+    }
+    sh.barrier->wait();
+    const float beta = pc == 0 ? g.beta : 1.0f;
+    for (int64_t jc = n0; jc < n1; jc += bl.nc) {
+      const int64_t nc = std::min(bl.nc, n1 - jc);
+      const float* bsrc = g.trans_b ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc;
+      ks.pack_b(g.trans_b, bsrc, g.ldb, kc, nc, pb);
+      for (int64_t ic = 0; ic < rows; ic += bl.mc) {
+        const int64_t mc = std::min(bl.mc, rows - ic);
+        ks.macro(mc, nc, kc, pa + ic * kc, pb, g.c + (m0 + ic) * g.ldc + jc, g.ldc, g.alpha, beta);
+      }
+    }
+  }
+}
+
+// Estimated time (in cycles of one core) of the slowest thread when C is cut
+// into tm x tn blocks.
+double grid_cost(int64_t m, int64_t n, int64_t k, int tm, int tn) {
+  const int64_t mtiles = ceil_div(m, kMR), ntiles = ceil_div(n, kNR);
+  if (tm > mtiles || tn > ntiles) return std::numeric_limits<double>::infinity();
+  const double mt = static_cast<double>(ceil_div(mtiles, tm) * kMR);
+  const double nt = static_cast<double>(ceil_div(ntiles, tn) * kNR);
+  const double kd = static_cast<double>(k);
+  const double compute = mt * nt * kd / 16.0;  // 2 FMA pipes x 8 lanes
+  // Threads of a grid row share the packing of A (once per K block).
+  const double packed = mt * kd / tn + nt * kd;
+  return compute + 0.5 * packed;
+}
+
+void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  if (beta == 1.0f) return;
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    if (beta == 0.0f) {
+      std::memset(row, 0, static_cast<size_t>(n) * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+  }
+}
+
+}  // namespace
+
+const KernelSet& scalar_kernel_set() { return kScalarSet; }
+
+const KernelSet& active_kernel_set() {
+  static const KernelSet* const chosen = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2_kernel_set();
+    return &kScalarSet;
+  }();
+  return *chosen;
+}
+
+void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                float* c, int64_t ldc, ThreadPool& pool) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  const Gemm g{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+
+  const double fma = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = pool.size();
+  if (threads <= 1 || fma < kMinParallelFma) {
+    gemm_block(ks, g, 0, m, 0, n);
+    return;
+  }
+
+  int best_tm = 1, best_tn = 1;
+  double best = grid_cost(m, n, k, 1, 1);
+  for (int tm = 1; tm <= threads; ++tm) {
+    if (threads % tm != 0) continue;
+    const int tn = threads / tm;
+    const double cost = grid_cost(m, n, k, tm, tn);
+    if (cost < best) best = cost, best_tm = tm, best_tn = tn;
+  }
+#ifdef KILN_GEMM_TUNE
+  if (g_tune[6] == 1) best_tm = threads, best_tn = 1;
+  if (g_tune[6] == 2) best_tm = 1, best_tn = threads;
+#endif
+  if (best_tm * best_tn == 1) {
+    gemm_block(ks, g, 0, m, 0, n);
+    return;
+  }
+
+  const int tm = best_tm, tn = best_tn, used = tm * tn;
+  const int64_t mtiles = ceil_div(m, kMR), ntiles = ceil_div(n, kNR);
+  auto range = [](int64_t tiles, int64_t tile, int64_t limit, int parts, int i) {
+    return std::pair<int64_t, int64_t>{std::min(limit, tiles * i / parts * tile),
+                                       std::min(limit, tiles * (i + 1) / parts * tile)};
+  };
+
+  // Threads of a grid row share A's packing when the shared panels are
+  // modest; otherwise every thread packs its own.
+  const int64_t kc = ceil_div(k, ceil_div(k, kKC));
+  const int64_t row_floats = ceil_div(mtiles, tm) * kMR * kc;
+  bool share_a = tn > 1 && row_floats <= (int64_t{1} << 21);
+#ifdef KILN_GEMM_TUNE
+  if (g_tune[7] == 1) share_a = false;
+#endif
+  std::atomic<bool> failed{false};
+  std::vector<SpinBarrier> barriers(static_cast<size_t>(tm));
+  float* panels = nullptr;
+  if (share_a) {
+    panels = shared_buffer().get(2 * tm * row_floats);
+    for (SpinBarrier& b : barriers) b.init(tn);
+  }
+
+  std::exception_ptr error;
+  pool.run([&](int t) {
+    if (t >= used) return;
+    const int ti = t / tn, tj = t % tn;
+    const auto [m0, m1] = range(mtiles, kMR, m, tm, ti);
+    const auto [n0, n1] = range(ntiles, kNR, n, tn, tj);
+    if (share_a) {
+      // Every thread of the row takes part in the barriers, even with no
+      // columns of its own.
+      const SharedA sh{{panels + 2 * ti * row_floats, panels + (2 * ti + 1) * row_floats},
+                       &barriers[static_cast<size_t>(ti)], tj, tn, &failed};
+      gemm_block_shared_a(ks, g, m0, m1, n0, std::max(n0, n1), sh);
+      return;
+    }
+    if (m0 >= m1 || n0 >= n1) return;
+    try {
+      gemm_block(ks, g, m0, m1, n0, n1);
+    } catch (...) {
+      if (!failed.exchange(true)) error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+  if (failed.load()) throw std::bad_alloc();
+}
+
+}  // namespace gemm_detail
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc, ThreadPool& pool) {
+  gemm_detail::sgemm_with(gemm_detail::active_kernel_set(), trans_a, trans_b, m, n, k, alpha, a,
+                          lda, b, ldb, beta, c, ldc, pool);
+}
+
+}  // namespace kiln::cpu
