@@ -14,7 +14,7 @@ ValueId loss_of(Graph& g, const GptForward& f, const GptConfig& cfg, int64_t B) 
 }
 }  // namespace
 
-Graph build_train_step(const GptConfig& cfg, int64_t B) {
+Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
   ValueId loss = loss_of(g, f, cfg, B);
@@ -26,7 +26,8 @@ Graph build_train_step(const GptConfig& cfg, int64_t B) {
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
     ValueId in = g.input(acc, KILN_F32, specs[i].shape);
-    g.output(updated(acc), g.add(in, grads[i]), acc);
+    // Overwrite: the gradient's producer writes straight into the buffer.
+    g.output(updated(acc), mode == GradMode::Accumulate ? g.add(in, grads[i]) : grads[i], acc);
   }
   return g;
 }
@@ -62,17 +63,6 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
     g.output(updated(s.name), out[0], s.name);
     g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
     g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
-    // After AdamW has read the gradient, clear it for the next step.
-    g.output(updated(grad_name(s.name)), g.fill(s.shape, 0.0f), grad_name(s.name));
-  }
-  return g;
-}
-
-Graph build_zero_grads(const GptConfig& cfg) {
-  Graph g;
-  for (const auto& s : gpt_parameters(cfg)) {
-    g.input(grad_name(s.name), KILN_F32, s.shape);
-    g.output(updated(grad_name(s.name)), g.fill(s.shape, 0.0f), grad_name(s.name));
   }
   return g;
 }

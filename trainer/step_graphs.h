@@ -28,10 +28,16 @@ inline std::string exp_avg_name(const std::string& p) { return "exp_avg." + p; }
 inline std::string exp_avg_sq_name(const std::string& p) { return "exp_avg_sq." + p; }
 inline std::string updated(const std::string& port) { return port + ".out"; }
 
+// How a micro-batch's gradients reach the grad.* buffers: the first
+// micro-batch of a step overwrites them (so nothing ever has to zero them),
+// later ones add to them.
+enum class GradMode { Overwrite, Accumulate };
+
 // Forward + backward of one micro-batch: inputs params, "tokens" [B, T],
-// "targets" [B, T], grad accumulators; outputs "loss" [1] and every
-// accumulator updated in place (grad += d loss / d param).
-graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch);
+// "targets" [B, T], grad buffers; outputs "loss" [1] and every grad buffer
+// updated in place (grad = or += d loss / d param).
+graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch,
+                              GradMode mode = GradMode::Accumulate);
 
 // Forward only: "loss" [1].
 graph::Graph build_eval_step(const GptConfig& cfg, int64_t micro_batch);
@@ -40,12 +46,8 @@ graph::Graph build_eval_step(const GptConfig& cfg, int64_t micro_batch);
 graph::Graph build_grad_norm(const GptConfig& cfg);
 
 // AdamW on every parameter with hyper-parameters from the "hparams" input
-// ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}), then zeroes the
-// gradient accumulators for the next step.
+// ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}).
 graph::Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam);
-
-// Zeroes the gradient accumulators (used when an iteration is skipped).
-graph::Graph build_zero_grads(const GptConfig& cfg);
 
 // Logits for one sequence: "tokens" [1, T] -> "logits" [T, V].
 graph::Graph build_generate(const GptConfig& cfg);

@@ -127,13 +127,16 @@ int train(const TrainConfig& cfg) {
   auto t0 = Clock::now();
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
                    static_cast<float>(cfg.adam_eps)};
-  graph::Executable train_step(*device, build_train_step(model, B));
+  // The first micro-batch of a step writes the gradients, later ones add.
+  graph::Executable first_micro_batch(*device, build_train_step(model, B, GradMode::Overwrite));
+  std::unique_ptr<graph::Executable> next_micro_batch;
+  if (micro_batches > 1)
+    next_micro_batch = std::make_unique<graph::Executable>(*device, build_train_step(model, B, GradMode::Accumulate));
   graph::Executable grad_norm(*device, build_grad_norm(model));
   graph::Executable optimizer(*device, build_optimizer_step(model, adam));
-  graph::Executable zero_grads(*device, build_zero_grads(model));
   std::unique_ptr<graph::Executable> eval;
   if (cfg.eval_iters > 0) eval = std::make_unique<graph::Executable>(*device, build_eval_step(model, B));
-  logger().info("compiled {} step graphs in {:.2f} s", eval ? 5 : 4,
+  logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
                 std::chrono::duration<double>(Clock::now() - t0).count());
 
   // ---- persistent state, resident on the device
@@ -150,7 +153,8 @@ int train(const TrainConfig& cfg) {
   } else {
     state.initialize(static_cast<uint64_t>(cfg.seed));
   }
-  for (graph::Executable* exe : {&train_step, &grad_norm, &optimizer, &zero_grads}) state.bind(*exe);
+  for (graph::Executable* exe : {&first_micro_batch, &grad_norm, &optimizer}) state.bind(*exe);
+  if (next_micro_batch) state.bind(*next_micro_batch);
   if (eval) state.bind(*eval);
 
   auto save = [&](int64_t it) {
@@ -190,6 +194,7 @@ int train(const TrainConfig& cfg) {
     // place in the grad.* buffers.
     double loss_sum = 0;
     for (int64_t m = 0; m < micro_batches; ++m) {
+      graph::Executable& train_step = m == 0 ? first_micro_batch : *next_micro_batch;
       fill_batch(*data, Split::Train, consumed + m * B, B, T, batch);
       train_step.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
       train_step.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
@@ -205,7 +210,8 @@ int train(const TrainConfig& cfg) {
     const double lr = schedule.lr(iteration);
 
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
-      zero_grads.run();
+      // Skipping needs no clean-up: the next step's first micro-batch
+      // overwrites the gradients.
       ++nan_total;
       ++skipped_total;
       ++stats.skipped;
