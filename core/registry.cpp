@@ -143,7 +143,8 @@ std::vector<std::string> Registry::search_path() const {
   auto add = [&](const std::string& d) {
     if (d.empty()) return;
     for (const std::string& seen : dirs) {
-      if (real_path(seen) == real_path(d)) return;
+      const std::string a = real_path(seen), b = real_path(d);
+      if (a.empty() || b.empty() ? seen == d : a == b) return;
     }
     dirs.push_back(d);
   };
@@ -158,6 +159,9 @@ std::vector<std::string> Registry::search_path() const {
     }
   }
   add(exe_dir());
+  // A relocated install (cmake --install --prefix P) keeps plugins in
+  // P/lib/kiln beside P/bin/kiln, whatever prefix the build was configured for.
+  if (!exe_dir().empty()) add((std::filesystem::path(exe_dir()) / ".." / "lib" / "kiln").lexically_normal().string());
 #ifdef KILN_INSTALL_PLUGIN_DIR
   add(KILN_INSTALL_PLUGIN_DIR);
 #endif

@@ -1,7 +1,8 @@
 // Finds and loads backend plugins, and opens devices by --backend/--device.
 //
 // Search order: KILN_PLUGIN_PATH (colon-separated directories or .so files),
-// then the running executable's directory, then the install plugin dir.
+// then the running executable's directory, then <exe dir>/../lib/kiln (a
+// relocated install), then the configured install plugin dir.
 // Every candidate file gets a record: loaded, or skipped with a one-line
 // reason (not a shared library, no kiln_plugin_get_api, ABI major mismatch,
 // probe said no, duplicate backend name, ...). Nothing here aborts.
