@@ -11,5 +11,6 @@ int run_train(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
 int run_preprocess(const std::vector<std::string>& args);
+int run_check_backend(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

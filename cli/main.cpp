@@ -15,10 +15,11 @@ const char* kUsage =
     "usage: kiln <command> [flags]\n"
     "\n"
     "commands:\n"
-    "  train      train a GPT (Megatron-LM flags; no flags: a small model on the embedded corpus)\n"
-    "  generate   sample text from a checkpoint (--load DIR --prompt TEXT)\n"
-    "  preprocess tokenize JSONL into Megatron .bin/.idx (tools/preprocess_data.py flags)\n"
-    "  devices    list backends, their devices, and plugin files that were skipped\n"
+    "  train          train a GPT (Megatron-LM flags; no flags: a small model on the embedded corpus)\n"
+    "  generate       sample text from a checkpoint (--load DIR --prompt TEXT)\n"
+    "  preprocess     tokenize JSONL into Megatron .bin/.idx (tools/preprocess_data.py flags)\n"
+    "  devices        list backends, their devices, and plugin files that were skipped\n"
+    "  check-backend  run the conformance suite against a backend (name or plugin path)\n"
     "\n"
     "Run 'kiln <command> --help' for a command's flags.\n";
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return kiln::cli::run_generate(args);
     if (command == "devices") return kiln::cli::run_devices(args);
     if (command == "preprocess") return kiln::cli::run_preprocess(args);
+    if (command == "check-backend") return kiln::cli::run_check_backend(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const kiln::Error& e) {

@@ -1,85 +1,244 @@
 #include "graph/executor.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <set>
+
 #include "core/log.h"
+#include "core/registry.h"
+#include "graph/memory_plan.h"
 #include "graph/passes.h"
-#include "graph/serialize.h"
 
 namespace kiln::graph {
 
-Executable::Executable(Device& device, const Graph& graph)
-    : device_(device), graph_(eliminate_dead_code(graph)) {
-  plan_ = plan_memory(graph_);
-  ir_ = serialize(graph_, plan_);
-  const Plugin& plugin = device_.plugin();
-
-  kiln_compile_args compile{};
-  compile.struct_size = sizeof(compile);
-  compile.ir = ir_.data();
-  compile.ir_size = ir_.size();
-  compile.options = nullptr;
-  compile.device_index = device_.index();
-  check(plugin, plugin.api->compile(&compile), "compile");
-
-  kiln_load_args load{};
-  load.struct_size = sizeof(load);
-  load.device = device_.handle();
-  load.executable = compile.executable;
-  load.executable_size = compile.executable_size;
-  kiln_error* err = plugin.api->load(&load);
-  plugin.api->executable_bytes_free(compile.executable);
-  check(plugin, err, "load");
-  loaded_ = load.loaded;
-
-  slots_.resize(plan_.slot_ports.size());
-  // The arena always exists (even if empty) so slot 0 is never null.
-  arena_ = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.arena_bytes, KILN_IR_ALIGN));
-  slots_[0] = arena_;
-  logger().debug("compiled graph: {} nodes, {} slots, arena {:.1f} MiB", graph_.nodes().size(),
-                 slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
-}
-
-Executable::~Executable() {
-  if (loaded_) device_.plugin().api->loaded_free(device_.handle(), loaded_);
-}
-
 namespace {
-// Outputs that update an input share the input's slot, so a port name maps
-// to the slot of its value.
-uint32_t slot_of(const Graph& g, const MemoryPlan& plan, const std::string& name) {
-  const Port* p = g.find_input(name);
-  if (!p) p = g.find_output(name);
-  if (!p) throw Error("graph has no port named '" + name + "'");
-  return plan.slot[static_cast<size_t>(p->value)];
+
+std::string op_list(const std::vector<kiln_op>& ops) {
+  std::string s;
+  for (kiln_op op : ops) s += (s.empty() ? "" : ", ") + std::string(op_name(op));
+  return s;
 }
+
+uint64_t value_bytes(const Graph& g, ValueId v) { return static_cast<uint64_t>(numel(g.shape(v))) * 4; }
+
+bool is_read(const Graph& g, ValueId v) {
+  for (const Node& n : g.nodes())
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
+  return false;
+}
+
 }  // namespace
 
+bool backend_supports(const Plugin& plugin, kiln_op op) {
+  if (!plugin.has(&kiln_plugin_api::op_supported)) return true;  // NULL: every op
+  kiln_op_supported_args args{};
+  args.struct_size = sizeof(args);
+  args.op = op;
+  check(plugin, plugin.api->op_supported(&args), "op_supported");
+  return args.supported != 0;
+}
+
+std::shared_ptr<Device> fallback_device() {
+  static std::mutex mutex;
+  static std::weak_ptr<Device> shared;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto d = shared.lock()) return d;
+  std::shared_ptr<Device> d = Registry::instance().open("cpu", 0, 0);
+  shared = d;
+  return d;
+}
+
+Executable::Executable(Device& device, const Graph& graph)
+    : device_(device), graph_(eliminate_dead_code(graph)) {
+  const auto& nodes = graph_.nodes();
+  split_.primary = device_.backend();
+
+  std::array<int, KILN_OP_COUNT_> support{};  // 0 unknown, 1 yes, 2 no
+  std::vector<int> device_of(nodes.size(), 0);
+  std::set<kiln_op> missing;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const kiln_op op = nodes[i].op;
+    int& known = support.at(static_cast<size_t>(op));
+    if (known == 0) known = backend_supports(device_.plugin(), op) ? 1 : 2;
+    if (known == 2) {
+      device_of[i] = 1;
+      missing.insert(op);
+    }
+  }
+  split_.fallback_ops.assign(missing.begin(), missing.end());
+
+  std::vector<Segment> segments;
+  std::vector<SegmentGraph> pieces;
+  if (missing.empty()) {
+    // The common case: one piece, exactly the caller's graph.
+    Segment all{0, {}};
+    for (size_t i = 0; i < nodes.size(); ++i) all.nodes.push_back(static_cast<int>(i));
+    SegmentGraph whole{graph_, {}, {}};
+    for (const Port& p : graph_.inputs()) whole.inputs.emplace_back(p.name, p.value);
+    for (const Port& p : graph_.outputs()) whole.outputs.emplace_back(p.name, p.value);
+    segments.push_back(std::move(all));
+    pieces.push_back(std::move(whole));
+  } else {
+    const std::string lacks = op_list(split_.fallback_ops);
+    if (device_.backend() == "cpu")
+      throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
+    try {
+      fallback_ = fallback_device();
+    } catch (const Error& e) {
+      throw Error(fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
+                              "unavailable: {}",
+                              device_.backend(), lacks, e.what()));
+    }
+    split_.fallback = fallback_->backend();
+    // The whole graph passes the same checks (in-place updates above all) as
+    // when it compiles as one piece; the pieces alone could not see them.
+    plan_memory(graph_);
+    segments = partition(graph_, device_of);
+    pieces = extract_segments(graph_, segments);
+  }
+
+  for (size_t s = 0; s < pieces.size(); ++s) {
+    Device& d = segments[s].device == 0 ? device_ : *fallback_;
+    segments_.push_back(std::make_unique<CompiledGraph>(d, pieces[s].graph));
+    (segments[s].device == 0 ? split_.primary_nodes : split_.fallback_nodes) +=
+        static_cast<int64_t>(segments[s].nodes.size());
+  }
+  split_.segments = static_cast<int64_t>(segments_.size());
+  plan_steps(pieces, segments);
+  if (!split_.fallback.empty())
+    logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
+                   split_.primary_nodes, split_.primary, split_.fallback_nodes, split_.fallback,
+                   op_list(split_.fallback_ops), split_.segments, split_.bytes_per_run);
+}
+
+Executable::~Executable() = default;
+
+// Decides, once, which buffer each segment port uses and which copies run
+// between segments. A value lives where it was made (graph inputs: in their
+// port buffer on the primary) and gets at most one copy on the other device,
+// made before its first reader there. Outputs made on the fallback are
+// copied to their port buffers right away, so callers only ever see the
+// primary device.
+void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments) {
+  Device* devices[2] = {&device_, fallback_.get()};
+  auto empty = [](const Ref& r) { return r.port.empty() && !r.buffer; };
+  std::vector<std::array<Ref, 2>> at(graph_.values().size());  // where each value can be read
+  for (const Port& p : graph_.inputs()) at[static_cast<size_t>(p.value)][0] = Ref{p.name, nullptr};
+
+  auto copy = [&](const Ref& src, const Ref& dst, uint64_t bytes) {
+    steps_.push_back({-1, src, dst, bytes});
+    split_.bytes_per_run += bytes;
+  };
+  auto bind = [&](int s, const std::string& name, const Ref& ref) {
+    if (!ref.port.empty())
+      port_bindings_.push_back({s, name, ref.port});
+    else
+      segments_[static_cast<size_t>(s)]->bind(name, ref.buffer);
+  };
+
+  for (size_t s = 0; s < pieces.size(); ++s) {
+    const int d = segments[s].device, other = 1 - d;
+    const SegmentGraph& piece = pieces[s];
+    CompiledGraph& seg = *segments_[s];
+    for (const auto& [name, v] : piece.inputs) {
+      Ref& here = at[static_cast<size_t>(v)][static_cast<size_t>(d)];
+      if (empty(here)) {
+        const uint64_t bytes = value_bytes(graph_, v);
+        here = Ref{{}, std::make_shared<DeviceBuffer>(*devices[d], std::max<uint64_t>(bytes, 4))};
+        // An input that is only overwritten in place needs no old contents.
+        if (is_read(piece.graph, piece.graph.find_input(name)->value)) {
+          const Ref& there = at[static_cast<size_t>(v)][static_cast<size_t>(other)];
+          if (empty(there)) throw Error(fmt::format("graph split: value %{} is read before it is made", v));
+          copy(there, here, bytes);
+        }
+      }
+      bind(static_cast<int>(s), name, here);
+    }
+    steps_.push_back({static_cast<int>(s), {}, {}, 0});
+    for (const auto& [name, v] : piece.outputs) {
+      auto& where = at[static_cast<size_t>(v)];
+      const Port* port = name.starts_with("%") ? nullptr : graph_.find_output(name);
+      if (port && !port->updates.empty()) {
+        // Written into the updated input's buffer on this device.
+        const ValueId in = graph_.find_input(port->updates)->value;
+        where[static_cast<size_t>(d)] = at[static_cast<size_t>(in)][static_cast<size_t>(d)];
+        if (d != 0) {
+          copy(where[static_cast<size_t>(d)], Ref{port->updates, nullptr}, value_bytes(graph_, v));
+          where[0] = Ref{port->updates, nullptr};
+        }
+      } else if (port && d == 0) {
+        where[0] = Ref{name, nullptr};
+        bind(static_cast<int>(s), name, where[0]);
+      } else if (port) {
+        where[1] = Ref{{}, seg.buffer(name)};
+        where[0] = Ref{name, nullptr};
+        copy(where[1], where[0], value_bytes(graph_, v));
+      } else {
+        where[static_cast<size_t>(d)] = Ref{{}, seg.buffer(name)};
+      }
+    }
+  }
+}
+
+// Ports are addressed by input name; an in-place output is its input.
+const std::string& Executable::port_key(const std::string& name) const {
+  if (const Port* p = graph_.find_input(name)) return p->name;
+  if (const Port* p = graph_.find_output(name)) return p->updates.empty() ? p->name : p->updates;
+  throw Error("graph has no port named '" + name + "'");
+}
+
+uint64_t Executable::port_bytes(const std::string& key) const {
+  const Port* p = graph_.find_input(key);
+  if (!p) p = graph_.find_output(key);
+  return value_bytes(graph_, p->value);
+}
+
 void Executable::bind(const std::string& name, std::shared_ptr<DeviceBuffer> buffer) {
-  uint32_t s = slot_of(graph_, plan_, name);
-  if (buffer->size() < plan_.slot_bytes[s])
+  const std::string& key = port_key(name);
+  const uint64_t need = port_bytes(key);
+  if (buffer->size() < need)
     throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) +
-                " bytes; the graph needs " + std::to_string(plan_.slot_bytes[s]));
-  slots_[s] = std::move(buffer);
+                " bytes; the graph needs " + std::to_string(need));
+  if (&buffer->device() != &device_)
+    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" +
+                buffer->device().backend() + " vs " + device_.backend() + ")");
+  ports_[key] = std::move(buffer);
+  ports_dirty_ = true;
 }
 
 std::shared_ptr<DeviceBuffer> Executable::buffer(const std::string& name) {
-  uint32_t s = slot_of(graph_, plan_, name);
-  if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
-  return slots_[s];
+  const std::string& key = port_key(name);
+  auto& b = ports_[key];
+  if (!b) {
+    b = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(port_bytes(key), 4));
+    ports_dirty_ = true;
+  }
+  return b;
+}
+
+DeviceBuffer& Executable::resolve(Ref& ref) {
+  return ref.port.empty() ? *ref.buffer : *buffer(ref.port);
 }
 
 void Executable::run() {
-  std::vector<kiln_buffer*> handles(slots_.size());
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
-    handles[s] = slots_[s]->handle();
+  if (ports_dirty_) {
+    for (const PortBinding& b : port_bindings_)
+      segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
+    ports_dirty_ = false;
   }
-  kiln_execute_args args{};
-  args.struct_size = sizeof(args);
-  args.device = device_.handle();
-  args.loaded = loaded_;
-  args.slots = handles.data();
-  args.num_slots = static_cast<int32_t>(handles.size());
-  check(device_.plugin(), device_.plugin().api->execute(&args), "execute");
+  for (Step& step : steps_) {
+    if (step.segment >= 0) {
+      segments_[static_cast<size_t>(step.segment)]->run();
+      continue;
+    }
+    // Through host memory: the two devices may belong to different plugins.
+    staging_.resize(step.bytes);
+    resolve(step.src).read(staging_.data(), step.bytes);
+    resolve(step.dst).write(staging_.data(), step.bytes);
+  }
 }
 
 }  // namespace kiln::graph

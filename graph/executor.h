@@ -1,10 +1,16 @@
 // Runs a graph on a device through the plugin ABI.
 //
-// compile(): memory plan -> canonical serialization -> plugin compile ->
-// plugin load. Each named port gets a device buffer: either one the caller
-// binds (parameters, optimizer state shared between graphs stay resident
-// this way) or one the executable allocates itself. run() executes with no
-// host copies; callers read/write port buffers explicitly.
+// If the device's backend supports every op of the graph (plugin.h's
+// op_supported), the graph compiles as one piece and run() makes no host
+// copies. Otherwise the nodes are partitioned into segments (graph/
+// partition.h): the ops the backend lacks run on the CPU backend, opened
+// through the registry, and the values crossing between the two devices are
+// copied through host memory at the segment boundaries.
+//
+// Each named port has one buffer on the primary device: either one the
+// caller binds (parameters and optimizer state shared between graphs stay
+// resident this way) or one allocated on first use. Callers read and write
+// port buffers explicitly.
 #pragma once
 
 #include <map>
@@ -13,10 +19,22 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "graph/compiled_graph.h"
 #include "graph/graph.h"
-#include "graph/memory_plan.h"
+#include "graph/partition.h"
 
 namespace kiln::graph {
+
+// Where an executable's nodes run.
+struct ExecutionSplit {
+  std::string primary;              // backend name of the device it was built for
+  std::string fallback;             // "cpu" when some ops fall back, else empty
+  int64_t primary_nodes = 0;
+  int64_t fallback_nodes = 0;
+  int64_t segments = 0;             // compiled pieces, run in order
+  uint64_t bytes_per_run = 0;       // copied between the devices by each run()
+  std::vector<kiln_op> fallback_ops;  // distinct ops the primary lacks
+};
 
 class Executable {
  public:
@@ -25,26 +43,60 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
-  // Uses `buffer` for port `name` (input or output). Must be called before
-  // the first run() touching that port; the buffer must be large enough.
+  // Uses `buffer` (on the executable's device) for port `name`, input or
+  // output; an output that updates an input in place names the input's
+  // buffer. The buffer must hold the port's tensor.
   void bind(const std::string& name, std::shared_ptr<DeviceBuffer> buffer);
   // The buffer behind a port (allocated on first use if not bound).
   std::shared_ptr<DeviceBuffer> buffer(const std::string& name);
 
   void run();
 
+  // The graph as compiled: dead nodes removed, ports kept.
   const Graph& graph() const { return graph_; }
-  const MemoryPlan& plan() const { return plan_; }
-  const std::vector<uint8_t>& ir() const { return ir_; }
+  const ExecutionSplit& split() const { return split_; }
 
  private:
+  // A buffer a copy or binding refers to: a port's (resolved at run time,
+  // since callers may bind ports after construction) or a fixed one.
+  struct Ref {
+    std::string port;
+    std::shared_ptr<DeviceBuffer> buffer;
+  };
+  struct Step {
+    int segment = -1;  // >= 0: run this segment; else copy src -> dst
+    Ref src, dst;
+    uint64_t bytes = 0;
+  };
+  struct PortBinding {
+    int segment;
+    std::string name;  // the segment's port
+    std::string port;  // the executable's port
+  };
+
+  void plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments);
+  const std::string& port_key(const std::string& name) const;
+  uint64_t port_bytes(const std::string& key) const;
+  DeviceBuffer& resolve(Ref& ref);
+
   Device& device_;
+  std::shared_ptr<Device> fallback_;  // declared before the segments: closed after them
   Graph graph_;
-  MemoryPlan plan_;
-  std::vector<uint8_t> ir_;
-  kiln_loaded_executable* loaded_ = nullptr;
-  std::shared_ptr<DeviceBuffer> arena_;
-  std::vector<std::shared_ptr<DeviceBuffer>> slots_;  // index = slot
+  ExecutionSplit split_;
+  std::vector<std::unique_ptr<CompiledGraph>> segments_;
+  std::vector<Step> steps_;
+  std::vector<PortBinding> port_bindings_;
+  std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
+  bool ports_dirty_ = true;
+  std::vector<uint8_t> staging_;
 };
+
+// Whether the backend implements `op` (a plugin without op_supported
+// implements every op).
+bool backend_supports(const Plugin& plugin, kiln_op op);
+
+// The CPU device that runs fallback ops, shared by every executable alive
+// at the same time and closed with the last of them.
+std::shared_ptr<Device> fallback_device();
 
 }  // namespace kiln::graph

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "core/log.h"
 #include "core/registry.h"
@@ -99,6 +100,41 @@ double evaluate(graph::Executable& eval, const TokenSource& data, const TrainCon
   return sum / static_cast<double>(cfg.eval_iters);
 }
 
+// The ops a backend lacks run on the cpu backend (graph/executor.h): say
+// which, how each step graph is split, and what the copies cost.
+struct StepGraph {
+  const char* name;
+  const graph::Executable* exe;  // may be null (graph not used in this run)
+  int64_t runs_per_iteration;
+};
+
+void log_split(const std::vector<StepGraph>& graphs) {
+  std::set<kiln_op> lacks;
+  std::string primary, fallback;
+  uint64_t per_iteration = 0;
+  for (const StepGraph& g : graphs) {
+    if (!g.exe || g.exe->split().fallback.empty()) continue;
+    const graph::ExecutionSplit& s = g.exe->split();
+    lacks.insert(s.fallback_ops.begin(), s.fallback_ops.end());
+    primary = s.primary;
+    fallback = s.fallback;
+    per_iteration += s.bytes_per_run * static_cast<uint64_t>(g.runs_per_iteration);
+  }
+  if (lacks.empty()) return;
+  std::string ops;
+  for (kiln_op op : lacks) ops += (ops.empty() ? "" : ", ") + std::string(graph::op_name(op));
+  logger().info("backend {} lacks {}: they run on the {} backend", primary, ops, fallback);
+  for (const StepGraph& g : graphs) {
+    if (!g.exe) continue;
+    const graph::ExecutionSplit& s = g.exe->split();
+    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run", g.name,
+                  s.primary_nodes, s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
+                  static_cast<double>(s.bytes_per_run) / (1 << 20));
+  }
+  logger().info("split: {:.2f} MiB copied between {} and {} per iteration", static_cast<double>(per_iteration) / (1 << 20),
+                primary, fallback);
+}
+
 }  // namespace
 
 int train(const TrainConfig& cfg) {
@@ -138,6 +174,11 @@ int train(const TrainConfig& cfg) {
   if (cfg.eval_iters > 0) eval = std::make_unique<graph::Executable>(*device, build_eval_step(model, B));
   logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
                 std::chrono::duration<double>(Clock::now() - t0).count());
+  log_split({{"train step (first micro-batch)", &first_micro_batch, 1},
+             {"train step (later micro-batches)", next_micro_batch.get(), micro_batches - 1},
+             {"grad norm", &grad_norm, 1},
+             {"optimizer", &optimizer, 1},
+             {"eval step", eval.get(), 0}});
 
   // ---- persistent state, resident on the device
   ModelState state(*device, model, /*with_optimizer=*/true);

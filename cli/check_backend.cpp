@@ -1,0 +1,171 @@
+// kiln check-backend: the conformance suite (graph/conformance) against one
+// backend, by name or plugin path. The library holds the op cases; this
+// command adds the whole-model cases, which need the GPT builder in
+// trainer/, and turns the report into an exit status.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "graph/conformance/runner.h"
+#include "trainer/flags.h"
+#include "trainer/rng.h"
+#include "trainer/step_graphs.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln check-backend <backend-name | path/to/libkiln-backend-NAME.so> [flags]\n"
+    "\n"
+    "Runs every op of the IR (forward and backward, at shapes that are no multiple of\n"
+    "any tile) and a whole GPT train and optimizer step on the backend, and compares\n"
+    "each output with the reference interpreter by NMSE = sum((ref-got)^2)/sum(ref^2):\n"
+    "<= 1e-7 for elementwise, norm, loss and optimizer ops, <= 1e-6 for matmul and\n"
+    "softmax, exact for data movement. Guard bytes after every buffer catch writes past\n"
+    "the end; outputs start as NaN to catch unwritten elements.\n"
+    "\n"
+    "Prints PASS, FAIL or UNSUPPORTED per op (an op the plugin's op_supported denies is\n"
+    "unsupported, not failed; the model cases run such ops on the cpu backend), then a\n"
+    "summary. Exit status: the number of failed ops and models.\n"
+    "\n"
+    "flags:\n"
+    "  --device N        device index (default 0)\n"
+    "  --filter A,B      only cases whose op or name contains one of these (case-insensitive)\n"
+    "  --list            list the cases and exit\n"
+    "  --verbose         a line per case with the NMSE of each output\n"
+    "  --num-threads N   threads for host-CPU backends (0: all cores)\n";
+
+// Small and odd-sized: every dim is off any tile, and the step runs in well
+// under a second on the reference interpreter.
+trainer::GptConfig tiny_gpt() {
+  trainer::GptConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 36;
+  c.num_attention_heads = 3;
+  c.vocab_size = 67;
+  c.seq_length = 17;
+  return c;
+}
+
+// GPT-2-like initial values (as ModelState gives), with biases and gains
+// off their trivial values so every gradient path carries signal.
+graph::TensorMap gpt_parameters(const trainer::GptConfig& cfg, trainer::Rng& rng) {
+  graph::TensorMap t;
+  for (const trainer::ParamSpec& s : trainer::gpt_parameters(cfg)) {
+    graph::HostTensor v = graph::HostTensor::zeros(KILN_F32, s.shape);
+    for (float& x : v.f32) {
+      const double n = rng.normal();
+      x = static_cast<float>(s.init == trainer::ParamSpec::Init::Ones ? 1.0 + 0.1 * n : 0.02 * n);
+    }
+    t[s.name] = std::move(v);
+  }
+  return t;
+}
+
+graph::HostTensor token_ids(graph::Shape shape, int64_t vocab, trainer::Rng& rng) {
+  graph::HostTensor t = graph::HostTensor::zeros(KILN_I32, std::move(shape));
+  for (int32_t& id : t.i32) id = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
+  return t;
+}
+
+void add_model_cases(conformance::Suite& suite) {
+  const trainer::GptConfig cfg = tiny_gpt();
+  const int64_t batch = 3;
+  trainer::Rng rng(20240601);
+  const graph::TensorMap params = gpt_parameters(cfg, rng);
+
+  // Loss and every gradient. The accumulators start at zero so each output
+  // is exactly one gradient, not masked by what it is added to.
+  graph::TensorMap step = params;
+  step["tokens"] = token_ids({batch, cfg.seq_length}, cfg.vocab_size, rng);
+  step["targets"] = token_ids({batch, cfg.seq_length}, cfg.vocab_size, rng);
+  for (const trainer::ParamSpec& s : trainer::gpt_parameters(cfg))
+    step[trainer::grad_name(s.name)] = graph::HostTensor::zeros(KILN_F32, s.shape);
+  suite.add_case("gpt_train_step", trainer::build_train_step(cfg, batch), conformance::kTolGemm, std::move(step));
+
+  // AdamW on every parameter, then the gradients zeroed, all in place.
+  graph::TensorMap opt = params;
+  for (const trainer::ParamSpec& s : trainer::gpt_parameters(cfg)) {
+    auto random = [&](double scale, bool positive) {
+      graph::HostTensor v = graph::HostTensor::zeros(KILN_F32, s.shape);
+      for (float& x : v.f32) x = static_cast<float>(scale * (positive ? rng.uniform_double() : rng.normal()));
+      return v;
+    };
+    opt[trainer::grad_name(s.name)] = random(0.01, false);
+    opt[trainer::exp_avg_name(s.name)] = random(0.001, false);
+    opt[trainer::exp_avg_sq_name(s.name)] = random(1e-5, true);
+  }
+  graph::HostTensor hparams = graph::HostTensor::zeros(KILN_F32, {5});
+  hparams.f32 = {3e-3f, 0.1f, 1.0f / (1.0f - 0.81f), 1.0f / (1.0f - 0.9025f), 0.5f};
+  opt["hparams"] = hparams;
+  suite.add_case("gpt_optimizer_step", trainer::build_optimizer_step(cfg, trainer::AdamWConfig{0.9f, 0.95f, 1e-8f}),
+                 conformance::kTolElementwise, std::move(opt));
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = std::min(s.find(',', start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_check_backend(const std::vector<std::string>& args) {
+  std::vector<std::string> rest = args;
+  std::string backend;
+  if (!rest.empty() && !rest[0].starts_with("-")) {
+    backend = rest[0];
+    rest.erase(rest.begin());
+  }
+  for (const std::string& a : rest)
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  int64_t device_index = 0, num_threads = 0;
+  std::string filter;
+  bool list = false, verbose = false;
+  trainer::Flags flags("check-backend");
+  flags.add("--device", &device_index, "device index");
+  flags.add("--filter", &filter, "comma-separated substrings of op or case names");
+  flags.add("--list", &list, "list the cases and exit");
+  flags.add("--verbose", &verbose, "a line per case");
+  flags.add("--num-threads", &num_threads, "threads for host-CPU backends (0: all cores)");
+  flags.parse(rest);
+
+  conformance::Suite suite = conformance::Suite::builtin();
+  add_model_cases(suite);
+  const std::vector<std::string> filters = split_commas(filter);
+
+  if (list) {
+    for (const conformance::Case& c : suite.cases())
+      if (conformance::selected(c, filters))
+        fmt::print("{:<20} {:<8} {}\n", c.group, conformance::format_nmse(c.threshold), c.name);
+    return 0;
+  }
+  if (backend.empty())
+    throw Error("kiln check-backend needs a backend name or plugin path, e.g. kiln check-backend cpu");
+
+  auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
+  fmt::print("check-backend: backend {} ({}), device {}: {}\n", device->backend(), device->plugin().path,
+             device->index(), device->properties().name);
+  std::fflush(stdout);
+  conformance::Options options;
+  options.filters = filters;
+  options.verbose = verbose;
+  const conformance::Report report = conformance::run(*device, suite, options);
+  if (report.cases.empty()) throw Error("no conformance case matches --filter " + filter + "; see --list");
+  // Exit statuses above 125 mean something else to shells.
+  return std::min(report.failed(), 125);
+}
+
+}  // namespace kiln::cli

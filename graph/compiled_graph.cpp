@@ -1,0 +1,91 @@
+#include "graph/compiled_graph.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "graph/passes.h"
+#include "graph/serialize.h"
+
+namespace kiln::graph {
+
+CompiledGraph::CompiledGraph(Device& device, const Graph& graph)
+    : device_(device), graph_(eliminate_dead_code(graph)) {
+  plan_ = plan_memory(graph_);
+  ir_ = serialize(graph_, plan_);
+  const Plugin& plugin = device_.plugin();
+
+  kiln_compile_args compile{};
+  compile.struct_size = sizeof(compile);
+  compile.ir = ir_.data();
+  compile.ir_size = ir_.size();
+  compile.options = nullptr;
+  compile.device_index = device_.index();
+  check(plugin, plugin.api->compile(&compile), "compile");
+
+  kiln_load_args load{};
+  load.struct_size = sizeof(load);
+  load.device = device_.handle();
+  load.executable = compile.executable;
+  load.executable_size = compile.executable_size;
+  kiln_error* err = plugin.api->load(&load);
+  plugin.api->executable_bytes_free(compile.executable);
+  check(plugin, err, "load");
+  loaded_ = load.loaded;
+
+  slots_.resize(plan_.slot_ports.size());
+  // The arena always exists (even if empty) so slot 0 is never null.
+  slots_[0] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.arena_bytes, KILN_IR_ALIGN));
+  logger().debug("compiled graph on {}: {} nodes, {} slots, arena {:.1f} MiB", device_.backend(),
+                 graph_.nodes().size(), slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
+}
+
+CompiledGraph::~CompiledGraph() {
+  if (loaded_) device_.plugin().api->loaded_free(device_.handle(), loaded_);
+}
+
+// Outputs that update an input share the input's slot, so a port name maps
+// to the slot of its value.
+uint32_t CompiledGraph::slot_of(const std::string& name) const {
+  const Port* p = graph_.find_input(name);
+  if (!p) p = graph_.find_output(name);
+  if (!p) throw Error("graph has no port named '" + name + "'");
+  return plan_.slot[static_cast<size_t>(p->value)];
+}
+
+uint64_t CompiledGraph::port_bytes(const std::string& name) const {
+  return std::max<uint64_t>(plan_.slot_bytes[slot_of(name)], 4);
+}
+
+void CompiledGraph::bind(const std::string& name, std::shared_ptr<DeviceBuffer> buffer) {
+  uint32_t s = slot_of(name);
+  if (buffer->size() < plan_.slot_bytes[s])
+    throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) +
+                " bytes; the graph needs " + std::to_string(plan_.slot_bytes[s]));
+  if (&buffer->device() != &device_)
+    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" +
+                buffer->device().backend() + " vs " + device_.backend() + ")");
+  slots_[s] = std::move(buffer);
+}
+
+std::shared_ptr<DeviceBuffer> CompiledGraph::buffer(const std::string& name) {
+  uint32_t s = slot_of(name);
+  if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
+  return slots_[s];
+}
+
+void CompiledGraph::run() {
+  std::vector<kiln_buffer*> handles(slots_.size());
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
+    handles[s] = slots_[s]->handle();
+  }
+  kiln_execute_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device_.handle();
+  args.loaded = loaded_;
+  args.slots = handles.data();
+  args.num_slots = static_cast<int32_t>(handles.size());
+  check(device_.plugin(), device_.plugin().api->execute(&args), "execute");
+}
+
+}  // namespace kiln::graph

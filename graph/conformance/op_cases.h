@@ -1,0 +1,69 @@
+// Internal to the conformance library: what the built-in op cases are made
+// with. Inputs come from a fixed-seed generator whose float conversion is
+// our own, so every run and every machine tests the same numbers.
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "graph/conformance/suite.h"
+
+namespace kiln::conformance {
+
+class CaseRng {
+ public:
+  explicit CaseRng(uint32_t seed) : gen_(seed) {}
+  float next(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f);
+  }
+  graph::HostTensor uniform(graph::Shape s, float lo = -1.0f, float hi = 1.0f) {
+    graph::HostTensor t = graph::HostTensor::zeros(KILN_F32, std::move(s));
+    for (float& v : t.f32) v = next(lo, hi);
+    return t;
+  }
+  graph::HostTensor ids(graph::Shape s, int64_t below) {
+    graph::HostTensor t = graph::HostTensor::zeros(KILN_I32, std::move(s));
+    for (int32_t& v : t.i32) v = static_cast<int32_t>(gen_() % static_cast<uint64_t>(below));
+    return t;
+  }
+  graph::HostTensor scalar(float v) {
+    graph::HostTensor t = graph::HostTensor::zeros(KILN_F32, {1});
+    t.f32[0] = v;
+    return t;
+  }
+
+ private:
+  std::mt19937 gen_;  // its output sequence is fixed by the C++ standard
+};
+
+// Adds op cases to a suite, named "<op> <what>" and grouped by op.
+class CaseMaker {
+ public:
+  CaseMaker(Suite& suite, uint32_t seed) : rng(seed), suite_(suite) {}
+
+  CaseRng rng;  // the inputs of every case it makes
+
+  void add(kiln_op op, const std::string& what, graph::Graph g, graph::TensorMap inputs) {
+    add(op, what, std::move(g), std::move(inputs), threshold_for(op));
+  }
+  void add(kiln_op op, const std::string& what, graph::Graph g, graph::TensorMap inputs, double threshold) {
+    Case c;
+    c.group = graph::op_name(op);
+    c.name = c.group + " " + what;
+    c.graph = std::move(g);
+    c.inputs = std::move(inputs);
+    c.threshold = threshold;
+    suite_.add(std::move(c));
+  }
+
+ private:
+  Suite& suite_;
+};
+
+inline std::string str(const graph::Shape& s) { return graph::to_string(s); }
+
+void add_elementwise_cases(Suite& suite);  // fill .. gelu_grad, sum_to, sum_squares, adamw
+void add_linear_cases(Suite& suite);       // matmul, embedding, layernorm, softmax, cross entropy
+void add_layout_cases(Suite& suite);       // reshape, permute, split, concat
+
+}  // namespace kiln::conformance

@@ -1,0 +1,148 @@
+// Built-in cases for the elementwise ops, the reductions and AdamW. Sizes
+// are no multiple of any vector width or work-group size (1, 3, 17, 33, 65,
+// 127, ...), plus a few large enough to spread over many threads or groups.
+#include <cmath>
+
+#include "graph/conformance/op_cases.h"
+
+namespace kiln::conformance {
+
+using graph::Graph;
+using graph::Shape;
+using graph::ValueId;
+
+namespace {
+
+const Shape kShapes[] = {{1}, {3}, {17}, {33, 65}, {127, 129}, {70001}};
+
+void fill_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{3, 65}, Shape{127, 33}, Shape{70001}}) {
+    Graph g;
+    g.output("y", g.fill(s, -2.5f));
+    m.add(KILN_OP_FILL, str(s), std::move(g), {});
+  }
+  // In place over an input: the zeroing of gradient accumulators.
+  Graph g;
+  g.input("x", KILN_F32, {33, 17});
+  g.output("y", g.fill({33, 17}, 0.0f), "x");
+  m.add(KILN_OP_FILL, "[33, 17] in place", std::move(g), {{"x", m.rng.uniform({33, 17})}});
+}
+
+void add_mul_cases(CaseMaker& m) {
+  const std::pair<Shape, Shape> shapes[] = {
+      {{1}, {1}},         {{17}, {17}},          {{3, 17}, {17}},        {{4, 3}, {3}},
+      {{65, 127}, {127}}, {{2, 3, 33}, {3, 33}}, {{1000, 65}, {65}},     {{70001}, {70001}},
+      {{129, 1024}, {1024}}};
+  for (kiln_op op : {KILN_OP_ADD, KILN_OP_MUL}) {
+    for (const auto& [sa, sb] : shapes) {
+      Graph g;
+      ValueId a = g.input("a", KILN_F32, sa), b = g.input("b", KILN_F32, sb);
+      g.output("y", g.add_node(op, {a, b})[0]);
+      m.add(op, str(sa) + " " + str(sb), std::move(g), {{"a", m.rng.uniform(sa)}, {"b", m.rng.uniform(sb)}});
+    }
+    // The output may be the first operand's memory (gradient accumulation).
+    Graph g;
+    ValueId a = g.input("a", KILN_F32, {33, 65}), b = g.input("b", KILN_F32, {65});
+    g.output("y", g.add_node(op, {a, b})[0], "a");
+    m.add(op, "[33, 65] [65] in place", std::move(g),
+          {{"a", m.rng.uniform({33, 65})}, {"b", m.rng.uniform({65})}});
+  }
+}
+
+void unary_cases(CaseMaker& m) {
+  for (kiln_op op : {KILN_OP_SCALE, KILN_OP_GELU, KILN_OP_GELU_GRAD}) {
+    auto build = [&](Graph& g, const Shape& s) {
+      ValueId x = g.input("x", KILN_F32, s);
+      if (op == KILN_OP_SCALE) return g.scale(x, -0.37f);
+      if (op == KILN_OP_GELU) return g.gelu(x);
+      return g.gelu_grad(x, g.input("dy", KILN_F32, s));
+    };
+    auto inputs = [&](const Shape& s) {
+      graph::TensorMap in{{"x", m.rng.uniform(s, -8.0f, 8.0f)}};
+      if (op == KILN_OP_GELU_GRAD) in["dy"] = m.rng.uniform(s);
+      return in;
+    };
+    for (const Shape& s : kShapes) {
+      Graph g;
+      g.output("y", build(g, s));
+      m.add(op, str(s), std::move(g), inputs(s));
+    }
+    Graph g;
+    g.output("y", build(g, {33, 65}), "x");
+    m.add(op, "[33, 65] in place", std::move(g), inputs({33, 65}));
+  }
+}
+
+// NaN and infinity propagate as in the reference.
+void special_value_cases(CaseMaker& m) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  graph::HostTensor x = m.rng.uniform({3, 33}, -3.0f, 3.0f), b = m.rng.uniform({33});
+  x.f32[5] = nan;
+  x.f32[40] = inf;
+  b.f32[7] = nan;
+  {
+    Graph g;
+    g.output("y", g.gelu(g.input("x", KILN_F32, {3, 33})));
+    m.add(KILN_OP_GELU, "[3, 33] with NaN and +inf", std::move(g), {{"x", x}});
+  }
+  for (kiln_op op : {KILN_OP_ADD, KILN_OP_MUL}) {
+    Graph g;
+    ValueId a = g.input("x", KILN_F32, {3, 33}), bv = g.input("b", KILN_F32, {33});
+    g.output("y", g.add_node(op, {a, bv})[0]);
+    m.add(op, "[3, 33] [33] with NaN and +inf", std::move(g), {{"x", x}, {"b", b}});
+  }
+}
+
+void reduction_cases(CaseMaker& m) {
+  const std::pair<Shape, Shape> sum_to[] = {
+      {{17}, {17}},          {{3, 17}, {17}},   {{2, 3, 33}, {3, 33}}, {{5000, 3}, {3}},
+      {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},  {{20000, 1}, {1}},     {{127, 65}, {65}},
+      {{3000, 24}, {24}}};
+  for (const auto& [sx, sy] : sum_to) {
+    Graph g;
+    g.output("y", g.sum_to(g.input("x", KILN_F32, sx), sy));
+    m.add(KILN_OP_SUM_TO, str(sx) + " -> " + str(sy), std::move(g), {{"x", m.rng.uniform(sx)}});
+  }
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{300001}}) {
+    Graph g;
+    g.output("y", g.sum_squares(g.input("x", KILN_F32, s)));
+    m.add(KILN_OP_SUM_SQUARES, str(s), std::move(g), {{"x", m.rng.uniform(s)}});
+  }
+}
+
+void adamw_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{70001}})
+    for (bool wd : {true, false})
+      for (bool in_place : {true, false}) {
+        Graph g;
+        ValueId p = g.input("p", KILN_F32, s), gr = g.input("g", KILN_F32, s);
+        ValueId mo = g.input("m", KILN_F32, s), v = g.input("v", KILN_F32, s);
+        ValueId hp = g.input("hparams", KILN_F32, {5});
+        auto out = g.adamw(p, gr, mo, v, hp, 0.9f, 0.999f, 1e-8f, wd);
+        g.output("p_out", out[0], in_place ? "p" : "");
+        g.output("m_out", out[1], in_place ? "m" : "");
+        g.output("v_out", out[2], in_place ? "v" : "");
+        graph::HostTensor hparams = graph::HostTensor::zeros(KILN_F32, {5});
+        hparams.f32 = {1e-3f, 0.1f, 1.0f / (1.0f - 0.729f), 1.0f / (1.0f - 0.997003f), 0.5f};
+        m.add(KILN_OP_ADAMW, str(s) + (wd ? " wd" : " no-wd") + (in_place ? " in place" : ""), std::move(g),
+              {{"p", m.rng.uniform(s)},
+               {"g", m.rng.uniform(s)},
+               {"m", m.rng.uniform(s, -0.1f, 0.1f)},
+               {"v", m.rng.uniform(s, 0.0f, 0.01f)},
+               {"hparams", hparams}});
+      }
+}
+
+}  // namespace
+
+void add_elementwise_cases(Suite& suite) {
+  CaseMaker m(suite, 1234);
+  fill_cases(m);
+  add_mul_cases(m);
+  unary_cases(m);
+  special_value_cases(m);
+  reduction_cases(m);
+  adamw_cases(m);
+}
+
+}  // namespace kiln::conformance

@@ -1,0 +1,174 @@
+// Built-in cases for the ops with structure beyond one element: matmul
+// (every transpose combination, batched), embedding, layernorm, causal
+// softmax, cross entropy, and their gradients. Sizes are no multiple of any
+// tile; a few are attention-sized to reach the tiled paths.
+#include <cmath>
+
+#include "graph/conformance/op_cases.h"
+
+namespace kiln::conformance {
+
+using graph::Graph;
+using graph::Shape;
+using graph::ValueId;
+
+namespace {
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+void matmul_cases(CaseMaker& m) {
+  struct Dims {
+    Shape batch;
+    int64_t m, n, k;
+  };
+  const Dims dims[] = {{{}, 1, 1, 1},       {{}, 3, 5, 7},       {{}, 17, 33, 65},   {{}, 65, 17, 127},
+                       {{}, 128, 96, 200},  {{2, 3}, 17, 5, 33}, {{12}, 64, 64, 64}, {{3}, 130, 130, 130},
+                       {{1}, 65, 3, 17},    {{5}, 1, 7, 3}};
+  for (const Dims& d : dims)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        Shape sa = d.batch, sb = d.batch;
+        sa.push_back(ta ? d.k : d.m);
+        sa.push_back(ta ? d.m : d.k);
+        sb.push_back(tb ? d.n : d.k);
+        sb.push_back(tb ? d.k : d.n);
+        Graph g;
+        ValueId a = g.input("a", KILN_F32, sa), b = g.input("b", KILN_F32, sb);
+        g.output("y", g.matmul(a, b, ta, tb));
+        m.add(KILN_OP_MATMUL, str(sa) + (ta ? "^T" : "") + " @ " + str(sb) + (tb ? "^T" : ""), std::move(g),
+              {{"a", m.rng.uniform(sa)}, {"b", m.rng.uniform(sb)}});
+      }
+}
+
+void embedding_cases(CaseMaker& m) {
+  struct E {
+    int64_t vocab, c;
+    Shape ids;
+  };
+  for (const E& e : {E{1, 1, {1}}, E{17, 3, {5}}, E{50, 65, {3, 17}}, E{1000, 128, {4, 64}}}) {
+    Graph g;
+    g.output("y", g.embedding(g.input("table", KILN_F32, {e.vocab, e.c}), g.input("ids", KILN_I32, e.ids)));
+    m.add(KILN_OP_EMBEDDING, "V=" + n(e.vocab) + " C=" + n(e.c) + " ids " + str(e.ids), std::move(g),
+          {{"table", m.rng.uniform({e.vocab, e.c})}, {"ids", m.rng.ids(e.ids, e.vocab)}});
+  }
+  // Small vocabularies force repeated ids (scatter-add collisions).
+  for (const E& e : {E{1, 1, {1}}, E{5, 17, {33}}, E{7, 3, {10000}}, E{50, 65, {3, 17}}, E{300, 128, {8, 64}},
+                     E{1000, 33, {2, 65}}}) {
+    Shape dys = e.ids;
+    dys.push_back(e.c);
+    Graph g;
+    g.output("dtable", g.embedding_grad(g.input("dy", KILN_F32, dys), g.input("ids", KILN_I32, e.ids), e.vocab));
+    m.add(KILN_OP_EMBEDDING_GRAD, "V=" + n(e.vocab) + " dy " + str(dys), std::move(g),
+          {{"dy", m.rng.uniform(dys)}, {"ids", m.rng.ids(e.ids, e.vocab)}});
+  }
+}
+
+void layernorm_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}}) {
+    const int64_t c = s.back();
+    // An offset mean tests a two-pass (or otherwise stable) variance.
+    graph::TensorMap in{{"x", m.rng.uniform(s, 2.0f, 4.0f)},
+                        {"gamma", m.rng.uniform({c}, 0.5f, 1.5f)},
+                        {"beta", m.rng.uniform({c})},
+                        {"dy", m.rng.uniform(s)}};
+    {
+      Graph g;
+      ValueId x = g.input("x", KILN_F32, s), gamma = g.input("gamma", KILN_F32, {c});
+      g.output("y", g.layernorm(x, gamma, g.input("beta", KILN_F32, {c}), 1e-5f));
+      graph::TensorMap fwd = in;
+      fwd.erase("dy");
+      m.add(KILN_OP_LAYERNORM, str(s), std::move(g), std::move(fwd));
+    }
+    Graph g;
+    ValueId x = g.input("x", KILN_F32, s), gamma = g.input("gamma", KILN_F32, {c});
+    auto grads = g.layernorm_grad(x, gamma, g.input("dy", KILN_F32, s), 1e-5f);
+    g.output("dx", grads[0]);
+    g.output("dgamma", grads[1]);
+    g.output("dbeta", grads[2]);
+    in.erase("beta");
+    m.add(KILN_OP_LAYERNORM_GRAD, str(s), std::move(g), std::move(in));
+  }
+  // A NaN turns its row into NaN.
+  graph::HostTensor x = m.rng.uniform({3, 33}, -3.0f, 3.0f);
+  x.f32[5] = std::nanf("");
+  Graph g;
+  ValueId xv = g.input("x", KILN_F32, {3, 33}), gamma = g.input("gamma", KILN_F32, {33});
+  g.output("y", g.layernorm(xv, gamma, g.input("beta", KILN_F32, {33}), 1e-5f));
+  m.add(KILN_OP_LAYERNORM, "[3, 33] with NaN", std::move(g),
+        {{"x", x}, {"gamma", m.rng.uniform({33})}, {"beta", m.rng.uniform({33})}});
+}
+
+void softmax_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33},
+                         Shape{4, 12, 64, 64}})
+    for (float scale : {0.125f, -0.5f}) {
+      Graph g;
+      g.output("y", g.causal_softmax(g.input("x", KILN_F32, s), scale));
+      m.add(KILN_OP_CAUSAL_SOFTMAX, str(s) + " scale " + std::to_string(scale), std::move(g),
+            {{"x", m.rng.uniform(s, -4.0f, 4.0f)}});
+    }
+  {
+    // Masked scores (-inf) contribute exactly 0; column 0 stays finite.
+    Shape s{2, 17, 17};
+    graph::HostTensor x = m.rng.uniform(s, -2.0f, 2.0f);
+    for (size_t i = 0; i < x.f32.size(); i += 5)
+      if (i % 17 != 0) x.f32[i] = -INFINITY;
+    Graph g;
+    g.output("y", g.causal_softmax(g.input("x", KILN_F32, s), 0.5f));
+    m.add(KILN_OP_CAUSAL_SOFTMAX, str(s) + " with -inf scores", std::move(g), {{"x", x}});
+  }
+  for (const Shape& s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
+    Graph g;
+    g.output("dx", g.softmax_grad(g.input("y", KILN_F32, s), g.input("dy", KILN_F32, s), 0.125f));
+    m.add(KILN_OP_SOFTMAX_GRAD, str(s), std::move(g),
+          {{"y", m.rng.uniform(s, 0.0f, 1.0f)}, {"dy", m.rng.uniform(s)}});
+  }
+}
+
+void cross_entropy_cases(CaseMaker& m) {
+  struct C {
+    int64_t n, v;
+  };
+  for (C c : {C{1, 1}, C{3, 17}, C{33, 65}, C{64, 1000}, C{5, 50257}}) {
+    const std::string what = "N=" + n(c.n) + " V=" + n(c.v);
+    graph::HostTensor logits = m.rng.uniform({c.n, c.v}, -6.0f, 6.0f), targets = m.rng.ids({c.n}, c.v);
+    {
+      Graph g;
+      g.output("loss", g.cross_entropy(g.input("logits", KILN_F32, {c.n, c.v}), g.input("targets", KILN_I32, {c.n})));
+      m.add(KILN_OP_CROSS_ENTROPY, what, std::move(g), {{"logits", logits}, {"targets", targets}});
+    }
+    Graph g;
+    ValueId l = g.input("logits", KILN_F32, {c.n, c.v}), t = g.input("targets", KILN_I32, {c.n});
+    g.output("dlogits", g.cross_entropy_grad(l, t, g.input("dloss", KILN_F32, {1})));
+    m.add(KILN_OP_CROSS_ENTROPY_GRAD, what, std::move(g),
+          {{"logits", logits}, {"targets", targets}, {"dloss", m.rng.scalar(0.75f)}});
+  }
+  // -inf logits (masked vocabulary) contribute exactly 0.
+  graph::HostTensor logits = m.rng.uniform({4, 37}, -5.0f, 5.0f), targets = m.rng.ids({4}, 37);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t j = 0; j < 37; j += 3)
+      if (j != targets.i32[static_cast<size_t>(r)]) logits.f32[static_cast<size_t>(r * 37 + j)] = -INFINITY;
+  {
+    Graph g;
+    g.output("loss", g.cross_entropy(g.input("logits", KILN_F32, {4, 37}), g.input("targets", KILN_I32, {4})));
+    m.add(KILN_OP_CROSS_ENTROPY, "N=4 V=37 with -inf logits", std::move(g), {{"logits", logits}, {"targets", targets}});
+  }
+  Graph g;
+  ValueId l = g.input("logits", KILN_F32, {4, 37}), t = g.input("targets", KILN_I32, {4});
+  g.output("dlogits", g.cross_entropy_grad(l, t, g.input("dloss", KILN_F32, {1})));
+  m.add(KILN_OP_CROSS_ENTROPY_GRAD, "N=4 V=37 with -inf logits", std::move(g),
+        {{"logits", logits}, {"targets", targets}, {"dloss", m.rng.scalar(1.0f)}});
+}
+
+}  // namespace
+
+void add_linear_cases(Suite& suite) {
+  CaseMaker m(suite, 4321);
+  matmul_cases(m);
+  embedding_cases(m);
+  layernorm_cases(m);
+  softmax_cases(m);
+  cross_entropy_cases(m);
+}
+
+}  // namespace kiln::conformance

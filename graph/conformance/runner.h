@@ -1,0 +1,68 @@
+// Runs conformance cases on a device and reports them op by op.
+//
+// Each case runs on the reference interpreter and through graph::Executable
+// on the device. Every port buffer is bound with guard bytes after the
+// tensor (a write past the end fails the case) and outputs start as NaN
+// (an element a kernel forgets to write fails); inputs that no output
+// updates must come back unchanged.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "graph/conformance/suite.h"
+
+namespace kiln::conformance {
+
+enum class Status { Pass, Fail, Unsupported };
+const char* status_name(Status s);  // "PASS", "FAIL", "UNSUPPORTED"
+
+struct CaseResult {
+  const Case* c = nullptr;
+  Status status = Status::Pass;
+  double nmse = 0.0;   // worst over the outputs
+  std::string detail;  // why it failed or is unsupported; for passes, how it was split
+  std::vector<std::pair<std::string, double>> outputs;  // NMSE per output port
+  double seconds = 0.0;
+};
+
+CaseResult run_case(Device& device, const Case& c);
+
+// One report line: every case of a group.
+struct GroupResult {
+  std::string group;
+  Status status = Status::Pass;  // FAIL if any case failed, else PASS if any ran
+  int cases = 0, passed = 0, failed = 0, unsupported = 0;
+  double worst_nmse = 0.0;
+  double threshold = 0.0;
+  std::string detail;  // FAIL: the first failure; UNSUPPORTED: what is missing; PASS: a note
+  // While the cases run:
+  std::string first_failure, unsupported_reason, note;
+};
+
+struct Options {
+  // Case-insensitive substrings; a case runs if its group or name contains
+  // any of them. Empty: every case.
+  std::vector<std::string> filters;
+  bool verbose = false;       // a line per case, with NMSE per output
+  std::FILE* out = stdout;    // nullptr: print nothing
+};
+
+bool selected(const Case& c, const std::vector<std::string>& filters);
+
+struct Report {
+  std::vector<CaseResult> cases;
+  std::vector<GroupResult> groups;
+  double seconds = 0.0;
+  int passed() const;
+  int failed() const;       // groups with a failed case: the exit status
+  int unsupported() const;
+};
+
+// Runs the selected cases in suite order, printing a line per group as it
+// finishes (and per case with verbose), then a summary line.
+Report run(Device& device, const Suite& suite, const Options& options);
+
+}  // namespace kiln::conformance

@@ -1,0 +1,42 @@
+#include "graph/conformance/suite.h"
+
+#include "core/error.h"
+#include "graph/conformance/op_cases.h"
+
+namespace kiln::conformance {
+
+Suite Suite::builtin() {
+  Suite s;
+  add_elementwise_cases(s);
+  add_linear_cases(s);
+  add_layout_cases(s);
+  return s;
+}
+
+void Suite::add(Case c) {
+  for (const Case& other : cases_)
+    if (other.name == c.name) throw Error("conformance suite: two cases named '" + c.name + "'");
+  cases_.push_back(std::move(c));
+}
+
+void Suite::add_case(const std::string& name, graph::Graph graph, double threshold, graph::TensorMap inputs) {
+  CaseRng rng(static_cast<uint32_t>(cases_.size()) + 7919u);
+  for (const graph::Port& p : graph.inputs()) {
+    if (inputs.count(p.name)) continue;
+    const graph::Value& v = graph.value(p.value);
+    if (v.dtype != KILN_F32)
+      throw Error("conformance case '" + name + "': give a value for i32 input '" + p.name +
+                  "' (its valid range depends on the graph)");
+    inputs[p.name] = rng.uniform(v.shape, -1.0f, 1.0f);
+  }
+  Case c;
+  c.group = name;
+  c.name = name;
+  c.graph = std::move(graph);
+  c.inputs = std::move(inputs);
+  c.threshold = threshold;
+  c.fallback = true;
+  add(std::move(c));
+}
+
+}  // namespace kiln::conformance

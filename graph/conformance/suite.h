@@ -1,0 +1,46 @@
+// The conformance suite: graphs with fixed inputs, run on a backend and on
+// the reference interpreter, compared output by output. The built-in cases
+// cover every op in kiln/ir.h, forward and backward, at shapes that are no
+// multiple of any tile; callers add whole-model cases (the CLI adds a GPT
+// train step, which needs trainer/).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/conformance/compare.h"
+#include "graph/graph.h"
+#include "graph/reference/reference.h"
+
+namespace kiln::conformance {
+
+struct Case {
+  std::string group;        // the report line it counts toward: an op name or a model case
+  std::string name;         // unique in the suite; what --filter matches besides the group
+  graph::Graph graph;
+  graph::TensorMap inputs;  // one per input port
+  double threshold = kTolElementwise;
+  // Whole-model cases run ops the backend lacks on the CPU fallback (and so
+  // also test the split); op cases report such a backend "unsupported".
+  bool fallback = false;
+};
+
+class Suite {
+ public:
+  // Every op in kiln/ir.h.
+  static Suite builtin();
+
+  void add(Case c);
+  // A whole graph, judged on every output, run with the CPU fallback for
+  // ops the backend lacks. f32 inputs not in `inputs` get uniform [-1, 1)
+  // values; i32 inputs (ids, targets) must be given since their valid range
+  // depends on the graph.
+  void add_case(const std::string& name, graph::Graph graph, double threshold, graph::TensorMap inputs = {});
+
+  const std::vector<Case>& cases() const { return cases_; }
+
+ private:
+  std::vector<Case> cases_;
+};
+
+}  // namespace kiln::conformance

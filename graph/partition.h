@@ -1,0 +1,41 @@
+// Splitting a graph between two devices: the primary backend, and the CPU
+// backend for the ops the primary lacks (plugin.h's op_supported).
+//
+// partition() reorders the nodes (any order that respects data dependences
+// and in-place write-after-read is valid) so that each device's nodes form
+// as few contiguous runs as possible, then cuts the order into maximal
+// single-device segments. extract_segments() turns each segment into a graph
+// of its own whose ports are the values crossing its boundary, so each piece
+// compiles through the ordinary single-device path.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln::graph {
+
+struct Segment {
+  int device = 0;          // 0: the primary backend, 1: the fallback
+  std::vector<int> nodes;  // indices into the graph's nodes, in run order
+};
+
+// device_of_node[i] is 0 or 1 for node i. Throws if the graph's in-place
+// updates leave no valid order (they never do for a graph the memory planner
+// accepts).
+std::vector<Segment> partition(const Graph& g, const std::vector<int>& device_of_node);
+
+// A segment as a standalone graph. Its ports are named after the original
+// graph's ports where a value is one (an in-place output keeps its
+// `updates`, and the updated input becomes a port of the segment too), and
+// "%<value id>" for values that only cross between segments.
+struct SegmentGraph {
+  Graph graph;
+  std::vector<std::pair<std::string, ValueId>> inputs;   // port name -> original value
+  std::vector<std::pair<std::string, ValueId>> outputs;  // port name -> original value
+};
+std::vector<SegmentGraph> extract_segments(const Graph& g, const std::vector<Segment>& segments);
+
+}  // namespace kiln::graph

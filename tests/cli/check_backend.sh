@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `kiln check-backend` on every backend listed below that this build has
+# (one that is missing or has no device is skipped with a message, not
+# failed), then the runner's own flags and errors.
+# Usage: check_backend.sh <path-to-kiln> [<bad-plugin-dir>]
+set -u
+kiln=$1
+
+# To run the conformance suite on another backend in CI, add its name here.
+BACKENDS=(
+  cpu
+)
+
+fail=0
+check() {  # check <description> <command...>
+  local what=$1
+  shift
+  if ! "$@"; then
+    echo "FAIL: $what" >&2
+    fail=1
+  fi
+}
+
+devices=$("$kiln" devices 2>&1)
+for b in "${BACKENDS[@]}"; do
+  if ! grep -Eq "^backend $b " <<<"$devices"; then
+    echo "SKIP: backend $b is not available in this build (kiln devices does not list it)"
+    continue
+  fi
+  if ! awk -v b="$b" '$1 == "backend" { on = ($2 == b) } on && /^  device 0:/ { found = 1 } END { exit !found }' <<<"$devices"; then
+    echo "SKIP: backend $b has no device on this machine"
+    continue
+  fi
+  out=$("$kiln" check-backend "$b" 2>&1)
+  status=$?
+  echo "$out"
+  check "check-backend $b exits 0 (got $status: failed ops)" test "$status" -eq 0
+  check "check-backend $b prints a summary with no failures" grep -Eq '^summary: [0-9]+ passed, 0 failed' <<<"$out"
+  check "check-backend $b runs the GPT train step" grep -Eq '^PASS +gpt_train_step ' <<<"$out"
+done
+
+# --list needs no device and names every op of the IR, forward and backward.
+list=$("$kiln" check-backend --list 2>&1)
+for op in fill add mul scale gelu gelu_grad matmul embedding embedding_grad layernorm layernorm_grad \
+          causal_softmax softmax_grad cross_entropy cross_entropy_grad sum_to reshape permute split concat \
+          sum_squares adamw gpt_train_step gpt_optimizer_step; do
+  check "--list has cases for $op" grep -Eq "^$op " <<<"$list"
+done
+
+out=$("$kiln" check-backend cpu --filter 'matmul' --verbose 2>&1)
+status=$?
+check "a filtered run exits 0 (got $status)" test "$status" -eq 0
+check "--filter runs only matching ops" test "$(grep -Ec '^(PASS|FAIL|UNSUPPORTED) ' <<<"$out")" -eq 1
+check "--verbose prints a line per case with its NMSE" grep -Eq '^  PASS +matmul \[65, 17\]\^T @ .* y=' <<<"$out"
+
+expect_error() {  # expect_error <words> <args...>: one line on stderr, status 1
+  local want=$1
+  shift
+  local err
+  err=$("$kiln" check-backend "$@" 2>&1 >/dev/null)
+  local status=$?
+  check "check-backend $* fails with status 1 (got $status)" test "$status" -eq 1
+  check "check-backend $* says '$want' in one line (got: $err)" \
+    test "$(grep -c . <<<"$err")" -eq 1 -a -n "$(grep -F -- "$want" <<<"$err")"
+}
+expect_error "no backend 'nosuch'" nosuch
+expect_error "needs a backend name" --filter gelu
+expect_error "no conformance case matches" cpu --filter no-such-op
+expect_error "cannot use plugin" /nonexistent/libkiln-backend-x.so
+
+exit $fail
