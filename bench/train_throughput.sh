@@ -10,6 +10,12 @@ build=${1:-build}; iters=${2:-6}
 peak=${PEAK_GFLOPS:-205}; threads=${THREADS:-$(nproc)}
 kiln=$build/bin/kiln
 here=$(cd "$(dirname "$0")" && pwd)
+# Debian's python3-torch lives under the system interpreter, which may not be
+# the first python3 on PATH.
+py=""
+for cand in python3 /usr/bin/python3; do
+  if "$cand" -c "import torch" 2>/dev/null; then py=$cand; break; fi
+done
 
 flops_per_token() {  # layers hidden vocab seq: 6 * params + 12 * L * T * C
   awk -v L="$1" -v C="$2" -v V="$3" -v T="$4" 'BEGIN {
@@ -29,8 +35,8 @@ run_config() {  # name layers hidden heads vocab seq micro
   local fpt; fpt=$(flops_per_token "$L" "$C" "$V" "$T")
   local mfu; mfu=$(awk -v t="$tps" -v f="$fpt" -v p="$peak" 'BEGIN {printf "%.1f", 100*t*f/(p*1e9)}')
   printf "%-6s kiln    %8.1f ms/step %8.1f tokens/s  MFU %5.1f%% (peak %s GFLOP/s, %s threads)\n" "$name" "$ms" "$tps" "$mfu" "$peak" "$threads"
-  if python3 -c "import torch" 2>/dev/null; then
-    local pt; pt=$(OMP_WAIT_POLICY=PASSIVE python3 "$here/pytorch_gpt.py" --layers "$L" --hidden "$C" --heads "$H" \
+  if [ -n "$py" ]; then
+    local pt; pt=$(OMP_WAIT_POLICY=PASSIVE "$py" "$here/pytorch_gpt.py" --layers "$L" --hidden "$C" --heads "$H" \
       --vocab "$V" --seq "$T" --micro-batch "$B" --iters "$iters" --threads "$threads")
     local pt_ms; pt_ms=$(echo "$pt" | awk '{print $1}')
     local pt_tps; pt_tps=$(awk -v ms="$pt_ms" -v B="$B" -v T="$T" 'BEGIN {printf "%.1f", B*T*1000/ms}')
