@@ -1,10 +1,10 @@
 // Blocked, multithreaded SGEMM for the CPU backend (GotoBLAS/BLIS scheme).
 //
 // Loop nest run by each thread over its own block of C:
-//   for jc in N by NC:            pack op(B)[pc.., jc..] (kc x nc)  -> L3/L2
+//   for jc in N by NC:            pack op(B)[pc.., jc..] (kc x nc)
 //     for pc in K by KC:
-//       for ic in M by MC:        pack op(A)[ic.., pc..] (mc x kc)  -> L2
-//         macro-kernel:           for each 16-column micro-panel of B (L1)
+//       for ic in M by MC:        pack op(A)[ic.., pc..] (mc x kc)
+//         macro-kernel:           for each 16-column micro-panel of B
 //                                   for each 6-row micro-panel of A
 //                                     6x16 micro-kernel over kc
 // The ISA-specific parts (packing, micro-kernel) come from a KernelSet: the
@@ -14,21 +14,22 @@
 //
 // Threads: C is cut into a tm x tn grid of blocks (tm * tn = threads), on
 // micro-tile boundaries, one block per thread, chosen by a small cost model
-// (largest per-thread tile count plus the packing each thread repeats).
-// Threads share nothing but the read-only inputs, so there is no
-// synchronization beyond the pool's fork/join.
+// (largest per-thread block plus the packing each thread does). Threads of
+// a grid row (same rows, different columns) pack A together into a shared
+// panel, one spin barrier per K block; each packs its own B. All packing
+// buffers come from one workspace the calling thread allocates, so nothing
+// can throw inside the pool. Small products run on the calling thread.
+//
+// Measurements behind the constants: docs/PERFORMANCE.md, "CPU GEMM".
 #include "gemm.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <new>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "gemm_kernels.h"
@@ -37,27 +38,19 @@ namespace kiln::cpu {
 namespace gemm_detail {
 namespace {
 
-// Cache blocking. KC x kNR floats of B (16 KiB at KC=256) stay in L1 while
-// the A micro-panels stream from L2; MC x KC of A (144 KiB) sits in L2;
-// KC x NC of B (4 MiB) sits in L3.
-#ifdef KILN_GEMM_TUNE
-}  // namespace
-int64_t g_tune[8] = {768, 144, 1024, 32, 2, 884736, 0, 0};
-namespace {
-#define kKC g_tune[0]
-#define kMC g_tune[1]
-#define kNC g_tune[2]
-#define kMinParallelFma static_cast<double>(g_tune[5])
-#else
+// Cache blocking, upper bounds (blocks are evened out below them). An MC x
+// KC block of A (432 KiB) sits in L2; a KC x 16 micro-panel of B (48 KiB)
+// streams from L2 with its successor prefetched. A deep KC was measured
+// faster on Zen 3 than an L1-sized one (KC=256): L2 feeds the kernel fast
+// enough, and each extra K block costs a pass over C and more per-tile
+// overhead. NC bounds the packed B panel (3 MiB).
 constexpr int64_t kKC = 768;
 constexpr int64_t kMC = 144;  // multiple of kMR
 constexpr int64_t kNC = 1024;  // multiple of kNR
-#endif
 
-#ifndef KILN_GEMM_TUNE
-// Below this many multiply-adds the fork/join costs more than it saves.
-constexpr double kMinParallelFma = 96.0 * 96.0 * 96.0;
-#endif
+// Below this many multiply-adds (about 54^3) one thread beats two: the
+// fork/join and the extra packing cost more than the split saves.
+constexpr double kMinParallelFma = 160000.0;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -86,25 +79,43 @@ void pack_b_scalar(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t 
   }
 }
 
+// Portable C++ with GCC/Clang vector types (4 floats: SSE2 on any x86-64,
+// plain scalar code elsewhere). Each 6x16 tile is done as two 6x8 halves so
+// the 12 accumulators fit in 16 SSE registers.
+typedef float V4 __attribute__((vector_size(16)));
+
+inline V4 load4(const float* p) {
+  V4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 void macro_kernel_scalar(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb,
                          float* c, int64_t ldc, float alpha, float beta) {
+  constexpr int kHalf = kNR / 2;
   for (int64_t j = 0; j < nc; j += kNR) {
     const int64_t nr = std::min<int64_t>(kNR, nc - j);
     for (int64_t i = 0; i < mc; i += kMR) {
       const int64_t mr = std::min<int64_t>(kMR, mc - i);
-      const float* ap = pa + i * kc;
-      const float* bp = pb + j * kc;
-      float acc[kMR][kNR] = {};
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int r = 0; r < kMR; ++r) {
-          const float av = ap[p * kMR + r];
-          for (int q = 0; q < kNR; ++q) acc[r][q] += av * bp[p * kNR + q];
+      for (int h = 0; h * kHalf < nr; ++h) {
+        const float* ap = pa + i * kc;
+        const float* bp = pb + j * kc + h * kHalf;
+        V4 acc[kMR][2] = {};
+        for (int64_t p = 0; p < kc; ++p, ap += kMR, bp += kNR) {
+          const V4 b0 = load4(bp), b1 = load4(bp + 4);
+          for (int r = 0; r < kMR; ++r) {
+            acc[r][0] += ap[r] * b0;
+            acc[r][1] += ap[r] * b1;
+          }
         }
-      }
-      for (int64_t r = 0; r < mr; ++r) {
-        float* cr = c + (i + r) * ldc + j;
-        for (int64_t q = 0; q < nr; ++q)
-          cr[q] = beta == 0.0f ? alpha * acc[r][q] : alpha * acc[r][q] + beta * cr[q];
+        float t[kMR][kHalf];
+        std::memcpy(t, acc, sizeof t);
+        const int64_t cols = std::min<int64_t>(kHalf, nr - h * kHalf);
+        for (int64_t r = 0; r < mr; ++r) {
+          float* cr = c + (i + r) * ldc + j + h * kHalf;
+          for (int64_t q = 0; q < cols; ++q)
+            cr[q] = beta == 0.0f ? alpha * t[r][q] : alpha * t[r][q] + beta * cr[q];
+        }
       }
     }
   }
@@ -206,11 +217,11 @@ Blocking choose_blocking(int64_t mt, int64_t nt, int64_t k) {
   return bl;
 }
 
-void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0,
-                int64_t n1) {
+// One thread's block of C, rows [m0, m1) x columns [n0, n1), packing both
+// operands itself into pa (>= mc x kc floats) and pb (>= kc x nc floats).
+void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                float* pa, float* pb) {
   const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
-  float* pa = a_buffer().get(round_up(bl.mc, kMR) * bl.kc);
-  float* pb = b_buffer().get(round_up(bl.nc, kNR) * bl.kc);
   for (int64_t jc = n0; jc < n1; jc += bl.nc) {
     const int64_t nc = std::min(bl.nc, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += bl.kc) {
@@ -230,30 +241,20 @@ void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int6
 
 // One thread's part when the threads of a grid row (same rows of C,
 // different columns) share the packing of A: for each K block the row's
-// threads each pack a slice of the A panel (all its rows) into a shared,
-// double-buffered panel, meet at a barrier, then run their own columns
-// against the whole panel. Passing the barrier of block p+1 means every
-// thread has finished computing with block p-1, whose buffer block p+2 will
-// reuse, so one barrier per K block is enough.
+// threads each pack a slice of the A panel (all the row's rows) into a
+// shared, double-buffered panel, meet at a barrier, then run their own
+// columns against the whole panel. Passing the barrier of block p+1 means
+// every thread has finished computing with block p-1, whose buffer block p+2
+// reuses, so one barrier per K block is enough.
 struct SharedA {
-  float* panel[2];  // each round_up(rows, kMR) x kc
+  float* panel[2];  // each >= round_up(m1 - m0, kMR) x kc floats
   SpinBarrier* barrier;
   int rank, parties;
-  std::atomic<bool>* failed;
 };
 
 void gemm_block_shared_a(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0,
-                         int64_t n1, const SharedA& sh) {
+                         int64_t n1, float* pb, const SharedA& sh) {
   const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
-  float* pb = nullptr;
-  try {
-    pb = b_buffer().get(round_up(bl.nc, kNR) * bl.kc);
-  } catch (...) {
-    sh.failed->store(true);
-  }
-  sh.barrier->wait();
-  if (sh.failed->load()) return;
-
   const int64_t rows = m1 - m0, tiles = ceil_div(rows, kMR);
   const int64_t i0 = std::min(rows, tiles * sh.rank / sh.parties * kMR);
   const int64_t i1 = std::min(rows, tiles * (sh.rank + 1) / sh.parties * kMR);
@@ -329,76 +330,64 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
   }
   const Gemm g{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
 
-  const double fma = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  // Pick the grid of per-thread blocks; small problems stay on the caller.
   const int threads = pool.size();
-  if (threads <= 1 || fma < kMinParallelFma) {
-    gemm_block(ks, g, 0, m, 0, n);
+  const double fma = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  int tm = 1, tn = 1;
+  if (threads > 1 && fma >= kMinParallelFma) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int rows = 1; rows <= threads; ++rows) {
+      if (threads % rows != 0) continue;
+      const double cost = grid_cost(m, n, k, rows, threads / rows);
+      if (cost < best) best = cost, tm = rows, tn = threads / rows;
+    }
+  }
+
+  if (tm * tn == 1) {
+    const Blocking bl = choose_blocking(m, n, k);
+    float* pa = a_buffer().get(bl.mc * bl.kc);
+    float* pb = b_buffer().get(bl.nc * bl.kc);
+    gemm_block(ks, g, 0, m, 0, n, pa, pb);
     return;
   }
 
-  int best_tm = 1, best_tn = 1;
-  double best = grid_cost(m, n, k, 1, 1);
-  for (int tm = 1; tm <= threads; ++tm) {
-    if (threads % tm != 0) continue;
-    const int tn = threads / tm;
-    const double cost = grid_cost(m, n, k, tm, tn);
-    if (cost < best) best = cost, best_tm = tm, best_tn = tn;
-  }
-#ifdef KILN_GEMM_TUNE
-  if (g_tune[6] == 1) best_tm = threads, best_tn = 1;
-  if (g_tune[6] == 2) best_tm = 1, best_tn = threads;
-#endif
-  if (best_tm * best_tn == 1) {
-    gemm_block(ks, g, 0, m, 0, n);
-    return;
-  }
-
-  const int tm = best_tm, tn = best_tn, used = tm * tn;
+  // Every buffer the threads need comes from one workspace owned by the
+  // calling thread, allocated here, so nothing can fail inside the pool.
+  // Per-thread block sizes never exceed those bounds (choose_blocking).
+  const int used = tm * tn;
   const int64_t mtiles = ceil_div(m, kMR), ntiles = ceil_div(n, kNR);
-  auto range = [](int64_t tiles, int64_t tile, int64_t limit, int parts, int i) {
-    return std::pair<int64_t, int64_t>{std::min(limit, tiles * i / parts * tile),
-                                       std::min(limit, tiles * (i + 1) / parts * tile)};
-  };
-
-  // Threads of a grid row share A's packing when the shared panels are
-  // modest; otherwise every thread packs its own.
   const int64_t kc = ceil_div(k, ceil_div(k, kKC));
-  const int64_t row_floats = ceil_div(mtiles, tm) * kMR * kc;
-  bool share_a = tn > 1 && row_floats <= (int64_t{1} << 21);
-#ifdef KILN_GEMM_TUNE
-  if (g_tune[7] == 1) share_a = false;
-#endif
-  std::atomic<bool> failed{false};
+  const int64_t row_extent = ceil_div(mtiles, tm) * kMR;  // largest per-thread M
+  const int64_t col_extent = ceil_div(ntiles, tn) * kNR;  // largest per-thread N
+  const int64_t a_floats = round_up(std::min(row_extent, kMC) * kc, 16);
+  const int64_t b_floats = round_up(std::min(col_extent, kNC) * kc, 16);
+  // Threads of a grid row share A's packing unless the shared panels would
+  // be large (then each packs its own blocks).
+  const int64_t panel_floats = round_up(row_extent * kc, 16);
+  const bool share_a = tn > 1 && panel_floats <= (int64_t{1} << 21);
+  const int64_t per_thread = share_a ? b_floats : a_floats + b_floats;
+  float* ws = shared_buffer().get(used * per_thread + (share_a ? 2 * tm * panel_floats : 0));
+  float* panels = ws + used * per_thread;
   std::vector<SpinBarrier> barriers(static_cast<size_t>(tm));
-  float* panels = nullptr;
-  if (share_a) {
-    panels = shared_buffer().get(2 * tm * row_floats);
-    for (SpinBarrier& b : barriers) b.init(tn);
-  }
+  for (SpinBarrier& bar : barriers) bar.init(tn);
 
-  std::exception_ptr error;
   pool.run([&](int t) {
     if (t >= used) return;
     const int ti = t / tn, tj = t % tn;
-    const auto [m0, m1] = range(mtiles, kMR, m, tm, ti);
-    const auto [n0, n1] = range(ntiles, kNR, n, tn, tj);
+    const int64_t m0 = std::min(m, mtiles * ti / tm * kMR);
+    const int64_t m1 = std::min(m, mtiles * (ti + 1) / tm * kMR);
+    const int64_t n0 = std::min(n, ntiles * tj / tn * kNR);
+    const int64_t n1 = std::min(n, ntiles * (tj + 1) / tn * kNR);
+    float* mine = ws + t * per_thread;
     if (share_a) {
-      // Every thread of the row takes part in the barriers, even with no
-      // columns of its own.
-      const SharedA sh{{panels + 2 * ti * row_floats, panels + (2 * ti + 1) * row_floats},
-                       &barriers[static_cast<size_t>(ti)], tj, tn, &failed};
-      gemm_block_shared_a(ks, g, m0, m1, n0, std::max(n0, n1), sh);
-      return;
-    }
-    if (m0 >= m1 || n0 >= n1) return;
-    try {
-      gemm_block(ks, g, m0, m1, n0, n1);
-    } catch (...) {
-      if (!failed.exchange(true)) error = std::current_exception();
+      // Every thread of the row takes part in its barriers.
+      const SharedA sh{{panels + 2 * ti * panel_floats, panels + (2 * ti + 1) * panel_floats},
+                       &barriers[static_cast<size_t>(ti)], tj, tn};
+      gemm_block_shared_a(ks, g, m0, m1, n0, n1, mine, sh);
+    } else if (m0 < m1 && n0 < n1) {
+      gemm_block(ks, g, m0, m1, n0, n1, mine, mine + a_floats);
     }
   });
-  if (error) std::rethrow_exception(error);
-  if (failed.load()) throw std::bad_alloc();
 }
 
 }  // namespace gemm_detail

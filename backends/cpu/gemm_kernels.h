@@ -15,7 +15,9 @@
 
 #include <cstdint>
 
-#include "thread_pool.h"
+namespace kiln::cpu {
+class ThreadPool;
+}
 
 namespace kiln::cpu::gemm_detail {
 
