@@ -9,6 +9,12 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
   zlib1g-dev libpcre2-dev
+  # Engineering checks (docs/CONTRIBUTING.md): clang-14 + libFuzzer runtime for
+  # the fuzz preset, clang-format/clang-tidy 14 for the format and lint checks.
+  clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
+  # OpenCL backend: ICD loader + headers, CLBlast for GEMM, PoCL as the CPU
+  # OpenCL device the tests run on, clinfo to see what the loader finds.
+  ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libclblast-dev pocl-opencl-icd clinfo
 )
 
 missing=()

@@ -35,14 +35,31 @@ nlohmann::json model_config_json(const GptConfig& c) {
           {"init_method_std", c.init_method_std}};
 }
 
+int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback) {
+  if (!meta.is_object() || !meta.contains(key)) return fallback;
+  const nlohmann::json& v = meta.at(key);
+  // Not get<int64_t>() on any number: a float too large for int64_t would be
+  // undefined behaviour, and a corrupt meta.json must only cause an error.
+  if (!v.is_number_integer())
+    throw Error(std::string("checkpoint meta.json: '") + key + "' is " + v.dump() + ", not an integer");
+  return v.get<int64_t>();
+}
+
 GptConfig model_config_from_json(const nlohmann::json& j) {
   try {
+    auto integer = [&](const char* key) {
+      const nlohmann::json& v = j.at(key);
+      if (!v.is_number_integer())
+        throw Error(std::string("checkpoint meta.json has no valid model config ('") + key + "' is " + v.dump() +
+                    ", not an integer)");
+      return v.get<int64_t>();
+    };
     GptConfig c;
-    c.num_layers = j.at("num_layers").get<int64_t>();
-    c.hidden_size = j.at("hidden_size").get<int64_t>();
-    c.num_attention_heads = j.at("num_attention_heads").get<int64_t>();
-    c.vocab_size = j.at("vocab_size").get<int64_t>();
-    c.seq_length = j.at("seq_length").get<int64_t>();
+    c.num_layers = integer("num_layers");
+    c.hidden_size = integer("hidden_size");
+    c.num_attention_heads = integer("num_attention_heads");
+    c.vocab_size = integer("vocab_size");
+    c.seq_length = integer("seq_length");
     c.layernorm_epsilon = j.at("layernorm_epsilon").get<float>();
     c.init_method_std = j.at("init_method_std").get<float>();
     c.validate();
@@ -187,9 +204,9 @@ int train(const TrainConfig& cfg) {
     state.load_model(resume.model);
     state.load_optimizer(resume.optimizer);
     iteration = resume.iteration;
-    consumed = resume.meta.value("consumed_samples", int64_t{0});
-    skipped_total = resume.meta.value("skipped_iterations", int64_t{0});
-    nan_total = resume.meta.value("nan_iterations", int64_t{0});
+    consumed = meta_integer(resume.meta, "consumed_samples", 0);
+    skipped_total = meta_integer(resume.meta, "skipped_iterations", 0);
+    nan_total = meta_integer(resume.meta, "nan_iterations", 0);
     logger().info("resumed from {} at iteration {} ({} consumed samples)", resume.dir, iteration, consumed);
   } else {
     state.initialize(static_cast<uint64_t>(cfg.seed));

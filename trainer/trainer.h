@@ -15,5 +15,8 @@ int train(const TrainConfig& cfg);
 // The model configuration as stored in checkpoint metadata, and back.
 nlohmann::json model_config_json(const GptConfig& cfg);
 GptConfig model_config_from_json(const nlohmann::json& j);
+// An integer field of checkpoint metadata (fallback when absent); throws
+// kiln::Error when it is there but not an integer.
+int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback);
 
 }  // namespace kiln::trainer

@@ -8,8 +8,10 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 namespace {
 constexpr int64_t kCopyGrain = 32768;  // elements (128 KiB) per chunk
+// memmove, not memcpy: IR the host did not plan may overlap an output with
+// its input; the result is then unspecified, but never undefined behaviour.
 inline void copy_elems(uint32_t* dst, const uint32_t* src, int64_t n) {
-  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(uint32_t));
+  std::memmove(dst, src, static_cast<size_t>(n) * sizeof(uint32_t));
 }
 }  // namespace
 

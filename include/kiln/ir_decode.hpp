@@ -45,6 +45,9 @@ struct DecodedGraph {
   std::vector<DecodedNode> nodes;
 };
 
+// Most buffer slots a decoded graph may address.
+inline constexpr uint32_t kMaxSlots = uint32_t{1} << 20;
+
 namespace detail {
 class Reader {
  public:
@@ -80,6 +83,10 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
     return "IR version " + std::to_string(version) + " unsupported (want " +
            std::to_string(KILN_IR_VERSION) + ")";
   if (g->num_slots == 0) return "IR has no slots";
+  // Slots take no bytes in the IR, but a plugin keeps per-slot state and a
+  // host binds a buffer to each: cap them far above any real graph (one
+  // slot per input/output port), so corrupt bytes cannot ask for billions.
+  if (g->num_slots > kMaxSlots) return "IR has too many slots";
   // Each value is at least 16 bytes, each node at least 8: bound the
   // allocations by the input size before reserving.
   if (num_values > size / 16 || num_nodes > size / 8) return "IR counts exceed its size";
@@ -95,11 +102,18 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
     if (v.slot >= g->num_slots) return "IR value slot out of range";
     v.dtype = static_cast<kiln_dtype>(dtype);
     v.dims.resize(rank);
+    // The product of the non-zero dims is bounded as it is formed, so it
+    // never overflows (here or in numel(), whose partial products it bounds).
+    int64_t nonzero = 1;
     for (auto& d : v.dims) {
       if (!r.get(&d)) return "IR truncated in value dims";
       if (d < 0 || d > (int64_t{1} << 40)) return "IR value has an invalid dim";
+      if (d == 0) continue;
+      if (nonzero > (int64_t{1} << 40) / d) return "IR value too large";
+      nonzero *= d;
     }
-    if (v.numel() > (int64_t{1} << 40)) return "IR value too large";
+    // offset + bytes must not wrap around: a host binds buffers of that size.
+    if (v.offset > UINT64_MAX - v.bytes()) return "IR value offset out of range";
     if (v.slot == 0 && v.offset + v.bytes() > g->arena_bytes)
       return "IR value lies outside the arena";
   }

@@ -41,5 +41,11 @@ expect_reason not_a_plugin "no kiln_plugin_get_api symbol"
 expect_reason short_table "smaller than"
 expect_reason incomplete "lacks required functions"
 expect_reason declined "cannot run it"
+expect_reason missing_symbol "undefined symbol"
+expect_reason null_table "returned NULL"
+# An older minor version's shorter table loads; its backend has no devices.
+check "old_table loads as a backend" grep -Eq '^backend old_table +\(ABI 1\.0, compiler old_table-1\)' <<<"$out"
+old_devices=$(grep -A1 -E '^backend old_table ' <<<"$out" | tail -n 1)
+check "old_table lists no devices (got: $old_devices)" test "$old_devices" = "  no devices"
 
 exit $fail

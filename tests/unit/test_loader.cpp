@@ -74,8 +74,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"not_a_plugin", "no kiln_plugin_get_api symbol; not a kiln plugin"},
         BadCase{"short_table", "smaller than"},
         BadCase{"incomplete", "lacks required functions: error_destroy, error_message"},
-        BadCase{"declined", "cannot run it: no test accelerator on this machine"}),
+        BadCase{"declined", "cannot run it: no test accelerator on this machine"},
+        BadCase{"missing_symbol", "undefined symbol: kiln_test_symbol_nobody_defines"},
+        BadCase{"null_table", "kiln_plugin_get_api returned NULL"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A table from an older minor version (struct_size smaller than this host's
+// sizeof(kiln_plugin_api), but holding every required function) loads; the
+// fields it lacks count as absent. Its storage is exactly struct_size bytes,
+// so the ASan build catches any read past it.
+TEST(Loader, OlderMinorTableLoadsWithoutLaterFields) {
+  kiln::PluginRecord r = kiln::Registry::instance().load_file(bad_plugin("old_table"));
+  ASSERT_TRUE(r.loaded) << r.reason;
+  EXPECT_EQ(r.plugin->api_size, offsetof(kiln_plugin_api, op_supported));
+  EXPECT_TRUE(r.plugin->has(&kiln_plugin_api::synchronize));
+  EXPECT_FALSE(r.plugin->has(&kiln_plugin_api::op_supported));
+}
 
 TEST(Loader, TextFileNamedLikeAPlugin) {
   fs::path junk = temp_dir() / "libkiln-backend-junk.so";
