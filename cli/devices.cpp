@@ -38,7 +38,11 @@ void print_devices(const Plugin& p) {
   kiln_device_count_args count{};
   count.struct_size = sizeof(count);
   check(p, p.api->device_count(&count), "device_count");
-  if (count.count <= 0) fmt::print("  no devices\n");
+  if (count.count <= 0) {
+    count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
+    if (count.no_devices_reason[0] != '\0') fmt::print("  no devices: {}\n", count.no_devices_reason);
+    else fmt::print("  no devices\n");
+  }
   for (int32_t i = 0; i < count.count; ++i) {
     kiln_device_properties props{};
     props.struct_size = sizeof(props);

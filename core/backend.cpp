@@ -85,6 +85,9 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
   check(p, p.api->device_count(&count), "device_count");
   if (index < 0 || index >= count.count) {
     if (count.count <= 0) {
+      count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
+      if (count.no_devices_reason[0] != '\0')
+        throw Error(fmt::format("{}: no devices: {}", p.name, count.no_devices_reason));
       throw Error(fmt::format("{}: no device {}; this backend found no devices on this machine",
                               p.name, index));
     }

@@ -149,12 +149,14 @@ kiln_error* guarded(F&& f) {
 
 // Every args struct must at least hold the fields of ABI 1.0.
 template <class Args>
-void check_args(const Args* args, const char* what) {
+// `min_size` is the size of the struct's first version: fields appended
+// later are optional and checked with KILN_STRUCT_HAS where they are used.
+void check_args(const Args* args, const char* what, size_t min_size = sizeof(Args)) {
   if (args == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args is NULL");
-  if (args->struct_size < sizeof(Args))
+  if (args->struct_size < min_size)
     fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " +
                                         std::to_string(args->struct_size) + " is smaller than " +
-                                        std::to_string(sizeof(Args)));
+                                        std::to_string(min_size));
 }
 
 void check_device_index(int32_t index) {
@@ -397,7 +399,7 @@ namespace {
 
 kiln_error* device_count(kiln_device_count_args* args) {
   return guarded([&] {
-    check_args(args, "device_count");
+    check_args(args, "device_count", offsetof(kiln_device_count_args, no_devices_reason));
     args->count = 1;
   });
 }

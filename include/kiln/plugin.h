@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 0
+#define KILN_ABI_MINOR 1
 
 /* ---------------------------------------------------------------- errors */
 
@@ -67,7 +67,17 @@ typedef enum kiln_device_kind {
 typedef struct kiln_device_count_args {
   size_t struct_size;
   int32_t count; /* out */
+  /* ABI 1.1. When count is 0 the plugin may say why, in one line that names
+   * the fix ("no OpenCL platform: install pocl-opencl-icd or a GPU driver");
+   * the host shows it instead of a bare "no devices". */
+  char no_devices_reason[256]; /* out, optional */
 } kiln_device_count_args;
+
+/* True when the struct at `ptr` (of type `type`, sized by its struct_size)
+ * is large enough to hold `field`: how a callee reads or writes a field
+ * appended in a later minor version. */
+#define KILN_STRUCT_HAS(type, ptr, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* Strings are copied into fixed arrays so no allocation crosses the ABI. */
 typedef struct kiln_device_properties {

@@ -9,6 +9,7 @@ kiln=$1
 # To run the conformance suite on another backend in CI, add its name here.
 BACKENDS=(
   cpu
+  opencl
 )
 
 fail=0

@@ -1,0 +1,42 @@
+// Lowering of a checked graph to one OpenCL C program and the schedule that
+// runs it. Every kernel is specialised to its shapes (sizes are literals in
+// the source); kernels with identical text are emitted once, so a model's
+// repeated layers share code and the program stays small to build.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "lower.h"
+#include "schedule.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::ocl {
+
+// What code generation adapts to. Derived from the device the compile is for.
+struct Target {
+  // CPU devices (PoCL) run one work item per row for row-wise ops: a work
+  // group per row costs a scheduling round each and gains no parallelism.
+  bool row_per_item = false;
+  size_t max_work_group = 256;
+  size_t elementwise_group = 64;  // work-group size of elementwise kernels
+  // Batched GEMMs with B transposed run as a transpose kernel plus a plain
+  // batched GEMM: CLBlast's direct kernel with B transposed is 3-4x slower
+  // on PoCL (attention's q k^T: 6.5 against 23 GFLOP/s).
+  bool pretranspose_batched_b = false;
+};
+
+Target target_for(const DeviceInfo& device);
+
+struct Program {
+  std::string source;  // empty when the graph needs no kernels
+  Schedule schedule;
+};
+
+Program generate(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const Target& target);
+
+}  // namespace kiln::ocl
+
+#pragma GCC visibility pop

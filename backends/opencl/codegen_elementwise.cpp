@@ -1,0 +1,120 @@
+// One kernel for a run of fused elementwise nodes: every work item loads its
+// element of each input once, evaluates the nodes in order in registers, and
+// stores the values that leave the kernel at the end.
+//
+// GELU uses x * sigmoid(2u) (= 0.5 x (1 + tanh u)) with the sigmoid written
+// around exp(-2|u|): 1 + tanh(u) cancels catastrophically for negative u in
+// float, this form keeps full relative precision on both sides.
+#include <map>
+
+#include "emit.h"
+
+namespace kiln::ocl {
+namespace {
+
+// sqrt(2/pi) and the cubic coefficient of the tanh approximation.
+constexpr double kGeluK = 0.7978845608028654;
+constexpr double kGeluC = 0.044715;
+
+std::string v(uint32_t id) { return "v" + std::to_string(id); }
+
+}  // namespace
+
+void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored) {
+  const auto& g = ctx.g;
+  const int64_t count = ctx.info[unit.nodes[0]].count;
+  const std::string I = idx(static_cast<uint64_t>(count));
+  Kernel k;
+  std::map<uint32_t, std::string> loaded;  // external value -> pointer
+  std::map<uint32_t, bool> produced;
+  std::vector<std::string> body;
+  // Loads an external input at index i, or broadcast as a suffix.
+  auto operand = [&](uint32_t id, int64_t numel) -> std::string {
+    if (produced.count(id)) return v(id);
+    auto it = loaded.find(id);
+    if (it == loaded.end()) it = loaded.emplace(id, k.param(value(id), "const float")).first;
+    if (numel == count) return it->second + "[i]";
+    if (numel == 1) return it->second + "[0]";
+    return it->second + "[i % " + num(static_cast<uint64_t>(numel)) + "]";
+  };
+  for (uint32_t ni : unit.nodes) {
+    const ir::DecodedNode& n = g.nodes[ni];
+    const NodeInfo& inf = ctx.info[ni];
+    auto in = [&](size_t i) { return operand(n.inputs[i], g.values[n.inputs[i]].numel()); };
+    const std::string y = v(n.outputs[0]);
+    switch (n.op) {
+      case KILN_OP_FILL:
+        body.push_back("const float " + y + " = " + flt(n.fattrs[0]) + ";");
+        break;
+      case KILN_OP_ADD:
+      {
+        const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
+        body.push_back("const float " + y + " = " + a + " + " + b + ";");
+      }
+        break;
+      case KILN_OP_MUL:
+      {
+        const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
+        body.push_back("const float " + y + " = " + a + " * " + b + ";");
+      }
+        break;
+      case KILN_OP_SCALE:
+        body.push_back("const float " + y + " = " + in(0) + " * " + flt(n.fattrs[0]) + ";");
+        break;
+      case KILN_OP_RESHAPE:
+        body.push_back("const float " + y + " = " + in(0) + ";");
+        break;
+      case KILN_OP_GELU:
+      case KILN_OP_GELU_GRAD: {
+        const std::string x = in(0);
+        const std::string dy = n.op == KILN_OP_GELU_GRAD ? in(1) : std::string();
+        const std::string K = flt(static_cast<float>(kGeluK));
+        body.push_back("float " + y + ";");
+        body.push_back("{");
+        body.push_back("  const float x = " + x + ";");
+        body.push_back("  const float u = " + K + " * (x + " + flt(static_cast<float>(kGeluC)) + " * x * x * x);");
+        body.push_back("  const float a = exp(-2.0f * fabs(u));");
+        body.push_back("  const float s = (u >= 0.0f ? 1.0f : a) / (1.0f + a);  // sigmoid(2u)");
+        if (n.op == KILN_OP_GELU) {
+          body.push_back("  " + y + " = x * s;");
+        } else {
+          body.push_back("  const float t = (u >= 0.0f ? a : 1.0f) / (1.0f + a);  // 1 - sigmoid(2u)");
+          body.push_back("  const float du = " + K + " * (1.0f + " + flt(static_cast<float>(3.0 * kGeluC)) +
+                         " * x * x);");
+          body.push_back("  " + y + " = " + dy + " * (s + 2.0f * x * s * t * du);");
+        }
+        body.push_back("}");
+        break;
+      }
+      case KILN_OP_ADAMW: {
+        const float b1 = n.fattrs[0], b2 = n.fattrs[1], eps = n.fattrs[2];
+        const std::string p = in(0), grad = in(1), m = in(2), vv = in(3);
+        operand(n.inputs[4], 5);  // registers the hyper-parameters
+        const std::string hp = loaded.at(n.inputs[4]);
+        const std::string gs = "g" + std::to_string(ni), m2 = v(n.outputs[1]), v2 = v(n.outputs[2]);
+        body.push_back("const float " + gs + " = " + grad + " * " + hp + "[4];");
+        body.push_back("const float " + m2 + " = " + flt(b1) + " * " + m + " + " +
+                       flt(static_cast<float>(1.0 - static_cast<double>(b1))) + " * " + gs + ";");
+        body.push_back("const float " + v2 + " = " + flt(b2) + " * " + vv + " + " +
+                       flt(static_cast<float>(1.0 - static_cast<double>(b2))) + " * " + gs + " * " + gs + ";");
+        std::string upd = m2 + " * " + hp + "[2] / (sqrt(" + v2 + " * " + hp + "[3]) + " + flt(eps) + ")";
+        if (inf.weight_decay) upd += " + " + hp + "[1] * " + p;
+        body.push_back("const float " + y + " = " + p + " - " + hp + "[0] * (" + upd + ");");
+        break;
+      }
+      default:
+        fail(KILN_ERR_INTERNAL, std::string("no elementwise lowering for ") + op_name(n.op));
+    }
+    for (uint32_t o : n.outputs) produced[o] = true;
+  }
+  for (uint32_t ni : unit.nodes)
+    for (uint32_t o : g.nodes[ni].outputs)
+      if (stored[o]) body.push_back(k.param(value(o), "float") + "[i] = " + v(o) + ";");
+
+  k.line("const " + I + " i = get_global_id(0);");
+  k.line(guard("i", static_cast<uint64_t>(count), ctx.target.elementwise_group));
+  for (const auto& l : body) k.line(l);
+  launch(ctx, k, static_cast<int32_t>(unit.nodes[0]), static_cast<uint64_t>(count), ctx.target.elementwise_group);
+}
+
+}  // namespace kiln::ocl

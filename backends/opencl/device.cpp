@@ -1,0 +1,165 @@
+#include "device.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "version.h"
+
+namespace kiln::ocl {
+namespace {
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t size = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string s(size, '\0');
+  if (clGetPlatformInfo(p, what, size, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+  return s;
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t size = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string s(size, '\0');
+  if (clGetDeviceInfo(d, what, size, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+  // Drivers pad some strings with spaces.
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+template <class T>
+T device_value(cl_device_id d, cl_device_info what, T fallback) {
+  T v{};
+  return clGetDeviceInfo(d, what, sizeof(T), &v, nullptr) == CL_SUCCESS ? v : fallback;
+}
+
+int32_t kind_of(cl_device_type t) {
+  if (t & CL_DEVICE_TYPE_GPU) return KILN_DEVICE_GPU;
+  if (t & CL_DEVICE_TYPE_CPU) return KILN_DEVICE_CPU;
+  if (t & CL_DEVICE_TYPE_ACCELERATOR) return KILN_DEVICE_ACCELERATOR;
+  return KILN_DEVICE_OTHER;
+}
+
+std::vector<DeviceInfo> enumerate(std::string* why_none) {
+  cl_uint num_platforms = 0;
+  cl_int status = clGetPlatformIDs(0, nullptr, &num_platforms);
+  // The ICD loader reports "no platform" as CL_PLATFORM_NOT_FOUND_KHR
+  // (-1001); that is a machine without OpenCL drivers, i.e. no devices.
+  if (status == -1001 || num_platforms == 0) {
+    const char* vendors = std::getenv("OCL_ICD_VENDORS");
+    *why_none = std::string("no OpenCL platform: the ICD loader found no driver in ") +
+                (vendors != nullptr ? std::string("OCL_ICD_VENDORS=") + vendors : "/etc/OpenCL/vendors") +
+                "; install one (pocl-opencl-icd for CPUs, or the GPU vendor's OpenCL driver)";
+    return {};
+  }
+  cl_check(status, "clGetPlatformIDs");
+  std::vector<cl_platform_id> platforms(num_platforms);
+  cl_check(clGetPlatformIDs(num_platforms, platforms.data(), nullptr), "clGetPlatformIDs");
+  std::vector<DeviceInfo> out;
+  for (cl_platform_id p : platforms) {
+    cl_uint n = 0;
+    // A platform without devices (or a broken one) must not hide the others.
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) continue;
+    std::vector<cl_device_id> ids(n);
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr) != CL_SUCCESS) continue;
+    for (cl_device_id d : ids) {
+      DeviceInfo info;
+      info.platform = p;
+      info.id = d;
+      info.platform_name = platform_string(p, CL_PLATFORM_NAME);
+      info.platform_version = platform_string(p, CL_PLATFORM_VERSION);
+      info.name = device_string(d, CL_DEVICE_NAME);
+      info.vendor = device_string(d, CL_DEVICE_VENDOR);
+      info.driver_version = device_string(d, CL_DRIVER_VERSION);
+      info.device_version = device_string(d, CL_DEVICE_VERSION);
+      info.kind = kind_of(device_value<cl_device_type>(d, CL_DEVICE_TYPE, 0));
+      info.memory_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE, 0);
+      info.compute_units = static_cast<int32_t>(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS, 0));
+      info.max_work_group_size = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1);
+      info.local_mem_bytes = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE, 0);
+      info.is_pocl = info.platform_name.find("Portable Computing Language") != std::string::npos;
+      info.fingerprint = fingerprint_hex(info.platform_name + "|" + info.platform_version + "|" +
+                                         info.name + "|" + info.vendor + "|" + info.driver_version +
+                                         "|" + info.device_version + "|" +
+                                         device_string(d, CL_DEVICE_OPENCL_C_VERSION) + "|" +
+                                         kCompilerVersion);
+      out.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+std::string why_none_;  // written once, under devices()' lock
+}
+
+const std::vector<DeviceInfo>& devices() {
+  // A function-local static would cache a failure's absence forever; this
+  // retries enumeration until it succeeds once.
+  static std::mutex mutex;
+  static std::vector<DeviceInfo> list;
+  static bool done = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!done) {
+    list = enumerate(&why_none_);
+    if (list.empty() && why_none_.empty())
+      why_none_ = "the OpenCL platforms found have no devices (clinfo lists what the ICD loader sees)";
+    done = true;
+  }
+  return list;
+}
+
+std::string no_devices_reason() {
+  devices();
+  return why_none_;
+}
+
+const DeviceInfo& device_at(int32_t index) {
+  const auto& list = devices();
+  if (index < 0 || static_cast<size_t>(index) >= list.size())
+    fail(KILN_ERR_INVALID_ARGUMENT,
+         "device index " + std::to_string(index) + " out of range (the opencl backend has " +
+             std::to_string(list.size()) + " device" + (list.size() == 1 ? "" : "s") + ")");
+  return list[static_cast<size_t>(index)];
+}
+
+ScopedContext::ScopedContext(int32_t index) {
+  const DeviceInfo& info = device_at(index);
+  cl_int status = CL_SUCCESS;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info.platform), 0};
+  ctx_ = clCreateContext(props, 1, &info.id, nullptr, nullptr, &status);
+  cl_check(status, "clCreateContext on " + info.name);
+}
+
+ScopedContext::~ScopedContext() {
+  if (ctx_ != nullptr) clReleaseContext(ctx_);
+}
+
+std::string fingerprint_hex(const std::string& data) {
+  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
+                                    0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+  std::string out;
+  char buf[17];
+  for (uint64_t seed : seeds) {
+    uint64_t h = seed;
+    for (unsigned char c : data) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    // Finalize (splitmix) so the lanes differ in every bit, not only the seed.
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace kiln::ocl

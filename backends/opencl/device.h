@@ -1,0 +1,61 @@
+// The OpenCL devices this process can see, in one flat list: device index i
+// is the i-th device of the platforms in the order the ICD loader reports
+// them, so indices stay stable while the installed drivers do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::ocl {
+
+struct DeviceInfo {
+  cl_platform_id platform = nullptr;
+  cl_device_id id = nullptr;
+  std::string platform_name, platform_version;
+  std::string name, vendor, driver_version, device_version;
+  int32_t kind = KILN_DEVICE_OTHER;  // kiln_device_kind
+  uint64_t memory_bytes = 0;
+  int32_t compute_units = 0;
+  size_t max_work_group_size = 1;
+  uint64_t local_mem_bytes = 0;
+  bool is_pocl = false;
+  // 64 hex digits over what determines compiled code: platform, device,
+  // driver and this plugin's compiler version.
+  std::string fingerprint;
+};
+
+// Enumerated once. No platform at all (no ICD, or OCL_ICD_VENDORS pointing
+// at an empty directory) is an empty list, not an error.
+const std::vector<DeviceInfo>& devices();
+// Why devices() is empty, in one line naming the fix; empty when it is not.
+std::string no_devices_reason();
+
+// Throws KILN_ERR_INVALID_ARGUMENT for an index outside devices().
+const DeviceInfo& device_at(int32_t index);
+
+// A context of its own on one device, for compile: compiles need no opened
+// kiln_device and may run concurrently. Released at the end of the compile
+// (kept for the process, PoCL's build state shows up as leaked at exit).
+class ScopedContext {
+ public:
+  explicit ScopedContext(int32_t index);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  cl_context get() const { return ctx_; }
+
+ private:
+  cl_context ctx_ = nullptr;
+};
+
+// 256 bits of FNV-1a (four seeded lanes) as 64 hex digits.
+std::string fingerprint_hex(const std::string& data);
+
+}  // namespace kiln::ocl
+
+#pragma GCC visibility pop

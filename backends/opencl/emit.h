@@ -1,0 +1,130 @@
+// Shared machinery of the per-op code generators (codegen_*.cpp): operands
+// before the arena is planned, a builder for one kernel's text, and the
+// per-unit output the driver (codegen.cpp) deduplicates and places.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen.h"
+#include "fusion.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::ocl {
+
+// An operand before memory is planned: a graph value (plus an element
+// offset into it), a unit-local temporary, or the error flag.
+struct Operand {
+  enum class Kind : uint8_t { Value, Temp, Flag };
+  Kind kind = Kind::Value;
+  uint32_t id = 0;     // value id, temp index, or check index (Flag)
+  uint64_t extra = 0;  // elements past the value's start
+};
+
+inline Operand value(uint32_t id, uint64_t extra = 0) { return {Operand::Kind::Value, id, extra}; }
+
+struct PendingStep {
+  Step step;         // everything but args, which the driver resolves
+  int32_t text = -1;  // kernel text index within the unit
+  std::vector<Operand> operands;
+};
+
+struct UnitCode {
+  std::vector<std::string> texts;  // kernel sources, named "KNAME"
+  std::vector<PendingStep> steps;
+  std::vector<uint64_t> temps;     // temporary sizes in elements
+};
+
+struct EmitContext {
+  const ir::DecodedGraph& g;
+  const std::vector<NodeInfo>& info;
+  const Target& target;
+  std::vector<std::string>& checks;
+  UnitCode& unit;
+
+  Operand temp(uint64_t elems) {
+    unit.temps.push_back(elems);
+    return {Operand::Kind::Temp, static_cast<uint32_t>(unit.temps.size() - 1), 0};
+  }
+  Operand check(std::string message) {
+    checks.push_back(std::move(message));
+    return {Operand::Kind::Flag, static_cast<uint32_t>(checks.size() - 1), 0};
+  }
+  const ir::DecodedValue& val(uint32_t id) const { return g.values[id]; }
+};
+
+// One kernel's text. Parameters come in (pointer, element offset) pairs; the
+// prologue advances each pointer so the body indexes from 0. The flag is the
+// exception: its "offset" is the check number a failing work item records.
+class Kernel {
+ public:
+  // Returns the pointer's name. `type` is e.g. "float" or "const float".
+  std::string param(const Operand& op, const std::string& type);
+  // Returns a statement that records this check as failed.
+  std::string flag_param(const Operand& check);
+  void line(const std::string& s) {
+    if (!s.empty()) body_ += "  " + s + "\n";
+  }
+  // `reqd_group`: the fixed work-group size, 0 for none.
+  std::string text(uint64_t reqd_group) const;
+  const std::vector<Operand>& operands() const { return operands_; }
+
+ private:
+  std::vector<Operand> operands_;
+  std::string params_, prologue_, body_;
+};
+
+// Appends a 1-D launch of `k` over `global` work items (rounded up to a
+// multiple of `local`; 0 lets the runtime choose).
+void launch(EmitContext& ctx, const Kernel& k, int32_t node, uint64_t global, uint64_t local);
+
+// The bounds check of a 1-D kernel over `count` items run in groups of
+// `group`: nothing when the groups cover exactly `count` (PoCL vectorises
+// work items far better without the early return; on a 2-core EPYC an
+// unguarded bias+GELU kernel runs in half the time).
+std::string guard(const std::string& index, uint64_t count, uint64_t group);
+
+// Exact float literal ("0x1.8p+1f", "INFINITY", "NAN").
+std::string flt(float v);
+// The narrowest index type for indices below `limit`.
+std::string idx(uint64_t limit);
+std::string num(uint64_t v);
+inline uint64_t round_up(uint64_t v, uint64_t m) { return m == 0 ? v : (v + m - 1) / m * m; }
+// Largest power of two <= v (v >= 1).
+uint64_t pow2_floor(uint64_t v);
+
+// Per-op generators.
+void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored);
+void emit_matmul(EmitContext& ctx, uint32_t node);
+void emit_rows(EmitContext& ctx, uint32_t node);      // layernorm(_grad), softmax(_grad), cross entropy(_grad)
+void emit_reduce(EmitContext& ctx, uint32_t node);    // sum_to, sum_squares
+void emit_layout(EmitContext& ctx, uint32_t node);    // permute, split, concat, reshape, embedding
+void emit_embedding_grad(EmitContext& ctx, uint32_t node);
+
+// Column sums shared by sum_to and layernorm_grad: out_i[c] = sum over rows
+// r of expr_i(r, c), in a fixed order (chunks of rows, then the chunks).
+// `exprs` are OpenCL expressions in `r` and `c` over the pointers named by
+// `inputs` (in order, as p0, p1, ...).
+void emit_column_sums(EmitContext& ctx, int32_t node, int64_t rows, int64_t cols,
+                      const std::vector<std::pair<Operand, std::string>>& inputs,
+                      const std::vector<std::string>& exprs, const std::vector<Operand>& outputs);
+
+// dst[0] = sum of src[0..count) (of squares if `square`), divided by
+// `divisor` unless it is 1: one work item, compensated, in index order.
+void emit_serial_sum(EmitContext& ctx, int32_t node, const Operand& src, uint64_t count, bool square,
+                     const Operand& dst, uint64_t divisor);
+
+// A contiguous copy of `bytes`.
+void emit_copy(EmitContext& ctx, int32_t node, const Operand& src, const Operand& dst, uint64_t bytes);
+
+// Compensated (Kahan) summation lines for accumulator `s`: declare, add.
+// A non-finite partial sum stops compensation so inf and NaN propagate as
+// in a plain sum instead of turning into NaN through inf - inf.
+std::string kahan_declare(const std::string& s);
+std::string kahan_add(const std::string& s, const std::string& expr);
+
+}  // namespace kiln::ocl
+
+#pragma GCC visibility pop

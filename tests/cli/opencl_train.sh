@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `kiln train --backend opencl` against `--backend cpu` on a small model:
+# the loss of every one of 20 steps must agree within 1e-4 relative. Also,
+# with no OpenCL platform at all, `--backend opencl` fails with a one-line
+# reason while the cpu backend still trains.
+# Prints SKIPPED and passes when the machine has no OpenCL device (or the
+# plugin was not built).
+# Usage: opencl_train.sh <path-to-kiln> <bad-plugin-dir>
+set -u
+kiln=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+listing=$("$kiln" devices 2>&1)
+if ! grep -A1 -E '^backend opencl ' <<<"$listing" | grep -q '^  device 0:'; then
+  echo "SKIPPED: no OpenCL device (kiln devices found no opencl device 0)"
+  exit 0
+fi
+
+# compare NAME ARGS...: 20 steps on cpu and on opencl, every step's loss
+# within 1e-4 relative.
+compare() {
+  local name=$1
+  shift
+  for backend in cpu opencl; do
+    if ! "$kiln" train --backend "$backend" "$@" --train-iters 20 --log-interval 1 \
+        --metrics-file "$tmp/$name.$backend.jsonl" >"$tmp/$name.$backend.log" 2>&1; then
+      echo "FAIL: $name: kiln train --backend $backend exited non-zero:"
+      tail -5 "$tmp/$name.$backend.log"
+      fail=1
+      return
+    fi
+  done
+  loss() { grep -o '"lm_loss":[^,}]*' "$1" | cut -d: -f2; }
+  paste <(loss "$tmp/$name.cpu.jsonl") <(loss "$tmp/$name.opencl.jsonl") >"$tmp/$name.pairs"
+  local steps
+  steps=$(grep -c . "$tmp/$name.pairs")
+  if [ "$steps" -ne 20 ]; then
+    echo "FAIL: $name: expected 20 logged steps from each backend, got $steps"
+    fail=1
+  fi
+  if ! awk -v name="$name" '{ d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d;
+              if (d > 1e-4) { printf "FAIL: %s: step %d loss cpu %s opencl %s (relative %.2e)\n", name, NR, $1, $2, d; bad = 1 } }
+            END { printf "%s: max relative loss difference over %d steps: %.2e\n", name, NR, m; exit bad }' \
+      "$tmp/$name.pairs"; then
+    fail=1
+  fi
+}
+
+# The default job (embedded corpus, default model), first 20 steps.
+compare default-job
+# Sequences of 256 with one 64-wide head make attention's batched GEMMs big
+# and tile-aligned: the CLBlast path whose batched form needed a workaround.
+args=(--num-layers 2 --hidden-size 64 --num-attention-heads 1 --seq-length 256 --micro-batch-size 4
+      --eval-iters 0 --eval-interval 1000)
+compare long-sequence "${args[@]}"
+
+# No platform: the ICD loader reads vendors from an empty directory.
+mkdir "$tmp/no-icd"
+out=$(OCL_ICD_VENDORS=$tmp/no-icd "$kiln" train --backend opencl --train-iters 1 --eval-iters 0 2>&1)
+status=$?
+echo "without a platform: $out"
+if [ "$status" -eq 0 ]; then echo "FAIL: --backend opencl without a platform succeeded"; fail=1; fi
+if [ "$(grep -c . <<<"$out")" -ne 1 ]; then echo "FAIL: the reason is not one line"; fail=1; fi
+if ! grep -q "opencl.*no devices" <<<"$out"; then echo "FAIL: the reason does not say opencl has no devices"; fail=1; fi
+if ! OCL_ICD_VENDORS=$tmp/no-icd "$kiln" train --backend cpu "${args[@]}" --train-iters 2 >/dev/null 2>&1; then
+  echo "FAIL: the cpu backend did not train without an OpenCL platform"
+  fail=1
+fi
+exit $fail
