@@ -3,11 +3,10 @@
 //
 //   bench_gemm                      Google Benchmark run (GFLOPS counter)
 //   bench_gemm --table [--rounds=N] [--filter=TEXT]
-//                                   interleaved kiln/OpenBLAS rounds per
-//                                   shape (default 7), best-round GFLOP/s
-//                                   and the ratio, as a Markdown table (what docs/PERFORMANCE.md
-//                                   quotes); --filter keeps rows whose
-//                                   "shape layout" label contains TEXT
+//       Interleaved kiln/OpenBLAS rounds per shape (default 5), each started
+//       once the CPUs are idle; prints each library's best-round GFLOP/s and
+//       the ratio as a Markdown table (what docs/PERFORMANCE.md quotes).
+//       --filter keeps rows whose "shape layout" label contains TEXT.
 //   --threads=N                     threads for both libraries (default 2)
 //
 // A transformer linear layer with T tokens, input width K and output width N
@@ -328,7 +327,7 @@ int table(int rounds, const std::string& filter) {
 
 int main(int argc, char** argv) {
   bool table_mode = false;
-  int rounds = 7;
+  int rounds = 5;
   std::string filter;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {

@@ -15,6 +15,11 @@ packages=(
   # OpenCL backend: ICD loader + headers, CLBlast for GEMM, PoCL as the CPU
   # OpenCL device the tests run on, clinfo to see what the loader finds.
   ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libclblast-dev pocl-opencl-icd clinfo
+  # Vulkan backend: loader + headers, glslc to compile the GLSL shaders at
+  # build time, Mesa's lavapipe as the CPU Vulkan device tests run on.
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
+  # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

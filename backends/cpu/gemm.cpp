@@ -125,8 +125,8 @@ constexpr KernelSet kScalarSet{pack_a_scalar, pack_b_scalar, macro_kernel_scalar
 
 // ------------------------------------------------------------------ buffers
 
-// Per-thread packing buffers, grown on demand and kept for the thread's life
-// (pool threads run many GEMMs; reallocating would page-fault every call).
+// Packing buffer, grown on demand and kept for the owning thread's life
+// (kernels call GEMM back to back; reallocating would page-fault each time).
 class PackBuffer {
  public:
   PackBuffer() = default;
@@ -153,16 +153,10 @@ class PackBuffer {
   size_t capacity_ = 0;
 };
 
-PackBuffer& a_buffer() {
-  thread_local PackBuffer buf;
-  return buf;
-}
-PackBuffer& b_buffer() {
-  thread_local PackBuffer buf;
-  return buf;
-}
-// Owned by the calling thread, shared with the pool's threads for one call.
-PackBuffer& shared_buffer() {
+// The calling thread's packing workspace: its own buffers on the
+// single-threaded path, every thread's buffers (and shared A panels) when it
+// fans out to the pool.
+PackBuffer& workspace() {
   thread_local PackBuffer buf;
   return buf;
 }
@@ -345,9 +339,9 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
 
   if (tm * tn == 1) {
     const Blocking bl = choose_blocking(m, n, k);
-    float* pa = a_buffer().get(bl.mc * bl.kc);
-    float* pb = b_buffer().get(bl.nc * bl.kc);
-    gemm_block(ks, g, 0, m, 0, n, pa, pb);
+    const int64_t a_floats = round_up(bl.mc * bl.kc, 16);  // keeps B 64-byte aligned
+    float* pa = workspace().get(a_floats + bl.nc * bl.kc);
+    gemm_block(ks, g, 0, m, 0, n, pa, pa + a_floats);
     return;
   }
 
@@ -366,7 +360,7 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
   const int64_t panel_floats = round_up(row_extent * kc, 16);
   const bool share_a = tn > 1 && panel_floats <= (int64_t{1} << 21);
   const int64_t per_thread = share_a ? b_floats : a_floats + b_floats;
-  float* ws = shared_buffer().get(used * per_thread + (share_a ? 2 * tm * panel_floats : 0));
+  float* ws = workspace().get(used * per_thread + (share_a ? 2 * tm * panel_floats : 0));
   float* panels = ws + used * per_thread;
   std::vector<SpinBarrier> barriers(static_cast<size_t>(tm));
   for (SpinBarrier& bar : barriers) bar.init(tn);

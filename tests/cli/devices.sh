@@ -22,6 +22,9 @@ check "kiln devices exits 0 (got $status)" test "$status" -eq 0
 check "cpu backend is loaded from libkiln-backend-cpu.so" \
   grep -Eq '^backend cpu .*/libkiln-backend-cpu\.so$' <<<"$out"
 check "cpu backend lists device 0" grep -Eq '^  device 0: .*kind cpu' <<<"$out"
+# The ABI this kiln speaks, as it prints it for its own cpu plugin.
+abi=$(sed -nE 's/^backend cpu +\(ABI ([0-9]+\.[0-9]+),.*/\1/p' <<<"$out")
+check "cpu backend prints its ABI version" test -n "$abi"
 check "help works" "$kiln" devices --help >/dev/null
 
 out=$(KILN_PLUGIN_PATH=$bad_dir "$kiln" devices 2>&1)
@@ -36,7 +39,7 @@ expect_reason() {  # expect_reason <plugin name> <words in its reason>
   check "$1 is listed as skipped exactly once" test "$(grep -c . <<<"$line")" -eq 1
   check "$1 reason mentions '$2' (got: $line)" grep -Fq "$2" <<<"$line"
 }
-expect_reason wrong_abi "built for kiln plugin ABI 2.0, this kiln speaks 1.0"
+expect_reason wrong_abi "built for kiln plugin ABI 2.0, this kiln speaks $abi"
 expect_reason not_a_plugin "no kiln_plugin_get_api symbol"
 expect_reason short_table "smaller than"
 expect_reason incomplete "lacks required functions"

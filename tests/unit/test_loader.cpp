@@ -48,6 +48,11 @@ std::string error_of(const std::function<void()>& fn) {
   return "(no kiln::Error thrown)";
 }
 
+// The version this kiln speaks, spelled as the loader prints it.
+#define KILN_STR_(x) #x
+#define KILN_STR(x) KILN_STR_(x)
+#define KILN_ABI_STR KILN_STR(KILN_ABI_MAJOR) "." KILN_STR(KILN_ABI_MINOR)
+
 struct BadCase {
   const char* name;
   const char* expected;
@@ -69,8 +74,8 @@ TEST_P(BadPlugin, IsSkippedWithReason) {
 INSTANTIATE_TEST_SUITE_P(
     Loader, BadPlugin,
     ::testing::Values(
-        BadCase{"wrong_abi",
-                "built for kiln plugin ABI 2.0, this kiln speaks 1.0; rebuild the plugin"},
+        BadCase{"wrong_abi", "built for kiln plugin ABI 2.0, this kiln speaks " KILN_ABI_STR
+                             "; rebuild the plugin"},
         BadCase{"not_a_plugin", "no kiln_plugin_get_api symbol; not a kiln plugin"},
         BadCase{"short_table", "smaller than"},
         BadCase{"incomplete", "lacks required functions: error_destroy, error_message"},
