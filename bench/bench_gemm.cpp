@@ -71,8 +71,8 @@ struct Case {
 // GEMM a linear layer x[T,K] -> y[T,N] runs in `layout`.
 Case linear_case(int64_t t, int64_t kdim, int64_t n, Layout l) {
   char g[64];
-  std::snprintf(g, sizeof g, "T%lld K%lld N%lld", static_cast<long long>(t),
-                static_cast<long long>(kdim), static_cast<long long>(n));
+  std::snprintf(g, sizeof g, "T%lld K%lld N%lld", static_cast<long long>(t), static_cast<long long>(kdim),
+                static_cast<long long>(n));
   switch (l) {
     case Layout::kFwd: return {g, l, false, true, t, n, kdim, kdim, kdim, n};
     case Layout::kDgrad: return {g, l, false, false, t, kdim, n, n, kdim, kdim};
@@ -84,8 +84,8 @@ Case linear_case(int64_t t, int64_t kdim, int64_t n, Layout l) {
 // Plain M x N x K in a layout (attention: scores, P@V, dV/dK style).
 Case square_case(int64_t m, int64_t n, int64_t k, Layout l) {
   char g[64];
-  std::snprintf(g, sizeof g, "attn M%lld N%lld K%lld", static_cast<long long>(m),
-                static_cast<long long>(n), static_cast<long long>(k));
+  std::snprintf(g, sizeof g, "attn M%lld N%lld K%lld", static_cast<long long>(m), static_cast<long long>(n),
+                static_cast<long long>(k));
   switch (l) {
     case Layout::kFwd: return {g, l, false, true, m, n, k, k, k, n};
     case Layout::kDgrad: return {g, l, false, false, m, n, k, k, n, n};
@@ -125,15 +125,14 @@ struct Operands {
 };
 
 void run_kiln(const Case& cs, Operands& o) {
-  kiln::cpu::sgemm(cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k, 1.0f, o.a.data(), cs.lda, o.b.data(),
-                   cs.ldb, 0.0f, o.c.data(), cs.ldc, pool());
+  kiln::cpu::sgemm(cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k, 1.0f, o.a.data(), cs.lda, o.b.data(), cs.ldb, 0.0f,
+                   o.c.data(), cs.ldc, pool());
 }
 
 #ifdef KILN_HAVE_OPENBLAS
 void run_openblas(const Case& cs, Operands& o) {
-  cblas_sgemm(CblasRowMajor, cs.trans_a ? CblasTrans : CblasNoTrans,
-              cs.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(cs.m),
-              static_cast<int>(cs.n), static_cast<int>(cs.k), 1.0f, o.a.data(),
+  cblas_sgemm(CblasRowMajor, cs.trans_a ? CblasTrans : CblasNoTrans, cs.trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(cs.m), static_cast<int>(cs.n), static_cast<int>(cs.k), 1.0f, o.a.data(),
               static_cast<int>(cs.lda), o.b.data(), static_cast<int>(cs.ldb), 0.0f, o.c.data(),
               static_cast<int>(cs.ldc));
 }
@@ -147,8 +146,8 @@ bool cpu_jiffies(uint64_t& busy, uint64_t& total) {
   FILE* f = std::fopen("/proc/stat", "r");
   if (f == nullptr) return false;
   unsigned long long v[8] = {};
-  const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                              &v[3], &v[4], &v[5], &v[6], &v[7]);
+  const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                              &v[5], &v[6], &v[7]);
   std::fclose(f);
   if (got < 5) return false;
   total = 0;
@@ -181,8 +180,8 @@ void settle() {
 
 // ------------------------------------------------------------ self-check
 
-void naive(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void naive(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
@@ -218,9 +217,8 @@ void self_check() {
           ref += static_cast<double>(r[i * ldc + j]) * r[i * ldc + j];
         }
       if (!(err <= 1e-10 * static_cast<double>(k) * ref)) {
-        std::fprintf(stderr, "bench_gemm self-check FAILED: trans_a=%d trans_b=%d m=%lld n=%lld k=%lld nmse=%g\n",
-                     ta, tb, static_cast<long long>(m), static_cast<long long>(n),
-                     static_cast<long long>(k), err / ref);
+        std::fprintf(stderr, "bench_gemm self-check FAILED: trans_a=%d trans_b=%d m=%lld n=%lld k=%lld nmse=%g\n", ta,
+                     tb, static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), err / ref);
         std::abort();
       }
     }
@@ -239,16 +237,14 @@ void bm(benchmark::State& state, const Case& cs) {
     benchmark::ClobberMemory();
   }
   state.counters["GFLOPS"] =
-      benchmark::Counter(flops(cs) * 1e-9 * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+      benchmark::Counter(flops(cs) * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void register_all() {
   for (const Case& cs : all_cases()) {
     char dims[96];
-    std::snprintf(dims, sizeof dims, " %s m%lld n%lld k%lld", layout_name(cs.layout),
-                  static_cast<long long>(cs.m), static_cast<long long>(cs.n),
-                  static_cast<long long>(cs.k));
+    std::snprintf(dims, sizeof dims, " %s m%lld n%lld k%lld", layout_name(cs.layout), static_cast<long long>(cs.m),
+                  static_cast<long long>(cs.n), static_cast<long long>(cs.k));
     const std::string suffix = cs.group + dims;
     benchmark::RegisterBenchmark((std::string("kiln/") + suffix).c_str(), bm<run_kiln>, cs)->UseRealTime();
 #ifdef KILN_HAVE_OPENBLAS
@@ -286,7 +282,8 @@ double best(const std::vector<double>& v) { return *std::max_element(v.begin(), 
 // slow a round down, so each library's best round is its figure on a quiet
 // machine; the ratio of medians is printed too, as a check on the best-of.
 int table(int rounds, const std::string& filter) {
-  std::printf("| shape | layout | m x n x k | kiln GFLOP/s | OpenBLAS GFLOP/s | kiln / OpenBLAS | ratio of medians |\n");
+  std::printf(
+      "| shape | layout | m x n x k | kiln GFLOP/s | OpenBLAS GFLOP/s | kiln / OpenBLAS | ratio of medians |\n");
   std::printf("|---|---|---|---:|---:|---:|---:|\n");
   std::vector<double> ratios;
   for (const Case& cs : all_cases()) {
@@ -314,12 +311,10 @@ int table(int rounds, const std::string& filter) {
     double lg = 0;
     for (double r : ratios) lg += std::log(r);
     std::printf("\ngeometric mean kiln/OpenBLAS (best rounds): %.3f, min %.3f\n",
-                std::exp(lg / static_cast<double>(ratios.size())),
-                *std::min_element(ratios.begin(), ratios.end()));
+                std::exp(lg / static_cast<double>(ratios.size())), *std::min_element(ratios.begin(), ratios.end()));
   }
   if (g_noisy_rounds > 0)
-    std::printf("warning: %d rounds started while other processes kept the CPUs busy\n",
-                g_noisy_rounds);
+    std::printf("warning: %d rounds started while other processes kept the CPUs busy\n", g_noisy_rounds);
   return 0;
 }
 

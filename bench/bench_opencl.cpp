@@ -120,10 +120,14 @@ int main(int argc, char** argv) {
   int device = 0, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--backend=", 0) == 0) backend = a.substr(10);
-    else if (a.rfind("--device=", 0) == 0) device = std::atoi(a.c_str() + 9);
-    else if (a.rfind("--rounds=", 0) == 0) rounds = std::max(1, std::atoi(a.c_str() + 9));
-    else if (a.rfind("--filter=", 0) == 0) filter = a.substr(9);
+    if (a.rfind("--backend=", 0) == 0)
+      backend = a.substr(10);
+    else if (a.rfind("--device=", 0) == 0)
+      device = std::atoi(a.c_str() + 9);
+    else if (a.rfind("--rounds=", 0) == 0)
+      rounds = std::max(1, std::atoi(a.c_str() + 9));
+    else if (a.rfind("--filter=", 0) == 0)
+      filter = a.substr(9);
     else {
       std::fprintf(stderr, "usage: bench_opencl [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]\n");
       return 2;
@@ -142,8 +146,9 @@ int main(int argc, char** argv) {
       }
       const double g = gflops(*dev, c, rounds);
       const size_t sp = c.what.rfind(' ');
-      std::printf("| %s | %s | %lld x %lld x %lld | %.1f |\n", c.what.substr(0, sp).c_str(), c.what.substr(sp + 1).c_str(),
-                  static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k), g);
+      std::printf("| %s | %s | %lld x %lld x %lld | %.1f |\n", c.what.substr(0, sp).c_str(),
+                  c.what.substr(sp + 1).c_str(), static_cast<long long>(c.m), static_cast<long long>(c.n),
+                  static_cast<long long>(c.k), g);
       std::fflush(stdout);
     }
   } catch (const kiln::Error& e) {

@@ -40,8 +40,10 @@ void print_devices(const Plugin& p) {
   check(p, p.api->device_count(&count), "device_count");
   if (count.count <= 0) {
     count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
-    if (count.no_devices_reason[0] != '\0') fmt::print("  no devices: {}\n", count.no_devices_reason);
-    else fmt::print("  no devices\n");
+    if (count.no_devices_reason[0] != '\0')
+      fmt::print("  no devices: {}\n", count.no_devices_reason);
+    else
+      fmt::print("  no devices\n");
   }
   for (int32_t i = 0; i < count.count; ++i) {
     kiln_device_properties props{};
@@ -55,12 +57,12 @@ void print_devices(const Plugin& p) {
     props.vendor[sizeof(props.vendor) - 1] = '\0';
     props.driver_version[sizeof(props.driver_version) - 1] = '\0';
     props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
-    fmt::print("  device {}: {} | vendor {} | kind {} | {:.1f} GiB | {} compute units | driver {} | "
-               "fingerprint {}\n",
-               i, or_unknown(props.name), or_unknown(props.vendor), kind_name(props.kind),
-               static_cast<double>(props.memory_bytes) / (1024.0 * 1024.0 * 1024.0),
-               props.compute_units, or_unknown(props.driver_version),
-               or_unknown(props.fingerprint));
+    fmt::print(
+        "  device {}: {} | vendor {} | kind {} | {:.1f} GiB | {} compute units | driver {} | "
+        "fingerprint {}\n",
+        i, or_unknown(props.name), or_unknown(props.vendor), kind_name(props.kind),
+        static_cast<double>(props.memory_bytes) / (1024.0 * 1024.0 * 1024.0), props.compute_units,
+        or_unknown(props.driver_version), or_unknown(props.fingerprint));
   }
 }
 
@@ -79,8 +81,8 @@ int run_devices(const std::vector<std::string>& args) {
   const auto plugins = registry.plugins();
   if (plugins.empty()) fmt::print("No backends loaded.\n");
   for (const auto& p : plugins) {
-    fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->api->abi_major,
-               p->api->abi_minor, or_unknown(p->api->compiler_version()), p->path);
+    fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->api->abi_major, p->api->abi_minor,
+               or_unknown(p->api->compiler_version()), p->path);
     // One broken backend must not hide the others from the listing.
     try {
       print_devices(*p);

@@ -25,9 +25,11 @@ namespace {
 int32_t sample_token(const float* logits, int64_t vocab, double temperature, int64_t top_k, trainer::Rng& rng) {
   std::vector<int32_t> ids(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  if (temperature <= 0) return *std::max_element(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; });
+  if (temperature <= 0)
+    return *std::max_element(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; });
   int64_t k = top_k > 0 ? std::min(top_k, vocab) : vocab;
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   std::vector<double> p(static_cast<size_t>(k));
   double total = 0;
   for (int64_t i = 0; i < k; ++i) {

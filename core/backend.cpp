@@ -43,17 +43,16 @@ std::string one_line(std::string s) {
 template <class F>
 void require(const Plugin& plugin, F kiln_plugin_api::*field, const char* op) {
   if (!plugin.has(field)) {
-    throw Error(fmt::format("{}: this backend does not support {} (no such function in {})",
-                            plugin.name, op, plugin.path));
+    throw Error(
+        fmt::format("{}: this backend does not support {} (no such function in {})", plugin.name, op, plugin.path));
   }
 }
 
 // Checks [offset, offset+bytes) fits in size without overflowing.
-void check_range(const Plugin& plugin, const char* op, uint64_t offset, uint64_t bytes,
-                 uint64_t size) {
+void check_range(const Plugin& plugin, const char* op, uint64_t offset, uint64_t bytes, uint64_t size) {
   if (offset > size || bytes > size - offset) {
-    throw Error(fmt::format("{}: {} of {} bytes at offset {} overruns a buffer of {} bytes",
-                            plugin.name, op, bytes, offset, size));
+    throw Error(fmt::format("{}: {} of {} bytes at offset {} overruns a buffer of {} bytes", plugin.name, op, bytes,
+                            offset, size));
   }
 }
 
@@ -66,8 +65,7 @@ void check(const Plugin& plugin, kiln_error* error, const std::string& what) {
     const char* m = plugin.api->error_message(error);
     if (m != nullptr) message = m;
   }
-  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(error)
-                                                          : KILN_ERR_INTERNAL;
+  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(error) : KILN_ERR_INTERNAL;
   if (plugin.has(&kiln_plugin_api::error_destroy)) plugin.api->error_destroy(error);
   if (message.empty()) message = code_name(code);
   throw Error(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)));
@@ -88,12 +86,10 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
       count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
       if (count.no_devices_reason[0] != '\0')
         throw Error(fmt::format("{}: no devices: {}", p.name, count.no_devices_reason));
-      throw Error(fmt::format("{}: no device {}; this backend found no devices on this machine",
-                              p.name, index));
+      throw Error(fmt::format("{}: no device {}; this backend found no devices on this machine", p.name, index));
     }
-    throw Error(fmt::format("{}: no device {}; this backend has {} device{} (valid: 0..{})",
-                            p.name, index, count.count, count.count == 1 ? "" : "s",
-                            count.count - 1));
+    throw Error(fmt::format("{}: no device {}; this backend has {} device{} (valid: 0..{})", p.name, index, count.count,
+                            count.count == 1 ? "" : "s", count.count - 1));
   }
 
   props_.struct_size = sizeof(props_);
@@ -130,8 +126,7 @@ void Device::synchronize() {
   check(*plugin_, plugin_->api->synchronize(handle_), "synchronize");
 }
 
-DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes)
-    : device_(device), size_(size_bytes) {
+DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device), size_(size_bytes) {
   const Plugin& p = device.plugin();
   require(p, &kiln_plugin_api::buffer_alloc, "buffer_alloc");
   kiln_buffer_alloc_args args{};
@@ -180,13 +175,13 @@ void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
   check(p, p.api->buffer_read(&args), fmt::format("buffer_read of {}", format_bytes(bytes)));
 }
 
-void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset,
-                             uint64_t dst_offset) {
+void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset, uint64_t dst_offset) {
   const Plugin& p = device_.plugin();
   if (&src.device_ != &device_) {
-    throw Error(fmt::format("{}: buffer_copy between different devices is not supported; "
-                            "read into host memory and write instead",
-                            p.name));
+    throw Error(
+        fmt::format("{}: buffer_copy between different devices is not supported; "
+                    "read into host memory and write instead",
+                    p.name));
   }
   require(p, &kiln_plugin_api::buffer_copy, "buffer_copy");
   check_range(p, "buffer_copy (source)", src_offset, bytes, src.size_);

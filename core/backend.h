@@ -66,8 +66,7 @@ class DeviceBuffer {
   Device& device() const { return device_; }
   void write(const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(void* dst, uint64_t bytes, uint64_t offset = 0) const;
-  void copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset = 0,
-                 uint64_t dst_offset = 0);
+  void copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset = 0, uint64_t dst_offset = 0);
 
  private:
   Device& device_;

@@ -37,8 +37,7 @@ std::shared_ptr<spdlog::logger> make_logger() {
     if (auto level = parse_level(env)) {
       log->set_level(*level);
     } else {
-      log->warn("KILN_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; using info",
-                env);
+      log->warn("KILN_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; using info", env);
     }
   }
   return log;

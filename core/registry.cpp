@@ -30,19 +30,20 @@ struct RequiredFn {
   const char* name;
 };
 
-#define KILN_REQUIRED(f) RequiredFn{offsetof(kiln_plugin_api, f), sizeof(kiln_plugin_api::f), #f}
+#define KILN_REQUIRED(f) \
+  RequiredFn { offsetof(kiln_plugin_api, f), sizeof(kiln_plugin_api::f), #f }
 // Everything a backend needs to list devices, move data and run a graph.
 // buffer_copy and op_supported may be NULL; callers check Plugin::has().
 constexpr RequiredFn kRequired[] = {
-    KILN_REQUIRED(error_destroy),   KILN_REQUIRED(error_message),
-    KILN_REQUIRED(error_code),      KILN_REQUIRED(compiler_version),
-    KILN_REQUIRED(device_count),    KILN_REQUIRED(device_properties),
-    KILN_REQUIRED(device_open),     KILN_REQUIRED(device_close),
-    KILN_REQUIRED(buffer_alloc),    KILN_REQUIRED(buffer_free),
-    KILN_REQUIRED(buffer_write),    KILN_REQUIRED(buffer_read),
-    KILN_REQUIRED(compile),         KILN_REQUIRED(executable_bytes_free),
-    KILN_REQUIRED(load),            KILN_REQUIRED(loaded_free),
-    KILN_REQUIRED(execute),         KILN_REQUIRED(synchronize),
+    KILN_REQUIRED(error_destroy), KILN_REQUIRED(error_message),
+    KILN_REQUIRED(error_code),    KILN_REQUIRED(compiler_version),
+    KILN_REQUIRED(device_count),  KILN_REQUIRED(device_properties),
+    KILN_REQUIRED(device_open),   KILN_REQUIRED(device_close),
+    KILN_REQUIRED(buffer_alloc),  KILN_REQUIRED(buffer_free),
+    KILN_REQUIRED(buffer_write),  KILN_REQUIRED(buffer_read),
+    KILN_REQUIRED(compile),       KILN_REQUIRED(executable_bytes_free),
+    KILN_REQUIRED(load),          KILN_REQUIRED(loaded_free),
+    KILN_REQUIRED(execute),       KILN_REQUIRED(synchronize),
 };
 #undef KILN_REQUIRED
 
@@ -76,8 +77,8 @@ std::string validate(const std::string& path, void* handle, Plugin& plugin) {
   // name cannot be trusted for any other field either.
   constexpr size_t min_size = offsetof(kiln_plugin_api, name) + sizeof(char*);
   if (api->struct_size < min_size) {
-    return fmt::format("plugin table is {} bytes, smaller than the {}-byte header; corrupt plugin",
-                       api->struct_size, min_size);
+    return fmt::format("plugin table is {} bytes, smaller than the {}-byte header; corrupt plugin", api->struct_size,
+                       min_size);
   }
   if (api->abi_major != KILN_ABI_MAJOR) {
     return fmt::format(
@@ -105,8 +106,7 @@ std::string validate(const std::string& path, void* handle, Plugin& plugin) {
     auto probe = reinterpret_cast<kiln_plugin_probe_fn>(probe_sym);
     if (probe(reason, sizeof(reason)) == 0) {
       reason[sizeof(reason) - 1] = '\0';
-      return fmt::format("plugin probe says this machine cannot run it: {}",
-                         reason[0] ? reason : "no reason given");
+      return fmt::format("plugin probe says this machine cannot run it: {}", reason[0] ? reason : "no reason given");
     }
   }
   return {};
@@ -247,18 +247,17 @@ std::unique_ptr<Device> Registry::open(const std::string& backend, int index, in
     const std::string file = kPrefix + backend + kSuffix;
     for (const PluginRecord& r : records_) {
       if (!r.loaded && fs::path(r.path).filename() == file) {
-        throw Error(fmt::format("backend '{}' found at {} but not loaded: {}", backend, r.path,
-                                r.reason));
+        throw Error(fmt::format("backend '{}' found at {} but not loaded: {}", backend, r.path, r.reason));
       }
     }
     std::string names;
     for (const auto& p : plugins()) names += (names.empty() ? "" : ", ") + p->name;
     std::string dirs;
     for (const auto& d : search_path()) dirs += (dirs.empty() ? "" : ":") + d;
-    throw Error(fmt::format(
-        "no backend '{}'; loaded backends: {}. Search path: {} (set KILN_PLUGIN_PATH to the "
-        "directory holding {})",
-        backend, names.empty() ? "none" : names, dirs.empty() ? "(empty)" : dirs, file));
+    throw Error(
+        fmt::format("no backend '{}'; loaded backends: {}. Search path: {} (set KILN_PLUGIN_PATH to the "
+                    "directory holding {})",
+                    backend, names.empty() ? "none" : names, dirs.empty() ? "(empty)" : dirs, file));
   }
   return std::make_unique<Device>(plugin, index, num_threads);
 }

@@ -82,8 +82,7 @@ struct ForState {
 
 }  // namespace
 
-void ThreadPool::parallel_for(size_t begin, size_t end,
-                              const std::function<void(size_t, size_t)>& body, size_t grain) {
+void ThreadPool::parallel_for(size_t begin, size_t end, const std::function<void(size_t, size_t)>& body, size_t grain) {
   if (end <= begin) return;
   const size_t n = end - begin;
   if (grain == 0) grain = std::max<size_t>(1, n / (4 * (size() + 1)));

@@ -43,8 +43,7 @@ class ThreadPool {
   // returns when all are done; rethrows the first exception. The calling
   // thread works too, so nesting inside a pool task cannot deadlock.
   // grain 0 picks about four chunks per thread.
-  void parallel_for(size_t begin, size_t end, const std::function<void(size_t, size_t)>& body,
-                    size_t grain = 0);
+  void parallel_for(size_t begin, size_t end, const std::function<void(size_t, size_t)>& body, size_t grain = 0);
 
  private:
   void enqueue(std::function<void()> task);

@@ -67,9 +67,7 @@ Grads vjp_mul(Graph& g, const VjpArgs& a) {
 }
 
 // y = s * x: dx = s * dy.
-Grads vjp_scale(Graph& g, const VjpArgs& a) {
-  return {g.scale(a.dy[0], a.node.fattrs.at(0))};
-}
+Grads vjp_scale(Graph& g, const VjpArgs& a) { return {g.scale(a.dy[0], a.node.fattrs.at(0))}; }
 
 // y = gelu(x): dx = gelu'(x) * dy.
 Grads vjp_gelu(Graph& g, const VjpArgs& a) { return {g.gelu_grad(a.in(0), a.dy[0])}; }
@@ -128,9 +126,7 @@ Grads vjp_sum_to(Graph& g, const VjpArgs& a) {
 }
 
 // y = reshape(x): dx = reshape(dy) back to x's shape.
-Grads vjp_reshape(Graph& g, const VjpArgs& a) {
-  return {g.reshape(a.dy[0], Shape(g.shape(a.in(0))))};
-}
+Grads vjp_reshape(Graph& g, const VjpArgs& a) { return {g.reshape(a.dy[0], Shape(g.shape(a.in(0))))}; }
 
 // y = permute(x, perm): dx = permute(dy, inverse(perm)).
 Grads vjp_permute(Graph& g, const VjpArgs& a) {
@@ -168,8 +164,8 @@ Grads vjp_concat(Graph& g, const VjpArgs& a) {
   }
   int64_t chunks = total / chunk;
   if (chunks > 255)
-    fail("cannot differentiate concat along axis " + std::to_string(axis) + " of unequal parts: " +
-         "it needs a split into " + std::to_string(chunks) +
+    fail("cannot differentiate concat along axis " + std::to_string(axis) +
+         " of unequal parts: " + "it needs a split into " + std::to_string(chunks) +
          " equal chunks (gcd of part sizes " + std::to_string(chunk) +
          "), more than a node's 255 outputs; make the parts equal or of sizes with a larger common divisor");
   std::vector<ValueId> pieces = g.split(a.dy[0], static_cast<int64_t>(axis), chunks);
@@ -219,12 +215,10 @@ Grads vjp(Graph& g, const VjpArgs& a, int node_index) {
     case KILN_OP_SOFTMAX_GRAD:
     case KILN_OP_CROSS_ENTROPY_GRAD:
     case KILN_OP_ADAMW:
-    case KILN_OP_COUNT_:
-      break;
+    case KILN_OP_COUNT_: break;
   }
-  fail(std::string("the loss depends on a value being differentiated through ") +
-       op_name(a.node.op) + " (node " + std::to_string(node_index) +
-       "), which has no gradient rule; differentiate before the backward/optimizer ops");
+  fail(std::string("the loss depends on a value being differentiated through ") + op_name(a.node.op) + " (node " +
+       std::to_string(node_index) + "), which has no gradient rule; differentiate before the backward/optimizer ops");
 }
 
 bool is_f32(const Graph& g, ValueId v) { return g.value(v).dtype == KILN_F32; }
@@ -240,8 +234,7 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
   };
   check_id(loss, "loss");
   if (!is_f32(g, loss) || g.shape(loss) != Shape{1})
-    fail("the loss must be f32 [1], got " + std::string(is_f32(g, loss) ? "f32 " : "i32 ") +
-         to_string(g.shape(loss)));
+    fail("the loss must be f32 [1], got " + std::string(is_f32(g, loss) ? "f32 " : "i32 ") + to_string(g.shape(loss)));
   for (ValueId w : wrt) check_id(w, "wrt");
 
   // depends[v]: v is an f32 value that some `wrt` value feeds (or is one).
@@ -259,8 +252,7 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
   std::vector<ValueId> grad(num_values, kNone);
   auto accumulate = [&](ValueId v, ValueId dv) {
     if (g.shape(dv) != g.shape(v))
-      fail("internal: gradient " + to_string(g.shape(dv)) + " for value of shape " +
-           to_string(g.shape(v)));
+      fail("internal: gradient " + to_string(g.shape(dv)) + " for value of shape " + to_string(g.shape(v)));
     ValueId& slot = grad[static_cast<size_t>(v)];
     slot = slot == kNone ? dv : g.add(slot, dv);
   };

@@ -8,8 +8,7 @@
 
 namespace kiln::graph {
 
-CompiledGraph::CompiledGraph(Device& device, const Graph& graph)
-    : device_(device), graph_(eliminate_dead_code(graph)) {
+CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(device), graph_(eliminate_dead_code(graph)) {
   plan_ = plan_memory(graph_);
   ir_ = serialize(graph_, plan_);
   const Plugin& plugin = device_.plugin();
@@ -35,8 +34,8 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph)
   slots_.resize(plan_.slot_ports.size());
   // The arena always exists (even if empty) so slot 0 is never null.
   slots_[0] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.arena_bytes, KILN_IR_ALIGN));
-  logger().debug("compiled graph on {}: {} nodes, {} slots, arena {:.1f} MiB", device_.backend(),
-                 graph_.nodes().size(), slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
+  logger().debug("compiled graph on {}: {} nodes, {} slots, arena {:.1f} MiB", device_.backend(), graph_.nodes().size(),
+                 slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
 }
 
 CompiledGraph::~CompiledGraph() {
@@ -59,11 +58,11 @@ uint64_t CompiledGraph::port_bytes(const std::string& name) const {
 void CompiledGraph::bind(const std::string& name, std::shared_ptr<DeviceBuffer> buffer) {
   uint32_t s = slot_of(name);
   if (buffer->size() < plan_.slot_bytes[s])
-    throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) +
-                " bytes; the graph needs " + std::to_string(plan_.slot_bytes[s]));
+    throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) + " bytes; the graph needs " +
+                std::to_string(plan_.slot_bytes[s]));
   if (&buffer->device() != &device_)
-    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" +
-                buffer->device().backend() + " vs " + device_.backend() + ")");
+    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" + buffer->device().backend() +
+                " vs " + device_.backend() + ")");
   slots_[s] = std::move(buffer);
 }
 

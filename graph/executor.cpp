@@ -51,8 +51,7 @@ std::shared_ptr<Device> fallback_device() {
   return d;
 }
 
-Executable::Executable(Device& device, const Graph& graph)
-    : device_(device), graph_(eliminate_dead_code(graph)) {
+Executable::Executable(Device& device, const Graph& graph) : device_(device), graph_(eliminate_dead_code(graph)) {
   const auto& nodes = graph_.nodes();
   split_.primary = device_.backend();
 
@@ -88,9 +87,10 @@ Executable::Executable(Device& device, const Graph& graph)
     try {
       fallback_ = fallback_device();
     } catch (const Error& e) {
-      throw Error(fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
-                              "unavailable: {}",
-                              device_.backend(), lacks, e.what()));
+      throw Error(
+          fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
+                      "unavailable: {}",
+                      device_.backend(), lacks, e.what()));
     }
     split_.fallback = fallback_->backend();
     // The whole graph passes the same checks (in-place updates above all) as
@@ -200,11 +200,11 @@ void Executable::bind(const std::string& name, std::shared_ptr<DeviceBuffer> buf
   const std::string& key = port_key(name);
   const uint64_t need = port_bytes(key);
   if (buffer->size() < need)
-    throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) +
-                " bytes; the graph needs " + std::to_string(need));
+    throw Error("buffer bound to '" + name + "' holds " + std::to_string(buffer->size()) + " bytes; the graph needs " +
+                std::to_string(need));
   if (&buffer->device() != &device_)
-    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" +
-                buffer->device().backend() + " vs " + device_.backend() + ")");
+    throw Error("buffer bound to '" + name + "' lives on another device than the graph (" + buffer->device().backend() +
+                " vs " + device_.backend() + ")");
   ports_[key] = std::move(buffer);
   ports_dirty_ = true;
 }
@@ -219,14 +219,11 @@ std::shared_ptr<DeviceBuffer> Executable::buffer(const std::string& name) {
   return b;
 }
 
-DeviceBuffer& Executable::resolve(Ref& ref) {
-  return ref.port.empty() ? *ref.buffer : *buffer(ref.port);
-}
+DeviceBuffer& Executable::resolve(Ref& ref) { return ref.port.empty() ? *ref.buffer : *buffer(ref.port); }
 
 void Executable::run() {
   if (ports_dirty_) {
-    for (const PortBinding& b : port_bindings_)
-      segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
+    for (const PortBinding& b : port_bindings_) segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
     ports_dirty_ = false;
   }
   for (Step& step : steps_) {

@@ -27,12 +27,12 @@ namespace kiln::graph {
 
 // Where an executable's nodes run.
 struct ExecutionSplit {
-  std::string primary;              // backend name of the device it was built for
-  std::string fallback;             // "cpu" when some ops fall back, else empty
+  std::string primary;   // backend name of the device it was built for
+  std::string fallback;  // "cpu" when some ops fall back, else empty
   int64_t primary_nodes = 0;
   int64_t fallback_nodes = 0;
-  int64_t segments = 0;             // compiled pieces, run in order
-  uint64_t bytes_per_run = 0;       // copied between the devices by each run()
+  int64_t segments = 0;               // compiled pieces, run in order
+  uint64_t bytes_per_run = 0;         // copied between the devices by each run()
   std::vector<kiln_op> fallback_ops;  // distinct ops the primary lacks
 };
 

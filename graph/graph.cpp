@@ -57,8 +57,7 @@ namespace {
 }
 
 void expect_arity(kiln_op op, const std::vector<TypedShape>& in, size_t n) {
-  if (in.size() != n)
-    fail(op, "expects " + std::to_string(n) + " inputs, got " + std::to_string(in.size()));
+  if (in.size() != n) fail(op, "expects " + std::to_string(n) + " inputs, got " + std::to_string(in.size()));
 }
 
 void expect_f32(kiln_op op, const TypedShape& t, const char* what) {
@@ -71,15 +70,13 @@ bool is_suffix(const Shape& suffix, const Shape& s) {
 }
 
 void expect_same(kiln_op op, const TypedShape& a, const TypedShape& b) {
-  if (a.shape != b.shape)
-    fail(op, "shape mismatch " + to_string(a.shape) + " vs " + to_string(b.shape));
+  if (a.shape != b.shape) fail(op, "shape mismatch " + to_string(a.shape) + " vs " + to_string(b.shape));
 }
 
 }  // namespace
 
-std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
-                              const std::vector<int64_t>& ia, const std::vector<float>& fa,
-                              const std::vector<Shape>& out_shapes) {
+std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in, const std::vector<int64_t>& ia,
+                              const std::vector<float>& fa, const std::vector<Shape>& out_shapes) {
   auto need_f = [&](size_t n) {
     if (fa.size() != n) fail(op, "expects " + std::to_string(n) + " float attributes");
   };
@@ -103,8 +100,13 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
         fail(op, "input " + std::to_string(i) + " must be f32");
   };
   switch (op) {
-    case KILN_OP_RESHAPE: case KILN_OP_PERMUTE: case KILN_OP_SPLIT: case KILN_OP_CONCAT: break;
-    case KILN_OP_EMBEDDING: case KILN_OP_EMBEDDING_GRAD: case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_RESHAPE:
+    case KILN_OP_PERMUTE:
+    case KILN_OP_SPLIT:
+    case KILN_OP_CONCAT: break;
+    case KILN_OP_EMBEDDING:
+    case KILN_OP_EMBEDDING_GRAD:
+    case KILN_OP_CROSS_ENTROPY:
     case KILN_OP_CROSS_ENTROPY_GRAD: all_f32_except({1}); break;
     default: all_f32_except({}); break;
   }
@@ -150,8 +152,8 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
       int64_t m = ia[0] ? a[r - 1] : a[r - 2], ka = ia[0] ? a[r - 2] : a[r - 1];
       int64_t kb = ia[1] ? b[r - 1] : b[r - 2], n = ia[1] ? b[r - 2] : b[r - 1];
       if (ka != kb)
-        fail(op, "inner dims differ: " + to_string(a) + (ia[0] ? "^T" : "") + " @ " +
-                     to_string(b) + (ia[1] ? "^T" : ""));
+        fail(op,
+             "inner dims differ: " + to_string(a) + (ia[0] ? "^T" : "") + " @ " + to_string(b) + (ia[1] ? "^T" : ""));
       Shape y(a.begin(), a.end() - 2);
       y.push_back(m);
       y.push_back(n);
@@ -174,7 +176,8 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
       if (ids.empty()) fail(op, "dy must have rank >= 1");
       int64_t c = ids.back();
       ids.pop_back();
-      if (ids != in[1].shape) fail(op, "dy " + to_string(in[0].shape) + " does not match ids " + to_string(in[1].shape));
+      if (ids != in[1].shape)
+        fail(op, "dy " + to_string(in[0].shape) + " does not match ids " + to_string(in[1].shape));
       if (ia[0] <= 0) fail(op, "vocab must be positive");
       return {{KILN_F32, {ia[0], c}}};
     }
@@ -207,8 +210,7 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
     case KILN_OP_CROSS_ENTROPY_GRAD: {
       expect_arity(op, in, op == KILN_OP_CROSS_ENTROPY ? 2 : 3);
       if (in[0].shape.size() != 2) fail(op, "logits must be [N, V]");
-      if (in[1].dtype != KILN_I32 || in[1].shape != Shape{in[0].shape[0]})
-        fail(op, "targets must be i32 [N]");
+      if (in[1].dtype != KILN_I32 || in[1].shape != Shape{in[0].shape[0]}) fail(op, "targets must be i32 [N]");
       if (op == KILN_OP_CROSS_ENTROPY) return {{KILN_F32, {1}}};
       if (in[2].shape != Shape{1}) fail(op, "dloss must be [1]");
       return {in[0]};
@@ -281,8 +283,7 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in,
       expect_same(op, in[0], in[3]);
       if (in[4].shape != Shape{5}) fail(op, "hparams must be [5]");
       return {in[0], in[0], in[0]};
-    case KILN_OP_COUNT_:
-      break;
+    case KILN_OP_COUNT_: break;
   }
   fail(op, "unknown op");
 }
@@ -324,9 +325,8 @@ const Port* Graph::find_output(const std::string& name) const {
   return nullptr;
 }
 
-std::vector<ValueId> Graph::add_node(kiln_op op, std::vector<ValueId> inputs,
-                                     std::vector<int64_t> iattrs, std::vector<float> fattrs,
-                                     std::vector<Shape> output_shapes) {
+std::vector<ValueId> Graph::add_node(kiln_op op, std::vector<ValueId> inputs, std::vector<int64_t> iattrs,
+                                     std::vector<float> fattrs, std::vector<Shape> output_shapes) {
   std::vector<TypedShape> in;
   for (ValueId v : inputs) {
     if (v < 0 || static_cast<size_t>(v) >= values_.size())
@@ -352,9 +352,7 @@ void Graph::reindex() {
     }
 }
 
-ValueId Graph::fill(Shape shape, float value) {
-  return add_node(KILN_OP_FILL, {}, {}, {value}, {std::move(shape)})[0];
-}
+ValueId Graph::fill(Shape shape, float value) { return add_node(KILN_OP_FILL, {}, {}, {value}, {std::move(shape)})[0]; }
 ValueId Graph::add(ValueId a, ValueId b) { return add_node(KILN_OP_ADD, {a, b})[0]; }
 ValueId Graph::mul(ValueId a, ValueId b) { return add_node(KILN_OP_MUL, {a, b})[0]; }
 ValueId Graph::scale(ValueId x, float s) { return add_node(KILN_OP_SCALE, {x}, {}, {s})[0]; }
@@ -363,9 +361,7 @@ ValueId Graph::gelu_grad(ValueId x, ValueId dy) { return add_node(KILN_OP_GELU_G
 ValueId Graph::matmul(ValueId a, ValueId b, bool ta, bool tb) {
   return add_node(KILN_OP_MATMUL, {a, b}, {ta ? 1 : 0, tb ? 1 : 0})[0];
 }
-ValueId Graph::embedding(ValueId table, ValueId ids) {
-  return add_node(KILN_OP_EMBEDDING, {table, ids})[0];
-}
+ValueId Graph::embedding(ValueId table, ValueId ids) { return add_node(KILN_OP_EMBEDDING, {table, ids})[0]; }
 ValueId Graph::embedding_grad(ValueId dy, ValueId ids, int64_t vocab) {
   return add_node(KILN_OP_EMBEDDING_GRAD, {dy, ids}, {vocab})[0];
 }
@@ -375,9 +371,7 @@ ValueId Graph::layernorm(ValueId x, ValueId g, ValueId b, float eps) {
 std::vector<ValueId> Graph::layernorm_grad(ValueId x, ValueId g, ValueId dy, float eps) {
   return add_node(KILN_OP_LAYERNORM_GRAD, {x, g, dy}, {}, {eps});
 }
-ValueId Graph::causal_softmax(ValueId x, float s) {
-  return add_node(KILN_OP_CAUSAL_SOFTMAX, {x}, {}, {s})[0];
-}
+ValueId Graph::causal_softmax(ValueId x, float s) { return add_node(KILN_OP_CAUSAL_SOFTMAX, {x}, {}, {s})[0]; }
 ValueId Graph::softmax_grad(ValueId y, ValueId dy, float s) {
   return add_node(KILN_OP_SOFTMAX_GRAD, {y, dy}, {}, {s})[0];
 }
@@ -387,12 +381,8 @@ ValueId Graph::cross_entropy(ValueId logits, ValueId targets) {
 ValueId Graph::cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss) {
   return add_node(KILN_OP_CROSS_ENTROPY_GRAD, {logits, targets, dloss})[0];
 }
-ValueId Graph::sum_to(ValueId x, Shape suffix) {
-  return add_node(KILN_OP_SUM_TO, {x}, {}, {}, {std::move(suffix)})[0];
-}
-ValueId Graph::reshape(ValueId x, Shape shape) {
-  return add_node(KILN_OP_RESHAPE, {x}, {}, {}, {std::move(shape)})[0];
-}
+ValueId Graph::sum_to(ValueId x, Shape suffix) { return add_node(KILN_OP_SUM_TO, {x}, {}, {}, {std::move(suffix)})[0]; }
+ValueId Graph::reshape(ValueId x, Shape shape) { return add_node(KILN_OP_RESHAPE, {x}, {}, {}, {std::move(shape)})[0]; }
 ValueId Graph::permute(ValueId x, std::vector<int64_t> perm) {
   return add_node(KILN_OP_PERMUTE, {x}, std::move(perm))[0];
 }
@@ -403,8 +393,8 @@ ValueId Graph::concat(std::vector<ValueId> xs, int64_t axis) {
   return add_node(KILN_OP_CONCAT, std::move(xs), {axis})[0];
 }
 ValueId Graph::sum_squares(ValueId x) { return add_node(KILN_OP_SUM_SQUARES, {x})[0]; }
-std::vector<ValueId> Graph::adamw(ValueId p, ValueId g, ValueId m, ValueId v, ValueId hp,
-                                  float beta1, float beta2, float eps, bool wd) {
+std::vector<ValueId> Graph::adamw(ValueId p, ValueId g, ValueId m, ValueId v, ValueId hp, float beta1, float beta2,
+                                  float eps, bool wd) {
   return add_node(KILN_OP_ADAMW, {p, g, m, v, hp}, {wd ? 1 : 0}, {beta1, beta2, eps});
 }
 

@@ -62,10 +62,8 @@ class Graph {
   const Port* find_output(const std::string& name) const;
 
   // ---- generic node append: infers output shapes, throws on bad input
-  std::vector<ValueId> add_node(kiln_op op, std::vector<ValueId> inputs,
-                                std::vector<int64_t> iattrs = {},
-                                std::vector<float> fattrs = {},
-                                std::vector<Shape> output_shapes = {});
+  std::vector<ValueId> add_node(kiln_op op, std::vector<ValueId> inputs, std::vector<int64_t> iattrs = {},
+                                std::vector<float> fattrs = {}, std::vector<Shape> output_shapes = {});
 
   // ---- builder helpers, one per op (single-output ops return the value)
   ValueId fill(Shape shape, float value);
@@ -89,13 +87,15 @@ class Graph {
   std::vector<ValueId> split(ValueId x, int64_t axis, int64_t parts);
   ValueId concat(std::vector<ValueId> xs, int64_t axis);
   ValueId sum_squares(ValueId x);
-  std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v,
-                             ValueId hparams, float beta1, float beta2, float eps,
-                             bool apply_weight_decay);
+  std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v, ValueId hparams, float beta1,
+                             float beta2, float eps, bool apply_weight_decay);
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.
-  void set_nodes(std::vector<Node> nodes) { nodes_ = std::move(nodes); reindex(); }
+  void set_nodes(std::vector<Node> nodes) {
+    nodes_ = std::move(nodes);
+    reindex();
+  }
 
  private:
   ValueId new_value(kiln_dtype dtype, Shape shape, int producer, int index);
@@ -114,9 +114,7 @@ struct TypedShape {
   kiln_dtype dtype;
   Shape shape;
 };
-std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& inputs,
-                              const std::vector<int64_t>& iattrs,
-                              const std::vector<float>& fattrs,
-                              const std::vector<Shape>& output_shapes);
+std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& inputs, const std::vector<int64_t>& iattrs,
+                              const std::vector<float>& fattrs, const std::vector<Shape>& output_shapes);
 
 }  // namespace kiln::graph

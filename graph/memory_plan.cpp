@@ -17,11 +17,14 @@ uint64_t value_bytes(const Value& v) { return static_cast<uint64_t>(numel(v.shap
 // output may occupy an input's memory (ir.h states the same contract).
 bool is_elementwise(kiln_op op) {
   switch (op) {
-    case KILN_OP_FILL: case KILN_OP_ADD: case KILN_OP_MUL: case KILN_OP_SCALE:
-    case KILN_OP_GELU: case KILN_OP_GELU_GRAD: case KILN_OP_ADAMW:
-      return true;
-    default:
-      return false;
+    case KILN_OP_FILL:
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD:
+    case KILN_OP_ADAMW: return true;
+    default: return false;
   }
 }
 
@@ -95,7 +98,8 @@ MemoryPlan plan_memory(const Graph& g) {
     for (ValueId v : nodes[i].outputs) {
       if (bound[static_cast<size_t>(v)]) continue;
       arena_values.push_back(v);
-      life[static_cast<size_t>(v)] = {static_cast<int>(i), std::max(static_cast<int>(i), last_use[static_cast<size_t>(v)])};
+      life[static_cast<size_t>(v)] = {static_cast<int>(i),
+                                      std::max(static_cast<int>(i), last_use[static_cast<size_t>(v)])};
     }
   // A RESHAPE of an arena value is the same bytes under another shape:
   // values are immutable, so it shares its input's storage and the pair
@@ -114,9 +118,8 @@ MemoryPlan plan_memory(const Graph& g) {
     lr.last = std::max(lr.last, life[out].last);
   }
   std::erase_if(arena_values, [&](ValueId v) { return root[static_cast<size_t>(v)] != v; });
-  std::stable_sort(arena_values.begin(), arena_values.end(), [&](ValueId a, ValueId b) {
-    return value_bytes(g.value(a)) > value_bytes(g.value(b));
-  });
+  std::stable_sort(arena_values.begin(), arena_values.end(),
+                   [&](ValueId a, ValueId b) { return value_bytes(g.value(a)) > value_bytes(g.value(b)); });
   struct Placed {
     uint64_t begin, end;
     Interval life;

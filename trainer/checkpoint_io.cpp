@@ -41,8 +41,8 @@ void fsync_path(const fs::path& p, bool directory) {
 void write_file_synced(const fs::path& p, const std::string& content) {
   std::FILE* f = std::fopen(p.c_str(), "wb");
   if (!f) sys_error("create", p);
-  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size() &&
-                  std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size() && std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;
   const int saved = errno;
   if (std::fclose(f) != 0 || !ok) {
     if (!ok) errno = saved;
@@ -146,15 +146,13 @@ std::map<std::string, SafeTensor> load_tensors(const fs::path& file) {
 }  // namespace
 
 std::string checkpoint_dir_name(int64_t iteration) {
-  if (iteration < 0)
-    throw Error("checkpoint iteration must be >= 0, got " + std::to_string(iteration));
+  if (iteration < 0) throw Error("checkpoint iteration must be >= 0, got " + std::to_string(iteration));
   char buf[32];
   std::snprintf(buf, sizeof buf, "iter_%07lld", static_cast<long long>(iteration));
   return buf;
 }
 
-void save_checkpoint(const std::string& save_dir, int64_t iteration,
-                     const std::map<std::string, SafeTensor>& model,
+void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::map<std::string, SafeTensor>& model,
                      const std::map<std::string, SafeTensor>& optimizer, const nlohmann::json& meta) {
   const std::string name = checkpoint_dir_name(iteration);
   const fs::path root(save_dir.empty() ? "." : save_dir);
@@ -215,20 +213,19 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
   if (fs::exists(latest, ec)) {
     const std::string text = read_small_file(latest, 64);
     if (!parse_iteration(text, out.iteration))
-      throw Error(latest.string() + " should hold an iteration number but holds '" +
-                  printable(text) + "'; fix it or point --load at an iter_XXXXXXX directory");
+      throw Error(latest.string() + " should hold an iteration number but holds '" + printable(text) +
+                  "'; fix it or point --load at an iter_XXXXXXX directory");
     dir = p / checkpoint_dir_name(out.iteration);
     if (!fs::is_directory(dir, ec))
-      throw Error(latest.string() + " names iteration " + std::to_string(out.iteration) + " but " +
-                  dir.string() + " does not exist; point --load at an existing iter_XXXXXXX directory");
+      throw Error(latest.string() + " names iteration " + std::to_string(out.iteration) + " but " + dir.string() +
+                  " does not exist; point --load at an existing iter_XXXXXXX directory");
     have_iteration = true;
   } else if (fs::exists(p / kModelFileName, ec) || fs::exists(p / kMetaFileName, ec)) {
     dir = p;
     have_iteration = iteration_from_dir_name(p.filename().string(), out.iteration);
   } else {
     const std::string found = list_iter_dirs(p);
-    throw Error(load_path + " holds no checkpoint (no " + kLatestFileName + ", no " +
-                kModelFileName + ")" +
+    throw Error(load_path + " holds no checkpoint (no " + kLatestFileName + ", no " + kModelFileName + ")" +
                 (found.empty() ? "; point --load at a directory that --save wrote"
                                : "; it contains " + found + ": point --load at one of them"));
   }
@@ -249,8 +246,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
     std::string why = e.what();
     for (char& c : why)
       if (c == '\n' || c == '\r') c = ' ';
-    throw Error("checkpoint " + meta_path.string() + " is corrupt: not valid JSON (" + why + ")" +
-                kLoadFix);
+    throw Error("checkpoint " + meta_path.string() + " is corrupt: not valid JSON (" + why + ")" + kLoadFix);
   }
   if (!out.meta.is_object())
     throw Error("checkpoint " + meta_path.string() + " is corrupt: not a JSON object" + kLoadFix);

@@ -30,8 +30,7 @@ std::string checkpoint_dir_name(int64_t iteration);
 // iteration only once the new one is in place), then updates the latest
 // file the same way. Throws kiln::Error naming --save on failure, leaving
 // any previous checkpoint untouched.
-void save_checkpoint(const std::string& save_dir, int64_t iteration,
-                     const std::map<std::string, SafeTensor>& model,
+void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::map<std::string, SafeTensor>& model,
                      const std::map<std::string, SafeTensor>& optimizer, const nlohmann::json& meta);
 
 struct LoadedCheckpoint {

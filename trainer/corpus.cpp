@@ -18,101 +18,109 @@ struct Person {
   bool female;
 };
 const Person kPeople[] = {
-    {"Anna", true},   {"Ben", false},    {"Clara", true},  {"David", false}, {"Emma", true},
-    {"Felix", false}, {"Grace", true},   {"Henry", false}, {"Iris", true},   {"Jack", false},
-    {"Kate", true},   {"Leo", false},    {"Maria", true},  {"Noah", false},  {"Nora", true},
-    {"Oscar", false}, {"Rosa", true},    {"Paul", false},  {"Lily", true},   {"Sam", false},
-    {"Zoe", true},    {"Tom", false},    {"Ruth", true},   {"Victor", false}, {"Wendy", true},
-    {"Omar", false},  {"Lucy", true},    {"Hugo", false},  {"Hannah", true}, {"Peter", false},
-    {"Sofia", true},  {"Adam", false},   {"Mia", true},    {"Simon", false}, {"Ella", true},
-    {"Daniel", false}};
+    {"Anna", true},  {"Ben", false},   {"Clara", true}, {"David", false}, {"Emma", true},   {"Felix", false},
+    {"Grace", true}, {"Henry", false}, {"Iris", true},  {"Jack", false},  {"Kate", true},   {"Leo", false},
+    {"Maria", true}, {"Noah", false},  {"Nora", true},  {"Oscar", false}, {"Rosa", true},   {"Paul", false},
+    {"Lily", true},  {"Sam", false},   {"Zoe", true},   {"Tom", false},   {"Ruth", true},   {"Victor", false},
+    {"Wendy", true}, {"Omar", false},  {"Lucy", true},  {"Hugo", false},  {"Hannah", true}, {"Peter", false},
+    {"Sofia", true}, {"Adam", false},  {"Mia", true},   {"Simon", false}, {"Ella", true},   {"Daniel", false}};
 
 struct Noun {
   const char* one;
   const char* many;
 };
 // Creatures can act: they are subjects, and what people meet and help.
-const Noun kCreatures[] = {
-    {"farmer", "farmers"},   {"teacher", "teachers"}, {"baker", "bakers"},
-    {"sailor", "sailors"},   {"child", "children"},   {"girl", "girls"},
-    {"boy", "boys"},         {"woman", "women"},      {"man", "men"},
-    {"king", "kings"},       {"queen", "queens"},     {"doctor", "doctors"},
-    {"dog", "dogs"},         {"cat", "cats"},         {"horse", "horses"},
-    {"bird", "birds"},       {"fox", "foxes"},        {"rabbit", "rabbits"},
-    {"wolf", "wolves"},      {"bear", "bears"},       {"owl", "owls"},
-    {"mouse", "mice"},       {"fisherman", "fishermen"}, {"painter", "painters"},
-    {"soldier", "soldiers"}, {"student", "students"}, {"merchant", "merchants"},
-    {"goat", "goats"},       {"duck", "ducks"},       {"neighbor", "neighbors"}};
-const Noun kFoods[] = {
-    {"apple", "apples"}, {"cake", "cakes"},     {"egg", "eggs"},       {"pear", "pears"},
-    {"pie", "pies"},     {"carrot", "carrots"}, {"potato", "potatoes"}, {"plum", "plums"},
-    {"fish", "fish"},    {"loaf", "loaves"},    {"cookie", "cookies"}, {"orange", "oranges"},
-    {"onion", "onions"}, {"cherry", "cherries"}, {"sandwich", "sandwiches"}};
+const Noun kCreatures[] = {{"farmer", "farmers"},
+                           {"teacher", "teachers"},
+                           {"baker", "bakers"},
+                           {"sailor", "sailors"},
+                           {"child", "children"},
+                           {"girl", "girls"},
+                           {"boy", "boys"},
+                           {"woman", "women"},
+                           {"man", "men"},
+                           {"king", "kings"},
+                           {"queen", "queens"},
+                           {"doctor", "doctors"},
+                           {"dog", "dogs"},
+                           {"cat", "cats"},
+                           {"horse", "horses"},
+                           {"bird", "birds"},
+                           {"fox", "foxes"},
+                           {"rabbit", "rabbits"},
+                           {"wolf", "wolves"},
+                           {"bear", "bears"},
+                           {"owl", "owls"},
+                           {"mouse", "mice"},
+                           {"fisherman", "fishermen"},
+                           {"painter", "painters"},
+                           {"soldier", "soldiers"},
+                           {"student", "students"},
+                           {"merchant", "merchants"},
+                           {"goat", "goats"},
+                           {"duck", "ducks"},
+                           {"neighbor", "neighbors"}};
+const Noun kFoods[] = {{"apple", "apples"}, {"cake", "cakes"},      {"egg", "eggs"},           {"pear", "pears"},
+                       {"pie", "pies"},     {"carrot", "carrots"},  {"potato", "potatoes"},    {"plum", "plums"},
+                       {"fish", "fish"},    {"loaf", "loaves"},     {"cookie", "cookies"},     {"orange", "oranges"},
+                       {"onion", "onions"}, {"cherry", "cherries"}, {"sandwich", "sandwiches"}};
 const Noun kThings[] = {
-    {"book", "books"},       {"letter", "letters"}, {"cup", "cups"},       {"key", "keys"},
-    {"box", "boxes"},        {"hat", "hats"},       {"coat", "coats"},     {"lamp", "lamps"},
-    {"basket", "baskets"},   {"stone", "stones"},   {"flower", "flowers"}, {"map", "maps"},
-    {"boat", "boats"},       {"bell", "bells"},     {"candle", "candles"}, {"ring", "rings"},
-    {"coin", "coins"},       {"rope", "ropes"},     {"chair", "chairs"},   {"blanket", "blankets"},
-    {"window", "windows"},   {"umbrella", "umbrellas"}, {"shoe", "shoes"}, {"bag", "bags"},
-    {"pen", "pens"},         {"picture", "pictures"}, {"ball", "balls"},  {"kite", "kites"},
-    {"clock", "clocks"},     {"bottle", "bottles"}, {"spoon", "spoons"},  {"bowl", "bowls"},
-    {"feather", "feathers"}, {"shell", "shells"},   {"jar", "jars"},      {"ladder", "ladders"},
-    {"drum", "drums"},       {"whistle", "whistles"}, {"envelope", "envelopes"}, {"mirror", "mirrors"}};
-const char* const kPlaces[] = {
-    "garden", "forest", "river",  "market", "village", "kitchen", "school", "bridge",
-    "harbor", "hill",   "field",  "house",  "castle",  "library", "station", "beach",
-    "road",   "farm",   "mountain", "valley", "lake",  "town",    "shop",   "tower",
-    "cave",   "meadow", "island", "park",   "mill",    "orchard"};
+    {"book", "books"},       {"letter", "letters"},     {"cup", "cups"},           {"key", "keys"},
+    {"box", "boxes"},        {"hat", "hats"},           {"coat", "coats"},         {"lamp", "lamps"},
+    {"basket", "baskets"},   {"stone", "stones"},       {"flower", "flowers"},     {"map", "maps"},
+    {"boat", "boats"},       {"bell", "bells"},         {"candle", "candles"},     {"ring", "rings"},
+    {"coin", "coins"},       {"rope", "ropes"},         {"chair", "chairs"},       {"blanket", "blankets"},
+    {"window", "windows"},   {"umbrella", "umbrellas"}, {"shoe", "shoes"},         {"bag", "bags"},
+    {"pen", "pens"},         {"picture", "pictures"},   {"ball", "balls"},         {"kite", "kites"},
+    {"clock", "clocks"},     {"bottle", "bottles"},     {"spoon", "spoons"},       {"bowl", "bowls"},
+    {"feather", "feathers"}, {"shell", "shells"},       {"jar", "jars"},           {"ladder", "ladders"},
+    {"drum", "drums"},       {"whistle", "whistles"},   {"envelope", "envelopes"}, {"mirror", "mirrors"}};
+const char* const kPlaces[] = {"garden", "forest", "river",    "market", "village", "kitchen", "school",  "bridge",
+                               "harbor", "hill",   "field",    "house",  "castle",  "library", "station", "beach",
+                               "road",   "farm",   "mountain", "valley", "lake",    "town",    "shop",    "tower",
+                               "cave",   "meadow", "island",   "park",   "mill",    "orchard"};
 const char* const kAdjectives[] = {
-    "small",  "old",    "big",     "little", "red",    "green",  "blue",    "yellow",
-    "white",  "black",  "happy",   "quiet",  "warm",   "cold",   "bright",  "dark",
-    "tall",   "kind",   "brave",   "clever", "tired",  "hungry", "heavy",   "new",
-    "strange", "beautiful", "gentle", "wild", "busy",  "lonely", "soft",    "sweet",
-    "wet",    "clean",  "empty",   "round",  "golden", "silver", "careful", "proud",
-    "funny",  "shy",    "angry",   "sleepy", "noisy",  "lucky",  "curious", "ancient"};
-const char* const kAdverbs[] = {"slowly",   "quickly", "quietly", "happily", "carefully",
-                                "suddenly", "softly",  "gently",  "loudly",  "sadly",
-                                "again",    "together", "early",  "late",    "at last"};
+    "small", "old",    "big",   "little", "red",     "green",     "blue",    "yellow", "white",   "black",
+    "happy", "quiet",  "warm",  "cold",   "bright",  "dark",      "tall",    "kind",   "brave",   "clever",
+    "tired", "hungry", "heavy", "new",    "strange", "beautiful", "gentle",  "wild",   "busy",    "lonely",
+    "soft",  "sweet",  "wet",   "clean",  "empty",   "round",     "golden",  "silver", "careful", "proud",
+    "funny", "shy",    "angry", "sleepy", "noisy",   "lucky",     "curious", "ancient"};
+const char* const kAdverbs[] = {"slowly", "quickly", "quietly", "happily",  "carefully", "suddenly", "softly", "gently",
+                                "loudly", "sadly",   "again",   "together", "early",     "late",     "at last"};
 const char* const kPrepositions[] = {"in",     "near",    "behind", "under",  "beside", "across",
                                      "inside", "outside", "above",  "around", "along",  "beyond"};
-const char* const kNumberWords[] = {"two",   "three", "four",   "five",  "six",   "seven",
-                                    "eight", "nine",  "ten",    "eleven", "twelve", "twenty"};
-const char* const kDays[] = {"Monday", "Tuesday", "Wednesday", "Thursday",
-                             "Friday", "Saturday", "Sunday"};
+const char* const kNumberWords[] = {"two",   "three", "four", "five",   "six",    "seven",
+                                    "eight", "nine",  "ten",  "eleven", "twelve", "twenty"};
+const char* const kDays[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
 const char* const kMonths[] = {"January", "February", "March",     "April",   "May",      "June",
                                "July",    "August",   "September", "October", "November", "December"};
 const char* const kSeasons[] = {"spring", "summer", "autumn", "winter"};
-const char* const kTimes[] = {"In the morning", "At night", "After dinner", "Before sunrise",
-                              "One day", "Later that day", "The next morning", "At noon",
-                              "In the evening", "Long ago", "Soon after", "That afternoon"};
+const char* const kTimes[] = {"In the morning", "At night",       "After dinner",     "Before sunrise",
+                              "One day",        "Later that day", "The next morning", "At noon",
+                              "In the evening", "Long ago",       "Soon after",       "That afternoon"};
 
 struct Verb {
   const char* base;
   const char* past;
 };
-const Verb kFoodVerbs[] = {{"eat", "ate"},     {"cook", "cooked"}, {"buy", "bought"},
-                           {"sell", "sold"},   {"share", "shared"}, {"bake", "baked"},
-                           {"wash", "washed"}, {"pick", "picked"}};
-const Verb kThingVerbs[] = {
-    {"find", "found"},   {"take", "took"},       {"carry", "carried"}, {"open", "opened"},
-    {"hold", "held"},    {"bring", "brought"},   {"make", "made"},     {"paint", "painted"},
-    {"fix", "fixed"},    {"break", "broke"},     {"clean", "cleaned"}, {"hide", "hid"},
-    {"lose", "lost"},    {"keep", "kept"},       {"drop", "dropped"},  {"draw", "drew"},
-    {"throw", "threw"},  {"catch", "caught"},    {"pull", "pulled"},   {"see", "saw"}};
-const Verb kPersonVerbs[] = {
-    {"help", "helped"},   {"call", "called"},     {"visit", "visited"}, {"follow", "followed"},
-    {"meet", "met"},      {"thank", "thanked"},   {"greet", "greeted"}, {"watch", "watched"},
-    {"remember", "remembered"}, {"wake", "woke"}, {"see", "saw"},       {"find", "found"}};
+const Verb kFoodVerbs[] = {{"eat", "ate"},      {"cook", "cooked"}, {"buy", "bought"},  {"sell", "sold"},
+                           {"share", "shared"}, {"bake", "baked"},  {"wash", "washed"}, {"pick", "picked"}};
+const Verb kThingVerbs[] = {{"find", "found"},  {"take", "took"},     {"carry", "carried"}, {"open", "opened"},
+                            {"hold", "held"},   {"bring", "brought"}, {"make", "made"},     {"paint", "painted"},
+                            {"fix", "fixed"},   {"break", "broke"},   {"clean", "cleaned"}, {"hide", "hid"},
+                            {"lose", "lost"},   {"keep", "kept"},     {"drop", "dropped"},  {"draw", "drew"},
+                            {"throw", "threw"}, {"catch", "caught"},  {"pull", "pulled"},   {"see", "saw"}};
+const Verb kPersonVerbs[] = {{"help", "helped"},     {"call", "called"},   {"visit", "visited"},
+                             {"follow", "followed"}, {"meet", "met"},      {"thank", "thanked"},
+                             {"greet", "greeted"},   {"watch", "watched"}, {"remember", "remembered"},
+                             {"wake", "woke"},       {"see", "saw"},       {"find", "found"}};
 const Verb kIntransitive[] = {
-    {"walk", "walked"},   {"run", "ran"},         {"sleep", "slept"},  {"sing", "sang"},
-    {"laugh", "laughed"}, {"smile", "smiled"},    {"wait", "waited"},  {"dance", "danced"},
-    {"swim", "swam"},     {"jump", "jumped"},     {"sit", "sat"},      {"play", "played"},
-    {"work", "worked"},   {"rest", "rested"},     {"listen", "listened"}, {"cry", "cried"},
-    {"shout", "shouted"}, {"whisper", "whispered"}, {"hurry", "hurried"}, {"wander", "wandered"},
-    {"climb", "climbed"}, {"read", "read"},       {"stay", "stayed"},  {"think", "thought"}};
-const char* const kMotions[] = {"went", "walked", "ran", "hurried", "returned", "came back",
-                                "rode", "sailed"};
+    {"walk", "walked"},   {"run", "ran"},       {"sleep", "slept"},       {"sing", "sang"},     {"laugh", "laughed"},
+    {"smile", "smiled"},  {"wait", "waited"},   {"dance", "danced"},      {"swim", "swam"},     {"jump", "jumped"},
+    {"sit", "sat"},       {"play", "played"},   {"work", "worked"},       {"rest", "rested"},   {"listen", "listened"},
+    {"cry", "cried"},     {"shout", "shouted"}, {"whisper", "whispered"}, {"hurry", "hurried"}, {"wander", "wandered"},
+    {"climb", "climbed"}, {"read", "read"},     {"stay", "stayed"},       {"think", "thought"}};
+const char* const kMotions[] = {"went", "walked", "ran", "hurried", "returned", "came back", "rode", "sailed"};
 
 template <typename T, size_t N>
 const T& pick(Rng& r, const T (&a)[N]) {
@@ -135,9 +143,7 @@ bool starts_with_vowel(const std::string& w) {
   return !w.empty() && std::string("aeiou").find(w[0]) != std::string::npos;
 }
 
-std::string a_or_an(const std::string& phrase) {
-  return (starts_with_vowel(phrase) ? "an " : "a ") + phrase;
-}
+std::string a_or_an(const std::string& phrase) { return (starts_with_vowel(phrase) ? "an " : "a ") + phrase; }
 
 // Capitalizes the first letter (skipping a leading quote mark).
 std::string cap(std::string s) {
@@ -298,19 +304,18 @@ class Writer {
       c << subject().text << " wanted to " << pick(r_, kThingVerbs).base << " " << thing();
       if (chance(40)) c << ", but it was too " << pick(r_, kAdjectives);
     } else if (roll < 86) {
-      c << "when " << subject().text << " " << pick_common(r_, kIntransitive).past << ", "
-        << subject().text << " " << predicate();
+      c << "when " << subject().text << " " << pick_common(r_, kIntransitive).past << ", " << subject().text << " "
+        << predicate();
     } else if (roll < 90) {
       c << subject().text << " gave " << person() << " " << (chance(50) ? thing() : food());
     } else if (roll < 94) {
-      static const char* const weather[] = {"it was raining",  "the sun was shining",
-                                            "the wind was cold", "it was snowing",
-                                            "the sky was grey",  "the air was warm"};
+      static const char* const weather[] = {"it was raining", "the sun was shining", "the wind was cold",
+                                            "it was snowing", "the sky was grey",    "the air was warm"};
       c << pick(r_, weather);
       if (chance(50)) c << " " << place_phrase();
     } else if (roll < 97) {
-      c << subject().text << " had " << count() << " " << pick_common(r_, kThings).many << " and "
-        << count() << " " << pick_common(r_, kFoods).many;
+      c << subject().text << " had " << count() << " " << pick_common(r_, kThings).many << " and " << count() << " "
+        << pick_common(r_, kFoods).many;
     } else {
       c << subject().text << " said that the " << pick_common(r_, kThings).one << " was "
         << pick_common(r_, kAdjectives);
@@ -349,8 +354,7 @@ class Writer {
       case 2: c << "I do not know"; break;
       case 3: c << "We should go to the " << place_; break;
       case 4:
-        c << "The " << pick_common(r_, kCreatures).one << " is " << pick_common(r_, kAdjectives)
-          << " today";
+        c << "The " << pick_common(r_, kCreatures).one << " is " << pick_common(r_, kAdjectives) << " today";
         break;
       case 5: c << "I have " << count() << " " << pick_common(r_, kFoods).many; break;
       case 6: c << "It is " << number(1, 12) << " o'clock"; break;

@@ -19,9 +19,8 @@ void GptConfig::validate() const {
   positive(vocab_size, "--vocab-size");
   positive(seq_length, "--seq-length");
   if (hidden_size % num_attention_heads != 0)
-    throw Error("--num-attention-heads " + std::to_string(num_attention_heads) +
-                " does not divide --hidden-size " + std::to_string(hidden_size) +
-                "; pick a head count that divides the hidden size");
+    throw Error("--num-attention-heads " + std::to_string(num_attention_heads) + " does not divide --hidden-size " +
+                std::to_string(hidden_size) + "; pick a head count that divides the hidden size");
 }
 
 std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
@@ -64,18 +63,15 @@ double flops_per_token(const GptConfig& c) {
 namespace {
 
 // y = x W^T + b, with W stored [out, in] as in Megatron and PyTorch.
-ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
-  return g.add(g.matmul(x, w, false, true), b);
-}
+ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) { return g.add(g.matmul(x, w, false, true), b); }
 
 // Causal self-attention over x [B*T, C]. The fused QKV projection is laid
 // out per head as [H, 3, D] (Megatron's order), so a tensor-parallel split
 // along the output dim keeps each head's q, k and v together.
-ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x,
-                  const std::map<std::string, ValueId>& p, const std::string& L) {
+ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const std::map<std::string, ValueId>& p,
+                  const std::string& L) {
   const int64_t T = c.seq_length, H = c.num_attention_heads, D = c.head_dim(), C = c.hidden_size;
-  ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
-                       p.at(L + "self_attention.linear_qkv.bias"));
+  ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"), p.at(L + "self_attention.linear_qkv.bias"));
   qkv = g.reshape(qkv, {B, T, H, 3, D});
   qkv = g.permute(qkv, {3, 0, 2, 1, 4});  // [3, B, H, T, D]
   std::vector<ValueId> parts = g.split(qkv, 0, 3);
@@ -88,8 +84,7 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x,
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
   y = g.reshape(y, {B * T, C});
-  return linear(g, y, p.at(L + "self_attention.linear_proj.weight"),
-                p.at(L + "self_attention.linear_proj.bias"));
+  return linear(g, y, p.at(L + "self_attention.linear_proj.weight"), p.at(L + "self_attention.linear_proj.bias"));
 }
 
 ValueId mlp(Graph& g, ValueId x, const std::map<std::string, ValueId>& p, const std::string& L) {
@@ -110,7 +105,7 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   const float eps = c.layernorm_epsilon;
 
   ValueId x = g.embedding(p.at("embedding.word_embeddings.weight"), f.tokens);  // [B, T, C]
-  x = g.add(x, p.at("embedding.position_embeddings.weight"));                     // broadcast over B
+  x = g.add(x, p.at("embedding.position_embeddings.weight"));                   // broadcast over B
   x = g.reshape(x, {B * T, C});
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";

@@ -14,8 +14,7 @@ class LrSchedule {
   // style: one of valid_styles(). decay_iters is --lr-decay-iters, which the
   // caller defaults to --train-iters. Throws kiln::Error on an unknown style
   // or inconsistent values, naming the flags.
-  LrSchedule(double max_lr, double min_lr, int64_t warmup_iters, int64_t decay_iters,
-             std::string style);
+  LrSchedule(double max_lr, double min_lr, int64_t warmup_iters, int64_t decay_iters, std::string style);
 
   // The learning rate after `iteration` optimizer steps have been taken,
   // i.e. the rate the next step uses. Like Megatron, warmup ramps from 0, so

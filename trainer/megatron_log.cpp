@@ -39,11 +39,16 @@ std::string format_iteration(const IterationLog& l) {
 }
 
 nlohmann::json iteration_json(const IterationLog& l) {
-  return {{"iteration", l.iteration},       {"consumed_samples", l.consumed_samples},
-          {"ms_per_iteration", l.ms_per_iteration}, {"tokens_per_second", l.tokens_per_second},
-          {"learning_rate", l.learning_rate}, {"global_batch_size", l.global_batch_size},
-          {"lm_loss", l.lm_loss},           {"grad_norm", l.grad_norm},
-          {"skipped_iterations", l.skipped}, {"nan_iterations", l.nan}};
+  return {{"iteration", l.iteration},
+          {"consumed_samples", l.consumed_samples},
+          {"ms_per_iteration", l.ms_per_iteration},
+          {"tokens_per_second", l.tokens_per_second},
+          {"learning_rate", l.learning_rate},
+          {"global_batch_size", l.global_batch_size},
+          {"lm_loss", l.lm_loss},
+          {"grad_norm", l.grad_norm},
+          {"skipped_iterations", l.skipped},
+          {"nan_iterations", l.nan}};
 }
 
 std::string format_validation(int64_t iteration, double loss) {

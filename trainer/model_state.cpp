@@ -83,8 +83,8 @@ std::map<std::string, SafeTensor> ModelState::save_optimizer() const {
 }
 
 namespace {
-const SafeTensor& expect(const std::map<std::string, SafeTensor>& t, const std::string& name,
-                         const graph::Shape& shape, const char* file) {
+const SafeTensor& expect(const std::map<std::string, SafeTensor>& t, const std::string& name, const graph::Shape& shape,
+                         const char* file) {
   auto it = t.find(name);
   if (it == t.end())
     throw Error(std::string("checkpoint ") + file + " has no tensor '" + name +

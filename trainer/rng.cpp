@@ -85,8 +85,9 @@ void Rng::set_state(const std::vector<uint64_t>& state) {
     throw Error("RNG state has " + std::to_string(state.size()) +
                 " values, expected 6; the checkpoint's RNG state is damaged");
   if ((state[0] | state[1] | state[2] | state[3]) == 0)
-    throw Error("RNG state is all zero, which the generator can never reach; the "
-                "checkpoint's RNG state is damaged");
+    throw Error(
+        "RNG state is all zero, which the generator can never reach; the "
+        "checkpoint's RNG state is damaged");
   if (state[4] > 1)
     throw Error("RNG state has a spare flag of " + std::to_string(state[4]) +
                 ", expected 0 or 1; the checkpoint's RNG state is damaged");

@@ -13,8 +13,7 @@ namespace kiln::trainer {
 
 // Tensor bytes are copied verbatim to and from the file, which is only
 // correct on a little-endian host.
-static_assert(std::endian::native == std::endian::little,
-              "safetensors I/O assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
 
 namespace {
 
@@ -79,12 +78,10 @@ SafeTensor make(const char* dtype, std::vector<int64_t> shape, const std::vector
 
 template <typename T>
 std::vector<T> view(const SafeTensor& t, const char* dtype) {
-  if (t.dtype != dtype)
-    throw Error("tensor has dtype " + t.dtype + " but " + dtype + " was expected");
-  if (t.data.size() % sizeof(T) != 0 ||
-      static_cast<int64_t>(t.data.size() / sizeof(T)) != t.numel())
-    throw Error("tensor of shape " + shape_str(t.shape) + " holds " +
-                std::to_string(t.data.size()) + " bytes, which does not match its shape");
+  if (t.dtype != dtype) throw Error("tensor has dtype " + t.dtype + " but " + dtype + " was expected");
+  if (t.data.size() % sizeof(T) != 0 || static_cast<int64_t>(t.data.size() / sizeof(T)) != t.numel())
+    throw Error("tensor of shape " + shape_str(t.shape) + " holds " + std::to_string(t.data.size()) +
+                " bytes, which does not match its shape");
   std::vector<T> out(t.data.size() / sizeof(T));
   if (!out.empty()) std::memcpy(out.data(), t.data.data(), t.data.size());
   return out;
@@ -113,9 +110,8 @@ std::vector<int64_t> SafeTensor::to_i64() const { return view<int64_t>(*this, "I
 
 size_t safetensors_dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
-      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -133,14 +129,12 @@ void write_safetensors(const std::string& path, const std::map<std::string, Safe
       throw Error("cannot write " + path + ": '__metadata__' is reserved and cannot name a tensor");
     const size_t esize = safetensors_dtype_size(t.dtype);
     if (esize == 0)
-      throw Error("cannot write " + path + ": tensor " + quote(name) + " has unknown dtype " +
-                  quote(t.dtype));
+      throw Error("cannot write " + path + ": tensor " + quote(name) + " has unknown dtype " + quote(t.dtype));
     const int64_t n = t.numel();
     if (n < 0 || static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / esize ||
         static_cast<uint64_t>(n) * esize != t.data.size())
-      throw Error("cannot write " + path + ": tensor " + quote(name) + " has " +
-                  std::to_string(t.data.size()) + " bytes, which does not match dtype " + t.dtype +
-                  " and shape " + shape_str(t.shape));
+      throw Error("cannot write " + path + ": tensor " + quote(name) + " has " + std::to_string(t.data.size()) +
+                  " bytes, which does not match dtype " + t.dtype + " and shape " + shape_str(t.shape));
     order.emplace_back(&name, &t);
   }
   // Largest elements first keeps every tensor aligned to its element size
@@ -170,8 +164,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Safe
   if (!f) io_error("create", path);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
-  bool ok = std::fwrite(len, 1, 8, f.get()) == 8 &&
-            std::fwrite(text.data(), 1, text.size(), f.get()) == text.size();
+  bool ok = std::fwrite(len, 1, 8, f.get()) == 8 && std::fwrite(text.data(), 1, text.size(), f.get()) == text.size();
   for (const auto& [name, t] : order) {
     if (!ok) break;
     ok = t->data.empty() || std::fwrite(t->data.data(), 1, t->data.size(), f.get()) == t->data.size();
@@ -188,8 +181,7 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
-Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v,
-                  uint64_t buffer_len) {
+Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v, uint64_t buffer_len) {
   auto bad = [&](const std::string& problem) -> SafetensorsError {
     return SafetensorsError(path, "tensor " + quote(name) + " " + problem);
   };
@@ -222,9 +214,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (e.end > buffer_len) throw bad("data_offsets beyond end of file");
   const uint64_t need = static_cast<uint64_t>(n) * esize;
   if (e.end - e.begin != need)
-    throw bad("data_offsets span " + std::to_string(e.end - e.begin) + " bytes but dtype " +
-              e.tensor.dtype + " and shape " + shape_str(e.tensor.shape) + " need " +
-              std::to_string(need));
+    throw bad("data_offsets span " + std::to_string(e.end - e.begin) + " bytes but dtype " + e.tensor.dtype +
+              " and shape " + shape_str(e.tensor.shape) + " need " + std::to_string(need));
   return e;
 }
 
@@ -242,15 +233,14 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::rewind(f.get());
 
   if (file_size < 8)
-    throw corrupt("file is " + std::to_string(file_size) +
-                  " bytes, too short for the 8-byte header length");
+    throw corrupt("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
   uint8_t len_bytes[8];
   if (std::fread(len_bytes, 1, 8, f.get()) != 8) throw corrupt("file is truncated");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
   if (n > kSafetensorsMaxHeader)
-    throw corrupt("header length " + std::to_string(n) + " exceeds the " +
-                  std::to_string(kSafetensorsMaxHeader) + "-byte limit");
+    throw corrupt("header length " + std::to_string(n) + " exceeds the " + std::to_string(kSafetensorsMaxHeader) +
+                  "-byte limit");
   if (n > file_size - 8)
     throw corrupt("header length " + std::to_string(n) + " runs past the end of the file (" +
                   std::to_string(file_size) + " bytes)");
@@ -295,8 +285,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
     if (e->begin < expect)
       throw corrupt("tensor " + quote(e->name) + " data_offsets overlap tensor " + quote(prev->name));
     if (e->begin > expect)
-      throw corrupt(std::to_string(e->begin - expect) + " unused bytes before tensor " +
-                    quote(e->name) + " (data_offsets are not contiguous)");
+      throw corrupt(std::to_string(e->begin - expect) + " unused bytes before tensor " + quote(e->name) +
+                    " (data_offsets are not contiguous)");
     expect = e->end;
     prev = e;
   }

@@ -36,8 +36,7 @@ enum class GradMode { Overwrite, Accumulate };
 // Forward + backward of one micro-batch: inputs params, "tokens" [B, T],
 // "targets" [B, T], grad buffers; outputs "loss" [1] and every grad buffer
 // updated in place (grad = or += d loss / d param).
-graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch,
-                              GradMode mode = GradMode::Accumulate);
+graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch, GradMode mode = GradMode::Accumulate);
 
 // Forward only: "loss" [1].
 graph::Graph build_eval_step(const GptConfig& cfg, int64_t micro_batch);

@@ -49,10 +49,13 @@ class EmbeddedCorpus : public TokenSource {
 class MockData : public TokenSource {
  public:
   MockData(int64_t vocab, uint64_t seed) : vocab_(vocab), seed_(seed) {}
-  std::string describe() const override { return "mock data (uniform random tokens, vocab " + std::to_string(vocab_) + ")"; }
+  std::string describe() const override {
+    return "mock data (uniform random tokens, vocab " + std::to_string(vocab_) + ")";
+  }
   void sample(Split split, int64_t index, int64_t T, int32_t* out) const override {
     uint64_t k = key(seed_, split, index);
-    for (int64_t i = 0; i <= T; ++i) out[i] = static_cast<int32_t>(mix(k + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab_));
+    for (int64_t i = 0; i <= T; ++i)
+      out[i] = static_cast<int32_t>(mix(k + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab_));
   }
 
  private:
@@ -63,6 +66,8 @@ class MockData : public TokenSource {
 }  // namespace
 
 std::unique_ptr<TokenSource> make_embedded_corpus(uint64_t seed) { return std::make_unique<EmbeddedCorpus>(seed); }
-std::unique_ptr<TokenSource> make_mock_data(int64_t vocab, uint64_t seed) { return std::make_unique<MockData>(vocab, seed); }
+std::unique_ptr<TokenSource> make_mock_data(int64_t vocab, uint64_t seed) {
+  return std::make_unique<MockData>(vocab, seed);
+}
 
 }  // namespace kiln::trainer

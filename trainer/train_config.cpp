@@ -59,8 +59,8 @@ void TrainConfig::finalize(const Flags& f) {
   model.validate();
   if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
   if (max_position_embeddings != model.seq_length)
-    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) +
-                " differs from --seq-length " + std::to_string(model.seq_length) +
+    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) + " differs from --seq-length " +
+                std::to_string(model.seq_length) +
                 "; kiln sizes the position table to the sequence length, so set them equal");
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
@@ -71,12 +71,11 @@ void TrainConfig::finalize(const Flags& f) {
   if (global_batch_size <= 0 || global_batch_size % (micro_batch_size * data_parallel_size) != 0)
     throw Error("--global-batch-size " + std::to_string(global_batch_size) +
                 " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
-                " x data-parallel size " + std::to_string(data_parallel_size) +
-                "; make it a multiple of " + std::to_string(micro_batch_size * data_parallel_size));
+                " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
+                std::to_string(micro_batch_size * data_parallel_size));
   if (lr_decay_iters == 0) lr_decay_iters = train_iters;
   if (!f.given("--lr-warmup-iters")) {
-    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1)
-      throw Error("--lr-warmup-fraction must be in [0, 1)");
+    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
   LrSchedule(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // validates
@@ -92,8 +91,9 @@ void TrainConfig::finalize(const Flags& f) {
     finalize_data(f);
   } else {
     if (tokenizer_flags && !mock_data)
-      throw Error("--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
-                  "(make one with kiln preprocess)");
+      throw Error(
+          "--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
+          "(make one with kiln preprocess)");
     if (mock_data && !f.given("--vocab-size"))
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
@@ -107,19 +107,23 @@ void TrainConfig::finalize(const Flags& f) {
 
 void TrainConfig::finalize_data(const Flags& f) {
   if (tokenizer_type.empty())
-    throw Error("--data-path needs --tokenizer-type GPT2BPETokenizer with --vocab-file and --merge-file, "
-                "as Megatron-LM");
+    throw Error(
+        "--data-path needs --tokenizer-type GPT2BPETokenizer with --vocab-file and --merge-file, "
+        "as Megatron-LM");
   if (tokenizer_type != "GPT2BPETokenizer")
     throw Error("--tokenizer-type " + tokenizer_type + " is not supported; kiln has GPT2BPETokenizer");
   if (vocab_file.empty() || merge_file.empty())
-    throw Error("--tokenizer-type GPT2BPETokenizer needs --vocab-file (gpt2-vocab.json) and --merge-file "
-                "(gpt2-merges.txt)");
+    throw Error(
+        "--tokenizer-type GPT2BPETokenizer needs --vocab-file (gpt2-vocab.json) and --merge-file "
+        "(gpt2-merges.txt)");
   if (f.given("--vocab-size"))
-    throw Error("--vocab-size is taken from the tokenizer with --data-path (padded to a multiple of "
-                "--make-vocab-size-divisible-by); drop --vocab-size");
+    throw Error(
+        "--vocab-size is taken from the tokenizer with --data-path (padded to a multiple of "
+        "--make-vocab-size-divisible-by); drop --vocab-size");
   if (make_vocab_size_divisible_by <= 0) throw Error("--make-vocab-size-divisible-by must be positive");
   if (seed < 0 || seed > 0xFFFFFFFFll)
-    throw Error("--seed " + std::to_string(seed) + " is outside [0, 2^32), which the data shuffle (numpy's "
+    throw Error("--seed " + std::to_string(seed) +
+                " is outside [0, 2^32), which the data shuffle (numpy's "
                 "RandomState, as Megatron) accepts");
   if (model.seq_length < 2) throw Error("--seq-length must be at least 2 with --data-path");
   std::vector<double> split_vec = data::parse_split(split);
@@ -127,12 +131,14 @@ void TrainConfig::finalize_data(const Flags& f) {
   for (const std::string& prefix : blend.prefixes)
     for (const char* ext : {".idx", ".bin"})
       if (!std::filesystem::exists(prefix + ext))
-        throw Error("--data-path " + prefix + ": " + prefix + ext + " does not exist; pass the prefix of a "
+        throw Error("--data-path " + prefix + ": " + prefix + ext +
+                    " does not exist; pass the prefix of a "
                     "Megatron .bin/.idx pair without the extension (kiln preprocess writes "
                     "<output-prefix>_text_document.bin/.idx)");
   if (eval_iters > 0 && !data::split_matrix(split_vec)[1])
     throw Error("--split " + split + " leaves no documents for validation, but --eval-iters is " +
-                std::to_string(eval_iters) + "; give validation a share (e.g. --split 969,30,1) or pass "
+                std::to_string(eval_iters) +
+                "; give validation a share (e.g. --split 969,30,1) or pass "
                 "--eval-iters 0");
   // Megatron's _vocab_size_with_padding.
   const int64_t vocab = data::Gpt2Tokenizer::load(vocab_file, merge_file)->vocab_size();

@@ -26,7 +26,7 @@ struct TrainConfig {
   double min_lr = 3e-4;
   int64_t lr_warmup_iters = 0;
   double lr_warmup_fraction = 0.1;  // used when --lr-warmup-iters is not given
-  int64_t lr_decay_iters = 0;  // 0: --train-iters
+  int64_t lr_decay_iters = 0;       // 0: --train-iters
   std::string lr_decay_style = "cosine";
   double weight_decay = 0.1;
   double clip_grad = 1.0;
@@ -52,12 +52,10 @@ struct TrainConfig {
 
   std::string backend = "cpu";
   int64_t device = 0;
-  int64_t num_threads = 0;  // 0: all cores
+  int64_t num_threads = 0;   // 0: all cores
   std::string metrics_file;  // JSONL, one object per logged iteration
 
-  int64_t num_micro_batches() const {
-    return global_batch_size / (micro_batch_size * data_parallel_size);
-  }
+  int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
   void register_flags(Flags& flags);
   // Fills defaults that depend on other flags and throws kiln::Error for any

@@ -144,12 +144,12 @@ void log_split(const std::vector<StepGraph>& graphs) {
   for (const StepGraph& g : graphs) {
     if (!g.exe) continue;
     const graph::ExecutionSplit& s = g.exe->split();
-    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run", g.name,
-                  s.primary_nodes, s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
+    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run", g.name, s.primary_nodes,
+                  s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
                   static_cast<double>(s.bytes_per_run) / (1 << 20));
   }
-  logger().info("split: {:.2f} MiB copied between {} and {} per iteration", static_cast<double>(per_iteration) / (1 << 20),
-                primary, fallback);
+  logger().info("split: {:.2f} MiB copied between {} and {} per iteration",
+                static_cast<double>(per_iteration) / (1 << 20), primary, fallback);
 }
 
 }  // namespace
@@ -162,15 +162,15 @@ int train(const TrainConfig& cfg) {
   // ---- everything that can fail on user input, before any real work
   LoadedCheckpoint resume;
   if (!cfg.load.empty()) resume = load_and_check(cfg);
-  std::unique_ptr<TokenSource> data =
-      !cfg.data_path.empty() ? make_megatron_data(cfg)
-      : cfg.mock_data        ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
-                             : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
+  std::unique_ptr<TokenSource> data = !cfg.data_path.empty() ? make_megatron_data(cfg)
+                                      : cfg.mock_data
+                                          ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
+                                          : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
   LrSchedule schedule(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
 
   // ---- device and compiled step graphs
-  std::unique_ptr<Device> device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device),
-                                                            static_cast<int>(cfg.num_threads));
+  std::unique_ptr<Device> device =
+      Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
   logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
                 model.hidden_size, model.num_attention_heads, T, model.vocab_size,
@@ -224,11 +224,18 @@ int train(const TrainConfig& cfg) {
                            {"seed", cfg.seed},
                            {"data", data->describe()},
                            {"schedule",
-                            {{"lr", cfg.lr}, {"min_lr", cfg.min_lr}, {"warmup_iters", cfg.lr_warmup_iters},
-                             {"decay_iters", cfg.lr_decay_iters}, {"decay_style", cfg.lr_decay_style}}},
+                            {{"lr", cfg.lr},
+                             {"min_lr", cfg.min_lr},
+                             {"warmup_iters", cfg.lr_warmup_iters},
+                             {"decay_iters", cfg.lr_decay_iters},
+                             {"decay_style", cfg.lr_decay_style}}},
                            {"optimizer",
-                            {{"type", "adamw"}, {"beta1", cfg.adam_beta1}, {"beta2", cfg.adam_beta2},
-                             {"eps", cfg.adam_eps}, {"weight_decay", cfg.weight_decay}, {"step", it}}}};
+                            {{"type", "adamw"},
+                             {"beta1", cfg.adam_beta1},
+                             {"beta2", cfg.adam_beta2},
+                             {"eps", cfg.adam_eps},
+                             {"weight_decay", cfg.weight_decay},
+                             {"step", it}}}};
     auto s0 = Clock::now();
     save_checkpoint(cfg.save, it, state.save_model(), state.save_optimizer(), meta);
     std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
@@ -263,8 +270,8 @@ int train(const TrainConfig& cfg) {
 
     // Gradients were summed over micro-batches: the norm of their mean.
     grad_norm.run();
-    const double norm = std::sqrt(static_cast<double>(read_scalar(grad_norm, "grad_sq"))) /
-                        static_cast<double>(micro_batches);
+    const double norm =
+        std::sqrt(static_cast<double>(read_scalar(grad_norm, "grad_sq"))) / static_cast<double>(micro_batches);
     const double lr = schedule.lr(iteration);
 
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
@@ -319,8 +326,8 @@ int train(const TrainConfig& cfg) {
       std::fflush(stdout);
       interval_start = Clock::now();  // evaluation time is not iteration time
     }
-    if (!cfg.save.empty() && ((cfg.save_interval > 0 && iteration % cfg.save_interval == 0) ||
-                              iteration == cfg.train_iters)) {
+    if (!cfg.save.empty() &&
+        ((cfg.save_interval > 0 && iteration % cfg.save_interval == 0) || iteration == cfg.train_iters)) {
       save(iteration);
       interval_start = Clock::now();
     }

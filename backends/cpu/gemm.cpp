@@ -45,7 +45,7 @@ namespace {
 // enough, and each extra K block costs a pass over C and more per-tile
 // overhead. NC bounds the packed B panel (3 MiB).
 constexpr int64_t kKC = 768;
-constexpr int64_t kMC = 144;  // multiple of kMR
+constexpr int64_t kMC = 144;   // multiple of kMR
 constexpr int64_t kNC = 1024;  // multiple of kNR
 
 // Below this many multiply-adds (about 54^3) one thread beats two: the
@@ -61,8 +61,7 @@ void pack_a_scalar(bool trans, const float* a, int64_t lda, int64_t mc, int64_t 
   for (int64_t i = 0; i < mc; i += kMR, dst += kMR * kc) {
     const int64_t mr = std::min<int64_t>(kMR, mc - i);
     for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t q = 0; q < mr; ++q)
-        dst[p * kMR + q] = trans ? a[p * lda + i + q] : a[(i + q) * lda + p];
+      for (int64_t q = 0; q < mr; ++q) dst[p * kMR + q] = trans ? a[p * lda + i + q] : a[(i + q) * lda + p];
       for (int64_t q = mr; q < kMR; ++q) dst[p * kMR + q] = 0.0f;
     }
   }
@@ -72,8 +71,7 @@ void pack_b_scalar(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t 
   for (int64_t j = 0; j < nc; j += kNR, dst += kNR * kc) {
     const int64_t nr = std::min<int64_t>(kNR, nc - j);
     for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t q = 0; q < nr; ++q)
-        dst[p * kNR + q] = trans ? b[(j + q) * ldb + p] : b[p * ldb + j + q];
+      for (int64_t q = 0; q < nr; ++q) dst[p * kNR + q] = trans ? b[(j + q) * ldb + p] : b[p * ldb + j + q];
       for (int64_t q = nr; q < kNR; ++q) dst[p * kNR + q] = 0.0f;
     }
   }
@@ -90,8 +88,8 @@ inline V4 load4(const float* p) {
   return v;
 }
 
-void macro_kernel_scalar(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb,
-                         float* c, int64_t ldc, float alpha, float beta) {
+void macro_kernel_scalar(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
+                         float alpha, float beta) {
   constexpr int kHalf = kNR / 2;
   for (int64_t j = 0; j < nc; j += kNR) {
     const int64_t nr = std::min<int64_t>(kNR, nc - j);
@@ -113,8 +111,7 @@ void macro_kernel_scalar(int64_t mc, int64_t nc, int64_t kc, const float* pa, co
         const int64_t cols = std::min<int64_t>(kHalf, nr - h * kHalf);
         for (int64_t r = 0; r < mr; ++r) {
           float* cr = c + (i + r) * ldc + j + h * kHalf;
-          for (int64_t q = 0; q < cols; ++q)
-            cr[q] = beta == 0.0f ? alpha * t[r][q] : alpha * t[r][q] + beta * cr[q];
+          for (int64_t q = 0; q < cols; ++q) cr[q] = beta == 0.0f ? alpha * t[r][q] : alpha * t[r][q] + beta * cr[q];
         }
       }
     }
@@ -213,8 +210,8 @@ Blocking choose_blocking(int64_t mt, int64_t nt, int64_t k) {
 
 // One thread's block of C, rows [m0, m1) x columns [n0, n1), packing both
 // operands itself into pa (>= mc x kc floats) and pb (>= kc x nc floats).
-void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                float* pa, float* pb) {
+void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* pa,
+                float* pb) {
   const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
   for (int64_t jc = n0; jc < n1; jc += bl.nc) {
     const int64_t nc = std::min(bl.nc, n1 - jc);
@@ -246,8 +243,8 @@ struct SharedA {
   int rank, parties;
 };
 
-void gemm_block_shared_a(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0,
-                         int64_t n1, float* pb, const SharedA& sh) {
+void gemm_block_shared_a(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* pb,
+                         const SharedA& sh) {
   const Blocking bl = choose_blocking(m1 - m0, n1 - n0, g.k);
   const int64_t rows = m1 - m0, tiles = ceil_div(rows, kMR);
   const int64_t i0 = std::min(rows, tiles * sh.rank / sh.parties * kMR);
@@ -314,9 +311,9 @@ const KernelSet& active_kernel_set() {
   return *chosen;
 }
 
-void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-                float* c, int64_t ldc, ThreadPool& pool) {
+void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                ThreadPool& pool) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, beta, c, ldc);
@@ -376,7 +373,9 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
     if (share_a) {
       // Every thread of the row takes part in its barriers.
       const SharedA sh{{panels + 2 * ti * panel_floats, panels + (2 * ti + 1) * panel_floats},
-                       &barriers[static_cast<size_t>(ti)], tj, tn};
+                       &barriers[static_cast<size_t>(ti)],
+                       tj,
+                       tn};
       gemm_block_shared_a(ks, g, m0, m1, n0, n1, mine, sh);
     } else if (m0 < m1 && n0 < n1) {
       gemm_block(ks, g, m0, m1, n0, n1, mine, mine + a_floats);
@@ -386,11 +385,10 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
 
 }  // namespace gemm_detail
 
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc, ThreadPool& pool) {
-  gemm_detail::sgemm_with(gemm_detail::active_kernel_set(), trans_a, trans_b, m, n, k, alpha, a,
-                          lda, b, ldb, beta, c, ldc, pool);
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool& pool) {
+  gemm_detail::sgemm_with(gemm_detail::active_kernel_set(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                          ldc, pool);
 }
 
 }  // namespace kiln::cpu

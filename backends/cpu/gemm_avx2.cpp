@@ -23,8 +23,7 @@ constexpr int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 constexpr int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // In-register transpose of 8 rows of 8 floats.
-inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5,
-                       __m256& r6, __m256& r7) {
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6, __m256& r7) {
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1);
   const __m256 t1 = _mm256_unpackhi_ps(r0, r1);
   const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
@@ -67,8 +66,7 @@ void pack_a_avx2(bool trans, const float* a, int64_t lda, int64_t mc, int64_t kc
     int64_t p = 0;
     auto copy6 = [](float* d, const float* s) {
       _mm_storeu_ps(d, _mm_loadu_ps(s));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 4),
-                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 4)));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 4), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 4)));
     };
     for (; p + kRows <= kc; p += kRows) {
       const float* src = a + p * lda;
@@ -86,8 +84,7 @@ void pack_a_avx2(bool trans, const float* a, int64_t lda, int64_t mc, int64_t kc
     const int64_t mr = min64(kMR, mc - i);
     if (mr < kMR) {
       for (int64_t p = 0; p < kc; ++p) {
-        for (int64_t q = 0; q < mr; ++q)
-          dst[p * kMR + q] = trans ? a[p * lda + i + q] : a[(i + q) * lda + p];
+        for (int64_t q = 0; q < mr; ++q) dst[p * kMR + q] = trans ? a[p * lda + i + q] : a[(i + q) * lda + p];
         for (int64_t q = mr; q < kMR; ++q) dst[p * kMR + q] = 0.0f;
       }
       continue;
@@ -168,8 +165,7 @@ void pack_b_avx2(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t nc
     const int64_t nr = min64(kNR, nc - j);
     if (nr < kNR) {
       for (int64_t p = 0; p < kc; ++p) {
-        for (int64_t q = 0; q < nr; ++q)
-          dst[p * kNR + q] = trans ? b[(j + q) * ldb + p] : b[p * ldb + j + q];
+        for (int64_t q = 0; q < nr; ++q) dst[p * kNR + q] = trans ? b[(j + q) * ldb + p] : b[p * ldb + j + q];
         for (int64_t q = nr; q < kNR; ++q) dst[p * kNR + q] = 0.0f;
       }
       continue;
@@ -211,23 +207,23 @@ void pack_b_avx2(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t nc
 // pf: a packed B micro-panel to prefetch alongside, one 64-byte k step per
 // k step; nullptr for none.
 template <int R>
-inline void micro_kernel(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
-                         float alpha, float beta, int64_t nr, const float* pf) {
+inline void micro_kernel(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, float alpha, float beta,
+                         int64_t nr, const float* pf) {
   __m256 acc[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
 
-#define KILN_K_STEP()                                          \
-  do {                                                         \
-    const __m256 b0 = _mm256_load_ps(pb);                      \
-    const __m256 b1 = _mm256_load_ps(pb + 8);                  \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; ++r) {      \
-      const __m256 av = _mm256_broadcast_ss(pa + r);           \
-      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);          \
-      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);          \
-    }                                                          \
-    pa += kMR;                                                 \
-    pb += kNR;                                                 \
+#define KILN_K_STEP()                                     \
+  do {                                                    \
+    const __m256 b0 = _mm256_load_ps(pb);                 \
+    const __m256 b1 = _mm256_load_ps(pb + 8);             \
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; ++r) { \
+      const __m256 av = _mm256_broadcast_ss(pa + r);      \
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);     \
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);     \
+    }                                                     \
+    pa += kMR;                                            \
+    pb += kNR;                                            \
   } while (0)
 
   // Fetch the C tile shortly before the stores need it: early enough to hide
@@ -273,8 +269,7 @@ inline void micro_kernel(int64_t kc, const float* pa, const float* pb, float* c,
       for (int r = 0; r < R; ++r) {
         float* cr = c + r * ldc;
         _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, acc[r][0], _mm256_mul_ps(vb, _mm256_loadu_ps(cr))));
-        _mm256_storeu_ps(cr + 8,
-                         _mm256_fmadd_ps(va, acc[r][1], _mm256_mul_ps(vb, _mm256_loadu_ps(cr + 8))));
+        _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, acc[r][1], _mm256_mul_ps(vb, _mm256_loadu_ps(cr + 8))));
       }
     }
     return;
@@ -298,8 +293,8 @@ inline void micro_kernel(int64_t kc, const float* pa, const float* pb, float* c,
   }
 }
 
-void macro_kernel_avx2(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb,
-                       float* c, int64_t ldc, float alpha, float beta) {
+void macro_kernel_avx2(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
+                       float alpha, float beta) {
   for (int64_t j = 0; j < nc; j += kNR) {
     const int64_t nr = min64(kNR, nc - j);
     const float* bp = pb + j * kc;

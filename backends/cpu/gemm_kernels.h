@@ -28,16 +28,14 @@ inline constexpr int kNR = 16;  // micro-tile columns (two 8-float vectors)
 // a[i*lda + p] when !trans, a[p*lda + i] when trans. Writes exactly
 // ceil(mc/kMR) * kMR * kc floats, so threads may pack neighbouring slices
 // of one buffer at once.
-using PackAFn = void (*)(bool trans, const float* a, int64_t lda, int64_t mc, int64_t kc,
-                         float* dst);
+using PackAFn = void (*)(bool trans, const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst);
 // Packs op(B)(0..kc-1, 0..nc-1). `b` points at op(B)(0, 0): element (p, j) is
 // b[p*ldb + j] when !trans, b[j*ldb + p] when trans.
-using PackBFn = void (*)(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t nc,
-                         float* dst);
+using PackBFn = void (*)(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t nc, float* dst);
 // C(0..mc-1, 0..nc-1) = alpha * packedA @ packedB + beta * C, where beta == 0
 // means C is overwritten without being read. Walks the micro-tiles.
-using MacroKernelFn = void (*)(int64_t mc, int64_t nc, int64_t kc, const float* pa,
-                               const float* pb, float* c, int64_t ldc, float alpha, float beta);
+using MacroKernelFn = void (*)(int64_t mc, int64_t nc, int64_t kc, const float* pa, const float* pb, float* c,
+                               int64_t ldc, float alpha, float beta);
 
 struct KernelSet {
   PackAFn pack_a;
@@ -58,8 +56,8 @@ const KernelSet& active_kernel_set();
 
 // sgemm() with an explicit kernel set, so tests can cover every path the
 // machine can run.
-void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-                float* c, int64_t ldc, ThreadPool& pool);
+void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                ThreadPool& pool);
 
 }  // namespace kiln::cpu::gemm_detail

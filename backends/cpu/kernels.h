@@ -25,10 +25,10 @@ namespace kiln::cpu {
 
 // What kernels get from the device.
 struct Ctx {
-  ThreadPool* pool = nullptr;        // the device's pool, shared with sgemm
-  ThreadPool* const* solo = nullptr; // solo[t]: a 1-thread pool for worker t
+  ThreadPool* pool = nullptr;         // the device's pool, shared with sgemm
+  ThreadPool* const* solo = nullptr;  // solo[t]: a 1-thread pool for worker t
   int threads = 1;
-  void* scratch = nullptr;           // >= the node's NodePlan::scratch_bytes
+  void* scratch = nullptr;  // >= the node's NodePlan::scratch_bytes
 };
 
 // Runs one planned node; values[id] is the address of value id.
@@ -79,33 +79,30 @@ void gelu(const Ctx&, const float* x, float* y, int64_t n);
 void gelu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n);
 
 // ---- kernels_matmul.cpp
-void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m,
-            int64_t n, int64_t k, bool trans_a, bool trans_b);
+void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m, int64_t n, int64_t k,
+            bool trans_a, bool trans_b);
 
 // ---- kernels_norm.cpp
-void layernorm(const Ctx&, const float* x, const float* gamma, const float* beta, float* y,
-               int64_t rows, int64_t cols, float eps);
+void layernorm(const Ctx&, const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
+               float eps);
 // scratch: threads * 2 * cols floats
-void layernorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx,
-                    float* dgamma, float* dbeta, int64_t rows, int64_t cols, float eps);
+void layernorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                    float* dbeta, int64_t rows, int64_t cols, float eps);
 
 // ---- kernels_attention.cpp
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
-void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows,
-                  int64_t cols, float scale);
+void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);
 
 // ---- kernels_loss.cpp (targets already checked to lie in [0, cols))
 // scratch: rows doubles
-void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, float* loss,
-                   int64_t rows, int64_t cols);
-void cross_entropy_grad(const Ctx&, const float* logits, const int32_t* targets,
-                        const float* dloss, float* dlogits, int64_t rows, int64_t cols);
+void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, float* loss, int64_t rows, int64_t cols);
+void cross_entropy_grad(const Ctx&, const float* logits, const int32_t* targets, const float* dloss, float* dlogits,
+                        int64_t rows, int64_t cols);
 
 // ---- kernels_embedding.cpp (ids already checked to lie in [0, vocab))
-void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows,
-               int64_t cols);
-void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows,
-                    int64_t cols, int64_t vocab);
+void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows, int64_t cols);
+void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows, int64_t cols,
+                    int64_t vocab);
 
 // ---- kernels_reduce.cpp
 // scratch: threads * cols floats
@@ -116,16 +113,15 @@ void sum_squares(const Ctx&, const float* x, float* y, int64_t n);
 // ---- kernels_layout.cpp (4-byte elements of any dtype)
 void copy(const Ctx&, const void* x, void* y, int64_t n);
 void permute(const Ctx&, const uint32_t* x, uint32_t* y, const PermutePlan& p);
-void split(const Ctx&, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts,
-           int64_t inner);
-void concat(const Ctx&, const uint32_t* const* xs, const int64_t* inners, int64_t count,
-            uint32_t* y, int64_t rows, int64_t inner);
+void split(const Ctx&, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts, int64_t inner);
+void concat(const Ctx&, const uint32_t* const* xs, const int64_t* inners, int64_t count, uint32_t* y, int64_t rows,
+            int64_t inner);
 
 // ---- kernels_optimizer.cpp
 // hparams = {lr, weight_decay, 1/(1-beta1^t), 1/(1-beta2^t), grad_scale}
-void adamw(const Ctx&, const float* p, const float* g, const float* m, const float* v,
-           const float* hparams, float* p_out, float* m_out, float* v_out, int64_t n,
-           float beta1, float beta2, float eps, bool apply_weight_decay);
+void adamw(const Ctx&, const float* p, const float* g, const float* m, const float* v, const float* hparams,
+           float* p_out, float* m_out, float* v_out, int64_t n, float beta1, float beta2, float eps,
+           bool apply_weight_decay);
 
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);

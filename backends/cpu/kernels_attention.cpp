@@ -7,8 +7,7 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 using namespace simd;
 
-void causal_softmax(const Ctx& ctx, const float* x, float* y, int64_t batch, int64_t t,
-                    float scale) {
+void causal_softmax(const Ctx& ctx, const float* x, float* y, int64_t batch, int64_t t, float scale) {
   // Row i touches i + 1 elements; on average about t/2 exps per row.
   const int64_t rows = batch * t;
   for_chunks(ctx, rows, grain_for(4 * t), [&](int64_t, int64_t r0, int64_t r1) {
@@ -25,8 +24,7 @@ void causal_softmax(const Ctx& ctx, const float* x, float* y, int64_t batch, int
 }
 
 // dx = scale * y * (dy - sum_j dy*y)
-void softmax_grad(const Ctx& ctx, const float* y, const float* dy, float* dx, int64_t rows,
-                  int64_t cols, float scale) {
+void softmax_grad(const Ctx& ctx, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale) {
   for_chunks(ctx, rows, grain_for(3 * cols), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* yr = y + r * cols;

@@ -41,19 +41,15 @@ inline V gelu_grad_v(V x, V dy) {
 
 // y = a op b with b repeating every `inner` elements.
 template <class Op>
-void broadcast(const Ctx& ctx, const float* a, const float* b, float* y, int64_t n, int64_t inner,
-               Op op) {
+void broadcast(const Ctx& ctx, const float* a, const float* b, float* y, int64_t n, int64_t inner, Op op) {
   if (inner == n) {
-    for_chunks(ctx, n, kGrain, [&](int64_t, int64_t s, int64_t e) {
-      map2(a + s, b + s, y + s, e - s, op);
-    });
+    for_chunks(ctx, n, kGrain, [&](int64_t, int64_t s, int64_t e) { map2(a + s, b + s, y + s, e - s, op); });
     return;
   }
   if (inner == 1) {
     V vb = set1(b[0]);
-    for_chunks(ctx, n, kGrain, [&](int64_t, int64_t s, int64_t e) {
-      map1(a + s, y + s, e - s, [&](V va) { return op(va, vb); });
-    });
+    for_chunks(ctx, n, kGrain,
+               [&](int64_t, int64_t s, int64_t e) { map1(a + s, y + s, e - s, [&](V va) { return op(va, vb); }); });
     return;
   }
   if (inner < 4 * W) {
@@ -93,22 +89,17 @@ void mul(const Ctx& ctx, const float* a, const float* b, float* y, int64_t n, in
 }
 
 void scale(const Ctx& ctx, const float* x, float* y, int64_t n, float s) {
-  for_chunks(ctx, n, kGrain, [&](int64_t, int64_t b, int64_t e) {
-    simd::scale(x + b, s, y + b, e - b);
-  });
+  for_chunks(ctx, n, kGrain, [&](int64_t, int64_t b, int64_t e) { simd::scale(x + b, s, y + b, e - b); });
 }
 
 void gelu(const Ctx& ctx, const float* x, float* y, int64_t n) {
   // exp + divide: ~4x the arithmetic of a plain elementwise op.
-  for_chunks(ctx, n, kGrain / 4, [&](int64_t, int64_t s, int64_t e) {
-    map1(x + s, y + s, e - s, gelu_v);
-  });
+  for_chunks(ctx, n, kGrain / 4, [&](int64_t, int64_t s, int64_t e) { map1(x + s, y + s, e - s, gelu_v); });
 }
 
 void gelu_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n) {
-  for_chunks(ctx, n, kGrain / 4, [&](int64_t, int64_t s, int64_t e) {
-    map2(x + s, dy + s, dx + s, e - s, gelu_grad_v);
-  });
+  for_chunks(ctx, n, kGrain / 4,
+             [&](int64_t, int64_t s, int64_t e) { map2(x + s, dy + s, dx + s, e - s, gelu_grad_v); });
 }
 
 }  // namespace kiln::cpu::KILN_CPU_ISA

@@ -8,12 +8,10 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 using namespace simd;
 
-void embedding(const Ctx& ctx, const float* table, const int32_t* ids, float* y, int64_t rows,
-               int64_t cols) {
+void embedding(const Ctx& ctx, const float* table, const int32_t* ids, float* y, int64_t rows, int64_t cols) {
   for_chunks(ctx, rows, grain_for(cols), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      std::memcpy(y + r * cols, table + static_cast<int64_t>(ids[r]) * cols,
-                  static_cast<size_t>(cols) * sizeof(float));
+      std::memcpy(y + r * cols, table + static_cast<int64_t>(ids[r]) * cols, static_cast<size_t>(cols) * sizeof(float));
   });
 }
 
@@ -22,8 +20,8 @@ void embedding(const Ctx& ctx, const float* table, const int32_t* ids, float* y,
 // serial loop (results do not even depend on the thread count). Narrow
 // tables split the vocabulary instead: each thread owns a range of rows and
 // skips ids outside it.
-void embedding_grad(const Ctx& ctx, const float* dy, const int32_t* ids, float* dtable,
-                    int64_t rows, int64_t cols, int64_t vocab) {
+void embedding_grad(const Ctx& ctx, const float* dy, const int32_t* ids, float* dtable, int64_t rows, int64_t cols,
+                    int64_t vocab) {
   // Zeroing the table is often the bigger job (V x C vs N x C).
   for_chunks(ctx, vocab, grain_for(cols), [&](int64_t, int64_t v0, int64_t v1) {
     std::memset(dtable + v0 * cols, 0, static_cast<size_t>((v1 - v0) * cols) * sizeof(float));

@@ -19,9 +19,7 @@ void copy(const Ctx& ctx, const void* x, void* y, int64_t n) {
   if (x == y) return;
   auto* src = static_cast<const uint32_t*>(x);
   auto* dst = static_cast<uint32_t*>(y);
-  for_chunks(ctx, n, kCopyGrain, [&](int64_t, int64_t b, int64_t e) {
-    copy_elems(dst + b, src + b, e - b);
-  });
+  for_chunks(ctx, n, kCopyGrain, [&](int64_t, int64_t b, int64_t e) { copy_elems(dst + b, src + b, e - b); });
 }
 
 // The plan has already merged dims that move together, so the common GPT
@@ -98,8 +96,7 @@ void permute(const Ctx& ctx, const uint32_t* x, uint32_t* y, const PermutePlan& 
 }
 
 // x [rows, parts * inner] -> ys[k] [rows, inner]
-void split(const Ctx& ctx, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts,
-           int64_t inner) {
+void split(const Ctx& ctx, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts, int64_t inner) {
   for_chunks(ctx, rows * parts, grain_for(inner), [&](int64_t, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       int64_t row = i / parts, part = i % parts;
@@ -109,8 +106,8 @@ void split(const Ctx& ctx, const uint32_t* x, uint32_t* const* ys, int64_t rows,
 }
 
 // xs[k] [rows, inners[k]] -> y [rows, inner]
-void concat(const Ctx& ctx, const uint32_t* const* xs, const int64_t* inners, int64_t count,
-            uint32_t* y, int64_t rows, int64_t inner) {
+void concat(const Ctx& ctx, const uint32_t* const* xs, const int64_t* inners, int64_t count, uint32_t* y, int64_t rows,
+            int64_t inner) {
   for_chunks(ctx, rows, grain_for(inner), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       uint32_t* dst = y + r * inner;

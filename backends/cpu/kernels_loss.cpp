@@ -9,8 +9,8 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 using namespace simd;
 
-void cross_entropy(const Ctx& ctx, const float* logits, const int32_t* targets, float* loss,
-                   int64_t rows, int64_t cols) {
+void cross_entropy(const Ctx& ctx, const float* logits, const int32_t* targets, float* loss, int64_t rows,
+                   int64_t cols) {
   // Per-row losses land in scratch and are summed serially in row order, so
   // the result does not depend on how rows were split.
   double* row_loss = static_cast<double*>(ctx.scratch);
@@ -28,8 +28,8 @@ void cross_entropy(const Ctx& ctx, const float* logits, const int32_t* targets, 
 }
 
 // dlogits = dloss / N * (softmax(logits) - onehot(target))
-void cross_entropy_grad(const Ctx& ctx, const float* logits, const int32_t* targets,
-                        const float* dloss, float* dlogits, int64_t rows, int64_t cols) {
+void cross_entropy_grad(const Ctx& ctx, const float* logits, const int32_t* targets, const float* dloss, float* dlogits,
+                        int64_t rows, int64_t cols) {
   const float k = static_cast<float>(static_cast<double>(dloss[0]) / static_cast<double>(rows));
   for_chunks(ctx, rows, grain_for(4 * cols), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {

@@ -19,19 +19,17 @@ namespace {
 constexpr double kBigItemFma = 128.0 * 128.0 * 128.0;
 }  // namespace
 
-void matmul(const Ctx& ctx, const float* a, const float* b, float* y, int64_t batch, int64_t m,
-            int64_t n, int64_t k, bool trans_a, bool trans_b) {
+void matmul(const Ctx& ctx, const float* a, const float* b, float* y, int64_t batch, int64_t m, int64_t n, int64_t k,
+            bool trans_a, bool trans_b) {
   // Row strides as stored: a is [M, K] or [K, M], b is [K, N] or [N, K].
   const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
   const int64_t sa = m * k, sb = k * n, sy = m * n;
   auto item = [&](int64_t i, ThreadPool& pool) {
-    sgemm(trans_a, trans_b, m, n, k, 1.0f, a + i * sa, lda, b + i * sb, ldb, 0.0f, y + i * sy, n,
-          pool);
+    sgemm(trans_a, trans_b, m, n, k, 1.0f, a + i * sa, lda, b + i * sb, ldb, 0.0f, y + i * sy, n, pool);
   };
   const double item_fma = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = ctx.threads;
-  if (batch == 1 || threads == 1 ||
-      (batch < threads) || (item_fma >= kBigItemFma && batch % threads != 0)) {
+  if (batch == 1 || threads == 1 || (batch < threads) || (item_fma >= kBigItemFma && batch % threads != 0)) {
     for (int64_t i = 0; i < batch; ++i) item(i, *ctx.pool);
     return;
   }

@@ -26,8 +26,8 @@ inline RowStats row_stats(const float* x, int64_t c, float eps) {
 
 }  // namespace
 
-void layernorm(const Ctx& ctx, const float* x, const float* gamma, const float* beta, float* y,
-               int64_t rows, int64_t cols, float eps) {
+void layernorm(const Ctx& ctx, const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
+               int64_t cols, float eps) {
   for_chunks(ctx, rows, grain_for(4 * cols), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * cols;
@@ -35,12 +35,10 @@ void layernorm(const Ctx& ctx, const float* x, const float* gamma, const float* 
       RowStats st = row_stats(xr, cols, eps);
       V vm = set1(st.mean), vr = set1(st.rstd);
       int64_t j = 0;
-      for (; j + W <= cols; j += W)
-        store(yr + j, fma((load(xr + j) - vm) * vr, load(gamma + j), load(beta + j)));
+      for (; j + W <= cols; j += W) store(yr + j, fma((load(xr + j) - vm) * vr, load(gamma + j), load(beta + j)));
       if (j < cols) {
         int64_t t = cols - j;
-        V o = fma((load_partial(xr + j, t) - vm) * vr, load_partial(gamma + j, t),
-                  load_partial(beta + j, t));
+        V o = fma((load_partial(xr + j, t) - vm) * vr, load_partial(gamma + j, t), load_partial(beta + j, t));
         store_partial(yr + j, o, t);
       }
     }
@@ -50,12 +48,11 @@ void layernorm(const Ctx& ctx, const float* x, const float* gamma, const float* 
 // With xhat = (x - mean) rstd and g = dy gamma:
 //   dx = rstd (g - mean(g) - xhat mean(g xhat))
 //   dgamma = sum over rows of dy xhat, dbeta = sum over rows of dy.
-void layernorm_grad(const Ctx& ctx, const float* x, const float* gamma, const float* dy, float* dx,
-                    float* dgamma, float* dbeta, int64_t rows, int64_t cols, float eps) {
+void layernorm_grad(const Ctx& ctx, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                    float* dbeta, int64_t rows, int64_t cols, float eps) {
   float* partial = static_cast<float*>(ctx.scratch);  // [chunk][2][cols]
   const float inv_c = 1.0f / static_cast<float>(cols);
-  int64_t chunks = for_chunks(ctx, rows, grain_for(8 * cols), [&](int64_t chunk, int64_t r0,
-                                                                   int64_t r1) {
+  int64_t chunks = for_chunks(ctx, rows, grain_for(8 * cols), [&](int64_t chunk, int64_t r0, int64_t r1) {
     float* pg = partial + chunk * 2 * cols;
     float* pb = pg + cols;
     std::memset(pg, 0, static_cast<size_t>(2 * cols) * sizeof(float));

@@ -7,9 +7,9 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 using namespace simd;
 
-void adamw(const Ctx& ctx, const float* p, const float* g, const float* m, const float* v,
-           const float* hparams, float* p_out, float* m_out, float* v_out, int64_t n,
-           float beta1, float beta2, float eps, bool apply_weight_decay) {
+void adamw(const Ctx& ctx, const float* p, const float* g, const float* m, const float* v, const float* hparams,
+           float* p_out, float* m_out, float* v_out, int64_t n, float beta1, float beta2, float eps,
+           bool apply_weight_decay) {
   // hparams live in device memory and change every step (lr schedule,
   // bias corrections), so they are read here, not at load.
   const V lr = set1(hparams[0]), wd = set1(apply_weight_decay ? hparams[1] : 0.0f);
@@ -38,8 +38,8 @@ void adamw(const Ctx& ctx, const float* p, const float* g, const float* m, const
     }
     if (i < e) {
       int64_t t = e - i;
-      step(load_partial(p + i, t), load_partial(g + i, t), load_partial(m + i, t),
-           load_partial(v + i, t), &po, &mo, &vo);
+      step(load_partial(p + i, t), load_partial(g + i, t), load_partial(m + i, t), load_partial(v + i, t), &po, &mo,
+           &vo);
       store_partial(p_out + i, po, t);
       store_partial(m_out + i, mo, t);
       store_partial(v_out + i, vo, t);

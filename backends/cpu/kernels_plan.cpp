@@ -68,7 +68,8 @@ int64_t prod(const Dims& d, size_t begin, size_t end) {
 }
 
 bool is_suffix(const Dims& suffix, const Dims& d) {
-  return suffix.size() <= d.size() && std::equal(suffix.begin(), suffix.end(), d.end() - static_cast<long>(suffix.size()));
+  return suffix.size() <= d.size() &&
+         std::equal(suffix.begin(), suffix.end(), d.end() - static_cast<long>(suffix.size()));
 }
 
 struct Invalid {
@@ -92,8 +93,7 @@ class NodeChecker {
     if (n_.iattrs.size() != ints)
       fail("expects " + std::to_string(ints) + " int attributes, got " + std::to_string(n_.iattrs.size()));
     if (n_.fattrs.size() != floats)
-      fail("expects " + std::to_string(floats) + " float attributes, got " +
-           std::to_string(n_.fattrs.size()));
+      fail("expects " + std::to_string(floats) + " float attributes, got " + std::to_string(n_.fattrs.size()));
   }
   const ir::DecodedValue& in(size_t i) const { return g_.values[n_.inputs[i]]; }
   const ir::DecodedValue& out(size_t i) const { return g_.values[n_.outputs[i]]; }
@@ -108,13 +108,13 @@ class NodeChecker {
   }
   void out_is(size_t i, kiln_dtype dt, const Dims& d) const {
     if (out(i).dtype != dt || dout(i) != d)
-      fail("output " + std::to_string(i) + " is " + (out(i).dtype == KILN_F32 ? "f32 " : "i32 ") +
-           str(dout(i)) + ", expected " + (dt == KILN_F32 ? "f32 " : "i32 ") + str(d));
+      fail("output " + std::to_string(i) + " is " + (out(i).dtype == KILN_F32 ? "f32 " : "i32 ") + str(dout(i)) +
+           ", expected " + (dt == KILN_F32 ? "f32 " : "i32 ") + str(d));
   }
   void same(size_t i, size_t j) const {
     if (din(i) != din(j))
-      fail("input " + std::to_string(j) + " " + str(din(j)) + " differs from input " +
-           std::to_string(i) + " " + str(din(i)));
+      fail("input " + std::to_string(j) + " " + str(din(j)) + " differs from input " + std::to_string(i) + " " +
+           str(din(i)));
   }
 
  private:
@@ -146,8 +146,7 @@ PermutePlan plan_permute(const Dims& in_dims, const std::vector<int64_t>& perm) 
   // Collapsed input: groups ordered by where they start in the input.
   std::vector<size_t> order(groups.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return groups[a].first < groups[b].first; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return groups[a].first < groups[b].first; });
   std::vector<int64_t> gsize(groups.size()), gstride(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     gsize[i] = 1;
@@ -186,8 +185,7 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       c.attrs(0, 0);
       c.f32_in(0, "a");
       c.f32_in(1, "b");
-      if (!is_suffix(c.din(1), c.din(0)))
-        c.fail("b " + str(c.din(1)) + " is not a suffix of a " + str(c.din(0)));
+      if (!is_suffix(c.din(1), c.din(0))) c.fail("b " + str(c.din(1)) + " is not a suffix of a " + str(c.din(0)));
       c.out_is(0, KILN_F32, c.din(0));
       p->n = c.in(0).numel();
       p->inner = c.in(1).numel();
@@ -216,18 +214,15 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       c.f32_in(1, "b");
       const Dims& a = c.din(0);
       const Dims& b = c.din(1);
-      if (a.size() < 2 || a.size() != b.size())
-        c.fail("needs equal ranks >= 2, got " + str(a) + " and " + str(b));
+      if (a.size() < 2 || a.size() != b.size()) c.fail("needs equal ranks >= 2, got " + str(a) + " and " + str(b));
       const size_t r = a.size();
-      if (!std::equal(a.begin(), a.end() - 2, b.begin()))
-        c.fail("batch dims differ: " + str(a) + " vs " + str(b));
+      if (!std::equal(a.begin(), a.end() - 2, b.begin())) c.fail("batch dims differ: " + str(a) + " vs " + str(b));
       p->trans_a = n.iattrs[0] != 0;
       p->trans_b = n.iattrs[1] != 0;
       const int64_t m = p->trans_a ? a[r - 1] : a[r - 2], ka = p->trans_a ? a[r - 2] : a[r - 1];
       const int64_t kb = p->trans_b ? b[r - 1] : b[r - 2], nn = p->trans_b ? b[r - 2] : b[r - 1];
       if (ka != kb)
-        c.fail("inner dims differ: " + str(a) + (p->trans_a ? "^T" : "") + " @ " + str(b) +
-               (p->trans_b ? "^T" : ""));
+        c.fail("inner dims differ: " + str(a) + (p->trans_a ? "^T" : "") + " @ " + str(b) + (p->trans_b ? "^T" : ""));
       Dims y(a.begin(), a.end() - 2);
       y.push_back(m);
       y.push_back(nn);
@@ -298,8 +293,7 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       c.attrs(0, 1);
       c.f32_in(0, "x");
       const Dims& x = c.din(0);
-      if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2])
-        c.fail("x must be [..., T, T], got " + str(x));
+      if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2]) c.fail("x must be [..., T, T], got " + str(x));
       c.out_is(0, KILN_F32, x);
       p->cols = x.back();
       p->batch = c.in(0).numel() / (p->cols * p->cols);
@@ -350,8 +344,7 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       c.arity(1, 1);
       c.attrs(0, 0);
       if (c.out(0).dtype != c.in(0).dtype) c.fail("dtype changes");
-      if (c.out(0).numel() != c.in(0).numel())
-        c.fail("cannot reshape " + str(c.din(0)) + " to " + str(c.dout(0)));
+      if (c.out(0).numel() != c.in(0).numel()) c.fail("cannot reshape " + str(c.din(0)) + " to " + str(c.dout(0)));
       p->n = c.in(0).numel();
       return;
     case KILN_OP_PERMUTE: {
@@ -380,8 +373,7 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       if (axis < 0 || axis >= static_cast<int64_t>(x.size())) c.fail("axis out of range");
       const auto a = static_cast<size_t>(axis);
       if (parts <= 0 || x[a] % parts != 0)
-        c.fail("dim " + std::to_string(x[a]) + " is not divisible into " + std::to_string(parts) +
-               " parts");
+        c.fail("dim " + std::to_string(x[a]) + " is not divisible into " + std::to_string(parts) + " parts");
       c.arity(1, static_cast<size_t>(parts));
       Dims y = x;
       y[a] /= parts;
@@ -434,8 +426,7 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       p->n = c.in(0).numel();
       p->flag = n.iattrs[0] != 0;
       return;
-    case KILN_OP_COUNT_:
-      break;
+    case KILN_OP_COUNT_: break;
   }
   throw Invalid{"unsupported op"};
 }
@@ -447,8 +438,7 @@ PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans) {
     const ir::DecodedValue& val = g.values[v];
     for (int64_t d : val.dims)
       if (d <= 0)
-        return {KILN_ERR_INVALID_ARGUMENT,
-                "value " + std::to_string(v) + " has an empty dim " + str(val.dims)};
+        return {KILN_ERR_INVALID_ARGUMENT, "value " + std::to_string(v) + " has an empty dim " + str(val.dims)};
     if (val.offset % 4 != 0)
       return {KILN_ERR_INVALID_ARGUMENT,
               "value " + std::to_string(v) + " is at an unaligned offset " + std::to_string(val.offset)};
@@ -457,14 +447,12 @@ PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::DecodedNode& n = g.nodes[i];
     if (static_cast<int>(n.op) >= KILN_OP_COUNT_)
-      return {KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": op " +
-                                        std::to_string(static_cast<int>(n.op)) +
+      return {KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": op " + std::to_string(static_cast<int>(n.op)) +
                                         " is not supported by the cpu backend"};
     try {
       plan_node(g, n, &(*plans)[i]);
     } catch (const Invalid& e) {
-      return {KILN_ERR_INVALID_ARGUMENT,
-              "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message};
+      return {KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message};
     }
   }
   return {};

@@ -46,9 +46,8 @@ void sum_to(const Ctx& ctx, const float* x, float* y, int64_t rows, int64_t cols
 
 void sum_squares(const Ctx& ctx, const float* x, float* y, int64_t n) {
   double* partial = static_cast<double*>(ctx.scratch);
-  int64_t chunks = for_chunks(ctx, n, 32768, [&](int64_t c, int64_t b, int64_t e) {
-    partial[c] = sum_squares_f64(x + b, e - b);
-  });
+  int64_t chunks =
+      for_chunks(ctx, n, 32768, [&](int64_t c, int64_t b, int64_t e) { partial[c] = sum_squares_f64(x + b, e - b); });
   double total = 0.0;
   for (int64_t c = 0; c < chunks; ++c) total += partial[c];
   y[0] = static_cast<float>(total);

@@ -78,7 +78,7 @@ struct kiln_loaded_executable {
   std::vector<kiln::cpu::NodePlan> plans;
   std::vector<uint64_t> slot_bytes;  // bytes each slot must hold
   uint64_t scratch_bytes = 0;
-  std::vector<void*> addresses;      // per value, rebound at every execute
+  std::vector<void*> addresses;         // per value, rebound at every execute
   const kiln_device* device = nullptr;  // the device it was loaded on
 };
 
@@ -93,14 +93,12 @@ void print_profile(const kiln_device& d) {
                d.avx2 ? "avx2" : "baseline", total);
   for (int op = 0; op < KILN_OP_COUNT_; ++op)
     if (d.op_calls[op] != 0)
-      std::fprintf(stderr, "  %-20s %10llu calls %10.3f s %6.1f%%\n",
-                   kiln::cpu::op_name(static_cast<kiln_op>(op)),
+      std::fprintf(stderr, "  %-20s %10llu calls %10.3f s %6.1f%%\n", kiln::cpu::op_name(static_cast<kiln_op>(op)),
                    static_cast<unsigned long long>(d.op_calls[op]), d.op_seconds[op],
                    total > 0 ? 100.0 * d.op_seconds[op] / total : 0.0);
   for (const auto& [shape, t] : d.matmul_shapes)
     std::fprintf(stderr, "    matmul %-30s %8llu calls %10.3f s %7.1f GFLOP/s\n", shape.c_str(),
-                 static_cast<unsigned long long>(t.calls), t.seconds,
-                 t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0.0);
+                 static_cast<unsigned long long>(t.calls), t.seconds, t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0.0);
 }
 
 constexpr char kExeMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', 'U', '1'};
@@ -154,9 +152,8 @@ template <class Args>
 void check_args(const Args* args, const char* what, size_t min_size = sizeof(Args)) {
   if (args == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args is NULL");
   if (args->struct_size < min_size)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " +
-                                        std::to_string(args->struct_size) + " is smaller than " +
-                                        std::to_string(min_size));
+    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " + std::to_string(args->struct_size) +
+                                        " is smaller than " + std::to_string(min_size));
 }
 
 void check_device_index(int32_t index) {
@@ -188,8 +185,8 @@ bool cpu_has_avx2_fma() {
 // FNV-1a 64 in four lanes with different seeds: 256 bits, enough for a
 // cache key component, without pulling a crypto library into the plugin.
 std::string fingerprint_hex(const std::string& data) {
-  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
-                                    0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
+                                    0xc2b2ae3d27d4eb4full};
   std::string out;
   char buf[17];
   for (uint64_t seed : seeds) {
@@ -236,9 +233,12 @@ const HostInfo& host_info() {
         if (!v.empty()) h.model = v, have_model = true;
       } else if (!have_vendor && line.rfind("vendor_id", 0) == 0) {
         std::string v = value(line);
-        if (v == "GenuineIntel") h.vendor = "Intel";
-        else if (v == "AuthenticAMD") h.vendor = "AMD";
-        else if (!v.empty()) h.vendor = v;
+        if (v == "GenuineIntel")
+          h.vendor = "Intel";
+        else if (v == "AuthenticAMD")
+          h.vendor = "AMD";
+        else if (!v.empty())
+          h.vendor = v;
         have_vendor = true;
       }
     }
@@ -260,8 +260,7 @@ bool use_avx2() {
 }
 
 std::string device_fingerprint() {
-  return fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" +
-                         KILN_CPU_COMPILER_VERSION);
+  return fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" + KILN_CPU_COMPILER_VERSION);
 }
 
 void copy_str(char* dst, size_t cap, const std::string& s) {
@@ -321,13 +320,11 @@ class Reader {
 };
 
 // Decodes and plans IR bytes; fails with the plan's error code.
-void decode_and_plan(const uint8_t* ir, size_t size, kiln::ir::DecodedGraph* g,
-                     std::vector<NodePlan>* plans) {
+void decode_and_plan(const uint8_t* ir, size_t size, kiln::ir::DecodedGraph* g, std::vector<NodePlan>* plans) {
   std::string err = kiln::ir::decode(ir, size, g);
   if (!err.empty()) {
     // An op code from a newer IR is a capability gap, not corruption.
-    int32_t code = err.rfind("IR node has unknown op", 0) == 0 ? KILN_ERR_UNSUPPORTED
-                                                               : KILN_ERR_CORRUPT;
+    int32_t code = err.rfind("IR node has unknown op", 0) == 0 ? KILN_ERR_UNSUPPORTED : KILN_ERR_CORRUPT;
     if (code == KILN_ERR_UNSUPPORTED) err += " (not supported by the cpu backend)";
     fail(code, err);
   }
@@ -355,15 +352,13 @@ void check_ids(const NodePlan& p, size_t node, void* const* values) {
       limit = p.cols;
       what = "target";
       break;
-    default:
-      return;
+    default: return;
   }
   for (int64_t i = 0; i < count; ++i)
     if (ids[i] < 0 || ids[i] >= limit)
-      fail(KILN_ERR_INVALID_ARGUMENT,
-           "node " + std::to_string(node) + " (" + kiln::cpu::op_name(p.op) + "): " + what + " " +
-               std::to_string(ids[i]) + " at position " + std::to_string(i) +
-               " is out of range [0, " + std::to_string(limit) + ")");
+      fail(KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(node) + " (" + kiln::cpu::op_name(p.op) + "): " + what +
+                                          " " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                                          " is out of range [0, " + std::to_string(limit) + ")");
 }
 
 // ---------------------------------------------------------------- ABI functions
@@ -379,12 +374,12 @@ void record_profile(kiln_device* dev, const NodePlan& node, double seconds) {
   dev->op_seconds[node.op] += seconds;
   dev->op_calls[node.op] += 1;
   if (node.op != KILN_OP_MATMUL) return;
-  auto& t = dev->matmul_shapes[std::to_string(node.batch) + "x" + std::to_string(node.m) + "x" +
-                               std::to_string(node.cols) + "x" + std::to_string(node.k) +
-                               (node.trans_a ? " ta" : "") + (node.trans_b ? " tb" : "")];
+  auto& t =
+      dev->matmul_shapes[std::to_string(node.batch) + "x" + std::to_string(node.m) + "x" + std::to_string(node.cols) +
+                         "x" + std::to_string(node.k) + (node.trans_a ? " ta" : "") + (node.trans_b ? " tb" : "")];
   t.seconds += seconds;
-  t.flops += 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) *
-             static_cast<double>(node.cols) * static_cast<double>(node.k);
+  t.flops += 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) * static_cast<double>(node.cols) *
+             static_cast<double>(node.k);
   t.calls += 1;
 }
 
@@ -458,8 +453,7 @@ kiln_error* buffer_alloc(kiln_buffer_alloc_args* args) {
     if (args->device == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_alloc: device is NULL");
     void* data = aligned_bytes(args->size_bytes);
     if (data == nullptr)
-      fail(KILN_ERR_OUT_OF_MEMORY,
-           "cannot allocate a buffer of " + std::to_string(args->size_bytes) + " bytes");
+      fail(KILN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer of " + std::to_string(args->size_bytes) + " bytes");
     args->buffer = new kiln_buffer{data, args->size_bytes};
   });
 }
@@ -473,9 +467,8 @@ void buffer_free(kiln_device*, kiln_buffer* buffer) {
 void check_range(const char* what, const kiln_buffer* b, uint64_t offset, uint64_t size) {
   if (b == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
   if (offset > b->size || size > b->size - offset)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(size) +
-                                        " bytes at offset " + std::to_string(offset) +
-                                        " overrun a buffer of " + std::to_string(b->size) +
+    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(size) + " bytes at offset " +
+                                        std::to_string(offset) + " overrun a buffer of " + std::to_string(b->size) +
                                         " bytes");
 }
 
@@ -485,8 +478,7 @@ kiln_error* buffer_write(kiln_buffer_transfer_args* args) {
     check_range("buffer_write", args->buffer, args->offset, args->size_bytes);
     if (args->size_bytes == 0) return;
     if (args->host == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_write: host is NULL");
-    std::memcpy(static_cast<uint8_t*>(args->buffer->data) + args->offset, args->host,
-                args->size_bytes);
+    std::memcpy(static_cast<uint8_t*>(args->buffer->data) + args->offset, args->host, args->size_bytes);
   });
 }
 
@@ -496,8 +488,7 @@ kiln_error* buffer_read(kiln_buffer_transfer_args* args) {
     check_range("buffer_read", args->buffer, args->offset, args->size_bytes);
     if (args->size_bytes == 0) return;
     if (args->host == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_read: host is NULL");
-    std::memcpy(args->host, static_cast<const uint8_t*>(args->buffer->data) + args->offset,
-                args->size_bytes);
+    std::memcpy(args->host, static_cast<const uint8_t*>(args->buffer->data) + args->offset, args->size_bytes);
   });
 }
 
@@ -554,13 +545,13 @@ kiln_error* load(kiln_load_args* args) {
       fail(KILN_ERR_CORRUPT, "not a cpu executable (bad magic)");
     const auto format = r.get<uint32_t>();
     if (format != kExeFormat)
-      fail(KILN_ERR_CORRUPT, "cpu executable format " + std::to_string(format) +
-                                 " is not supported (want " + std::to_string(kExeFormat) + ")");
+      fail(KILN_ERR_CORRUPT, "cpu executable format " + std::to_string(format) + " is not supported (want " +
+                                 std::to_string(kExeFormat) + ")");
     const auto vlen = r.get<uint32_t>();
     const std::string version(reinterpret_cast<const char*>(r.take(vlen)), vlen);
     if (version != KILN_CPU_COMPILER_VERSION)
-      fail(KILN_ERR_CORRUPT, "executable was compiled by " + version + ", this plugin is " +
-                                 KILN_CPU_COMPILER_VERSION + "; recompile it");
+      fail(KILN_ERR_CORRUPT, "executable was compiled by " + version + ", this plugin is " + KILN_CPU_COMPILER_VERSION +
+                                 "; recompile it");
     const auto sections = r.get<uint32_t>();
     const uint8_t* ir = nullptr;
     uint64_t ir_size = 0;
@@ -594,24 +585,20 @@ kiln_error* execute(kiln_execute_args* args) {
     check_args(args, "execute");
     kiln_device* dev = args->device;
     kiln_loaded_executable* exe = args->loaded;
-    if (dev == nullptr || exe == nullptr)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: device or executable is NULL");
-    if (exe->device != dev)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the executable was loaded on another device");
+    if (dev == nullptr || exe == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "execute: device or executable is NULL");
+    if (exe->device != dev) fail(KILN_ERR_INVALID_ARGUMENT, "execute: the executable was loaded on another device");
     const auto& g = exe->graph;
     if (args->num_slots < 0 || static_cast<uint32_t>(args->num_slots) < g.num_slots)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the graph addresses " + std::to_string(g.num_slots) +
-                                          " slots, " + std::to_string(args->num_slots) + " bound");
-    if (args->slots == nullptr && g.num_slots > 0)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: slots is NULL");
+      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the graph addresses " + std::to_string(g.num_slots) + " slots, " +
+                                          std::to_string(args->num_slots) + " bound");
+    if (args->slots == nullptr && g.num_slots > 0) fail(KILN_ERR_INVALID_ARGUMENT, "execute: slots is NULL");
     for (uint32_t s = 0; s < g.num_slots; ++s) {
       if (exe->slot_bytes[s] == 0) continue;
       const kiln_buffer* b = args->slots[s];
       if (b == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " is not bound");
       if (b->size < exe->slot_bytes[s])
-        fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " holds " +
-                                            std::to_string(b->size) + " bytes; the graph needs " +
-                                            std::to_string(exe->slot_bytes[s]));
+        fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " holds " + std::to_string(b->size) +
+                                            " bytes; the graph needs " + std::to_string(exe->slot_bytes[s]));
     }
 
     std::lock_guard<std::mutex> lock(dev->mutex);
@@ -621,8 +608,8 @@ kiln_error* execute(kiln_execute_args* args) {
       dev->scratch_bytes = 0;
       dev->scratch = aligned_bytes(exe->scratch_bytes);
       if (dev->scratch == nullptr)
-        fail(KILN_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(exe->scratch_bytes) +
-                                         " bytes of kernel scratch");
+        fail(KILN_ERR_OUT_OF_MEMORY,
+             "cannot allocate " + std::to_string(exe->scratch_bytes) + " bytes of kernel scratch");
       dev->scratch_bytes = exe->scratch_bytes;
     }
     for (size_t v = 0; v < g.values.size(); ++v) {
@@ -687,13 +674,10 @@ const kiln_plugin_api kApi = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
-  return &kApi;
-}
+extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &kApi; }
 
 // Any CPU can run this plugin (AVX2 is chosen at device open, not required).
-extern "C" __attribute__((visibility("default"))) int kiln_plugin_probe(char* reason,
-                                                                         size_t reason_size) {
+extern "C" __attribute__((visibility("default"))) int kiln_plugin_probe(char* reason, size_t reason_size) {
   if (reason != nullptr && reason_size > 0) reason[0] = '\0';
   return 1;
 }

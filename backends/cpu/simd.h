@@ -34,7 +34,9 @@ namespace kiln::cpu::KILN_CPU_ISA::simd {
 #if defined(KILN_CPU_SIMD_AVX2)
 
 constexpr int W = 8;
-struct V { __m256 v; };
+struct V {
+  __m256 v;
+};
 inline V load(const float* p) { return {_mm256_loadu_ps(p)}; }
 inline void store(float* p, V a) { _mm256_storeu_ps(p, a.v); }
 inline V set1(float x) { return {_mm256_set1_ps(x)}; }
@@ -50,9 +52,7 @@ inline V max(V a, V b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline V min(V a, V b) { return {_mm256_min_ps(a.v, b.v)}; }
 inline V sqrt(V a) { return {_mm256_sqrt_ps(a.v)}; }
 // a where !(x < lo) (NaN x keeps a), else 0.
-inline V zero_below(V a, V x, V lo) {
-  return {_mm256_and_ps(a.v, _mm256_cmp_ps(x.v, lo.v, _CMP_NLT_UQ))};
-}
+inline V zero_below(V a, V x, V lo) { return {_mm256_and_ps(a.v, _mm256_cmp_ps(x.v, lo.v, _CMP_NLT_UQ))}; }
 inline V round(V a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
 // 2^n for integral n in [-126, 127].
 inline V pow2i(V n) {
@@ -101,7 +101,9 @@ inline double sum_squares_f64(const float* x, int64_t n) {
 #elif defined(KILN_CPU_SIMD_SSE2)
 
 constexpr int W = 4;
-struct V { __m128 v; };
+struct V {
+  __m128 v;
+};
 inline V load(const float* p) { return {_mm_loadu_ps(p)}; }
 inline void store(float* p, V a) { _mm_storeu_ps(p, a.v); }
 inline V set1(float x) { return {_mm_set1_ps(x)}; }
@@ -153,7 +155,9 @@ inline double sum_squares_f64(const float* x, int64_t n) {
 #else  // scalar
 
 constexpr int W = 1;
-struct V { float v; };
+struct V {
+  float v;
+};
 inline V load(const float* p) { return {*p}; }
 inline void store(float* p, V a) { *p = a.v; }
 inline V set1(float x) { return {x}; }
@@ -193,8 +197,7 @@ inline V zero() { return set1(0.0f); }
 // Masked loads/stores: no memory outside [p, p + n) is touched, and no
 // libc memcpy call per row tail.
 inline __m256i tail_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 inline V load_partial(const float* p, int64_t n, float pad = 0.0f) {
   __m256i m = tail_mask(n);
@@ -263,7 +266,10 @@ inline float sum(const float* x, int64_t n) {
     a0 = a0 + load(x + i);
     a1 = a1 + load(x + i + W);
   }
-  if (i + W <= n) { a0 = a0 + load(x + i); i += W; }
+  if (i + W <= n) {
+    a0 = a0 + load(x + i);
+    i += W;
+  }
   if (i < n) a1 = a1 + load_partial(x + i, n - i);
   return hsum(a0 + a1);
 }
@@ -277,8 +283,15 @@ inline float sum_sq_dev(const float* x, int64_t n, float c) {
     a0 = fma(d0, d0, a0);
     a1 = fma(d1, d1, a1);
   }
-  if (i + W <= n) { V d = load(x + i) - vc; a0 = fma(d, d, a0); i += W; }
-  if (i < n) { V d = load_partial(x + i, n - i, c) - vc; a1 = fma(d, d, a1); }
+  if (i + W <= n) {
+    V d = load(x + i) - vc;
+    a0 = fma(d, d, a0);
+    i += W;
+  }
+  if (i < n) {
+    V d = load_partial(x + i, n - i, c) - vc;
+    a1 = fma(d, d, a1);
+  }
   return hsum(a0 + a1);
 }
 
@@ -289,7 +302,10 @@ inline float dot(const float* a, const float* b, int64_t n) {
     a0 = fma(load(a + i), load(b + i), a0);
     a1 = fma(load(a + i + W), load(b + i + W), a1);
   }
-  if (i + W <= n) { a0 = fma(load(a + i), load(b + i), a0); i += W; }
+  if (i + W <= n) {
+    a0 = fma(load(a + i), load(b + i), a0);
+    i += W;
+  }
   if (i < n) a1 = fma(load_partial(a + i, n - i), load_partial(b + i, n - i), a1);
   return hsum(a0 + a1);
 }
@@ -302,7 +318,10 @@ inline float max_scaled(const float* x, int64_t n, float s) {
     a0 = max(a0, load(x + i) * vs);
     a1 = max(a1, load(x + i + W) * vs);
   }
-  if (i + W <= n) { a0 = max(a0, load(x + i) * vs); i += W; }
+  if (i + W <= n) {
+    a0 = max(a0, load(x + i) * vs);
+    i += W;
+  }
   if (i < n) {
     // Pad with a copy of a real element so the padding never wins.
     V t = load_partial(x + i, n - i, x[i]);
@@ -339,7 +358,10 @@ inline float exp_sum(const float* x, float m, int64_t n) {
     a0 = a0 + exp(load(x + i) - vm);
     a1 = a1 + exp(load(x + i + W) - vm);
   }
-  if (i + W <= n) { a0 = a0 + exp(load(x + i) - vm); i += W; }
+  if (i + W <= n) {
+    a0 = a0 + exp(load(x + i) - vm);
+    i += W;
+  }
   float total = hsum(a0 + a1);
   for (; i < n; ++i) {
     float t[W];

@@ -33,8 +33,7 @@ void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
     auto spin_until = std::chrono::steady_clock::now() + kSpin;
-    while (generation_.load(std::memory_order_acquire) == seen &&
-           std::chrono::steady_clock::now() < spin_until) {
+    while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
     }
     if (generation_.load(std::memory_order_acquire) == seen) {
@@ -64,8 +63,7 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                              const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);

@@ -204,8 +204,8 @@ Program generate(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, c
         b.last = std::max(b.last, static_cast<int>(u));
       }
     for (uint64_t elems : codes[u].temps)
-      temp_blocks[u].push_back(Block{round_up(std::max<uint64_t>(elems, 1), kArenaAlign),
-                                     static_cast<int>(u), static_cast<int>(u)});
+      temp_blocks[u].push_back(
+          Block{round_up(std::max<uint64_t>(elems, 1), kArenaAlign), static_cast<int>(u), static_cast<int>(u)});
   }
   std::vector<Block*> blocks;
   for (uint32_t v = 0; v < g.values.size(); ++v) {

@@ -43,27 +43,17 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
     auto in = [&](size_t i) { return operand(n.inputs[i], g.values[n.inputs[i]].numel()); };
     const std::string y = v(n.outputs[0]);
     switch (n.op) {
-      case KILN_OP_FILL:
-        body.push_back("const float " + y + " = " + flt(n.fattrs[0]) + ";");
-        break;
-      case KILN_OP_ADD:
-      {
+      case KILN_OP_FILL: body.push_back("const float " + y + " = " + flt(n.fattrs[0]) + ";"); break;
+      case KILN_OP_ADD: {
         const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
         body.push_back("const float " + y + " = " + a + " + " + b + ";");
-      }
-        break;
-      case KILN_OP_MUL:
-      {
+      } break;
+      case KILN_OP_MUL: {
         const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
         body.push_back("const float " + y + " = " + a + " * " + b + ";");
-      }
-        break;
-      case KILN_OP_SCALE:
-        body.push_back("const float " + y + " = " + in(0) + " * " + flt(n.fattrs[0]) + ";");
-        break;
-      case KILN_OP_RESHAPE:
-        body.push_back("const float " + y + " = " + in(0) + ";");
-        break;
+      } break;
+      case KILN_OP_SCALE: body.push_back("const float " + y + " = " + in(0) + " * " + flt(n.fattrs[0]) + ";"); break;
+      case KILN_OP_RESHAPE: body.push_back("const float " + y + " = " + in(0) + ";"); break;
       case KILN_OP_GELU:
       case KILN_OP_GELU_GRAD: {
         const std::string x = in(0);
@@ -102,8 +92,7 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         body.push_back("const float " + y + " = " + p + " - " + hp + "[0] * (" + upd + ");");
         break;
       }
-      default:
-        fail(KILN_ERR_INTERNAL, std::string("no elementwise lowering for ") + op_name(n.op));
+      default: fail(KILN_ERR_INTERNAL, std::string("no elementwise lowering for ") + op_name(n.op));
     }
     for (uint32_t o : n.outputs) produced[o] = true;
   }

@@ -17,8 +17,8 @@ void emit_embedding_grad(EmitContext& ctx, uint32_t node) {
   const std::string V = std::to_string(vocab);
   const Operand count = ctx.temp(vocab), start = ctx.temp(vocab), cursor = ctx.temp(vocab);
   const Operand pos = ctx.temp(rows);
-  const Operand check = ctx.check("node " + std::to_string(node) +
-                                  " (embedding_grad): an id is out of range [0, " + V + ")");
+  const Operand check =
+      ctx.check("node " + std::to_string(node) + " (embedding_grad): an id is out of range [0, " + V + ")");
   const uint64_t group = std::min<uint64_t>(64, ctx.target.max_work_group);
   {
     Kernel k;  // clear the counts
@@ -44,8 +44,8 @@ void emit_embedding_grad(EmitContext& ctx, uint32_t node) {
     const std::string s = k.param(start, "int");
     const std::string cur = k.param(cursor, "int");
     k.line("int run = 0;");
-    k.line("for (uint v = 0; v < " + num(vocab) + "; ++v) { " + s + "[v] = run; " + cur +
-           "[v] = run; run += " + c + "[v]; }");
+    k.line("for (uint v = 0; v < " + num(vocab) + "; ++v) { " + s + "[v] = run; " + cur + "[v] = run; run += " + c +
+           "[v]; }");
     launch(ctx, k, nd, 1, 1);
   }
   {

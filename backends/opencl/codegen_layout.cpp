@@ -8,8 +8,8 @@ namespace kiln::ocl {
 namespace {
 
 // dst[q * dst_stride + j] = src[q * src_stride + j] for q < rows, j < width.
-void strided_copy(EmitContext& ctx, int32_t node, const Operand& src, const Operand& dst, uint64_t rows,
-                  uint64_t width, uint64_t src_stride, uint64_t dst_stride) {
+void strided_copy(EmitContext& ctx, int32_t node, const Operand& src, const Operand& dst, uint64_t rows, uint64_t width,
+                  uint64_t src_stride, uint64_t dst_stride) {
   if (rows == 1 || (width == src_stride && width == dst_stride))
     return emit_copy(ctx, node, src, dst, rows * width * 4);
   Kernel k;
@@ -29,7 +29,8 @@ void permute(EmitContext& ctx, uint32_t node) {
   const PermutePlan& p = inf.permute;
   const auto count = static_cast<uint64_t>(inf.count);
   // Rank <= 1 after collapsing: the layout does not change.
-  if (p.rank <= 1) return emit_copy(ctx, static_cast<int32_t>(node), value(n.inputs[0]), value(n.outputs[0]), count * 4);
+  if (p.rank <= 1)
+    return emit_copy(ctx, static_cast<int32_t>(node), value(n.inputs[0]), value(n.outputs[0]), count * 4);
   Kernel k;
   const std::string x = k.param(value(n.inputs[0]), "const uint");
   const std::string y = k.param(value(n.outputs[0]), "uint");
@@ -59,9 +60,8 @@ void embedding(EmitContext& ctx, uint32_t node) {
   const std::string table = k.param(value(n.inputs[0]), "const float");
   const std::string ids = k.param(value(n.inputs[1]), "const int");
   const std::string y = k.param(value(n.outputs[0]), "float");
-  const std::string flag = k.flag_param(ctx.check("node " + std::to_string(node) +
-                                                  " (embedding): an id is out of range [0, " +
-                                                  std::to_string(vocab) + ")"));
+  const std::string flag = k.flag_param(ctx.check(
+      "node " + std::to_string(node) + " (embedding): an id is out of range [0, " + std::to_string(vocab) + ")"));
   const std::string I = idx(std::max(rows, vocab) * cols + 1);
   k.line("const " + I + " g = get_global_id(0);");
   k.line(guard("g", rows * cols, ctx.target.elementwise_group));
@@ -79,10 +79,8 @@ void emit_layout(EmitContext& ctx, uint32_t node) {
   const NodeInfo& inf = ctx.info[node];
   const auto nd = static_cast<int32_t>(node);
   switch (n.op) {
-    case KILN_OP_PERMUTE:
-      return permute(ctx, node);
-    case KILN_OP_EMBEDDING:
-      return embedding(ctx, node);
+    case KILN_OP_PERMUTE: return permute(ctx, node);
+    case KILN_OP_EMBEDDING: return embedding(ctx, node);
     case KILN_OP_RESHAPE: {
       const ir::DecodedValue& in = ctx.g.values[n.inputs[0]];
       const ir::DecodedValue& out = ctx.g.values[n.outputs[0]];
@@ -93,8 +91,7 @@ void emit_layout(EmitContext& ctx, uint32_t node) {
       const auto rows = static_cast<uint64_t>(inf.rows), inner = static_cast<uint64_t>(inf.inner);
       const auto parts = static_cast<uint64_t>(inf.parts);
       for (uint64_t p = 0; p < parts; ++p)
-        strided_copy(ctx, nd, value(n.inputs[0], p * inner), value(n.outputs[p]), rows, inner,
-                     parts * inner, inner);
+        strided_copy(ctx, nd, value(n.inputs[0], p * inner), value(n.outputs[p]), rows, inner, parts * inner, inner);
       return;
     }
     case KILN_OP_CONCAT: {
@@ -107,8 +104,7 @@ void emit_layout(EmitContext& ctx, uint32_t node) {
       }
       return;
     }
-    default:
-      fail(KILN_ERR_INTERNAL, std::string("no lowering for ") + op_name(n.op));
+    default: fail(KILN_ERR_INTERNAL, std::string("no lowering for ") + op_name(n.op));
   }
 }
 

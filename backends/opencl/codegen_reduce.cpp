@@ -13,9 +13,7 @@ constexpr uint64_t kElementsPerChunk = 2048;
 
 }  // namespace
 
-std::string kahan_declare(const std::string& s) {
-  return "float " + s + " = 0.0f, " + s + "c = 0.0f;";
-}
+std::string kahan_declare(const std::string& s) { return "float " + s + " = 0.0f, " + s + "c = 0.0f;"; }
 
 std::string kahan_add(const std::string& s, const std::string& expr) {
   return "{ const float ky = (" + expr + ") - " + s + "c; const float kt = " + s + " + ky; " + s +
@@ -44,8 +42,8 @@ void emit_serial_sum(EmitContext& ctx, int32_t node, const Operand& src, uint64_
 }
 
 void emit_column_sums(EmitContext& ctx, int32_t node, int64_t rows_, int64_t cols_,
-                      const std::vector<std::pair<Operand, std::string>>& inputs,
-                      const std::vector<std::string>& exprs, const std::vector<Operand>& outputs) {
+                      const std::vector<std::pair<Operand, std::string>>& inputs, const std::vector<std::string>& exprs,
+                      const std::vector<Operand>& outputs) {
   const auto rows = static_cast<uint64_t>(rows_), cols = static_cast<uint64_t>(cols_);
   const uint64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
   const std::string I = idx(rows * cols + 1);
@@ -82,8 +80,8 @@ void emit_column_sums(EmitContext& ctx, int32_t node, int64_t rows_, int64_t col
     k.line("const " + I + " g = get_global_id(0);");
     k.line("if (g >= " + num(chunks * cols) + ") return;");
     k.line("const " + I + " q = g / " + num(cols) + ", c = g % " + num(cols) + ";");
-    k.line("const " + I + " end = min((" + I + ")((q + 1) * " + num(kRowsPerChunk) + "), (" + I + ")" +
-           num(rows) + ");");
+    k.line("const " + I + " end = min((" + I + ")((q + 1) * " + num(kRowsPerChunk) + "), (" + I + ")" + num(rows) +
+           ");");
     sum_rows(k, "q * " + num(kRowsPerChunk), "end");
     for (size_t e = 0; e < exprs.size(); ++e)
       k.line(part + "[" + num(e * chunks * cols) + " + g] = s" + std::to_string(e) + ";");
@@ -113,7 +111,8 @@ void emit_reduce(EmitContext& ctx, uint32_t node) {
   const NodeInfo& inf = ctx.info[node];
   const auto nd = static_cast<int32_t>(node);
   if (n.op == KILN_OP_SUM_TO) {
-    if (inf.rows == 1) return emit_copy(ctx, nd, value(n.inputs[0]), value(n.outputs[0]), static_cast<uint64_t>(inf.cols) * 4);
+    if (inf.rows == 1)
+      return emit_copy(ctx, nd, value(n.inputs[0]), value(n.outputs[0]), static_cast<uint64_t>(inf.cols) * 4);
     emit_column_sums(ctx, nd, inf.rows, inf.cols, {{value(n.inputs[0]), "const float"}},
                      {"p0[r * " + num(static_cast<uint64_t>(inf.cols)) + " + c]"}, {value(n.outputs[0])});
     return;
@@ -121,8 +120,7 @@ void emit_reduce(EmitContext& ctx, uint32_t node) {
   // SUM_SQUARES: chunk sums, then their sum.
   const auto count = static_cast<uint64_t>(inf.count);
   const uint64_t chunks = (count + kElementsPerChunk - 1) / kElementsPerChunk;
-  if (chunks <= 1)
-    return emit_serial_sum(ctx, nd, value(n.inputs[0]), count, true, value(n.outputs[0]), 1);
+  if (chunks <= 1) return emit_serial_sum(ctx, nd, value(n.inputs[0]), count, true, value(n.outputs[0]), 1);
   const Operand partial = ctx.temp(chunks);
   Kernel k;
   const std::string x = k.param(value(n.inputs[0]), "const float");
@@ -130,8 +128,8 @@ void emit_reduce(EmitContext& ctx, uint32_t node) {
   const std::string I = idx(count + kElementsPerChunk);
   k.line("const " + I + " q = get_global_id(0);");
   k.line("if (q >= " + num(chunks) + ") return;");
-  k.line("const " + I + " end = min((" + I + ")((q + 1) * " + num(kElementsPerChunk) + "), (" + I + ")" +
-         num(count) + ");");
+  k.line("const " + I + " end = min((" + I + ")((q + 1) * " + num(kElementsPerChunk) + "), (" + I + ")" + num(count) +
+         ");");
   k.line(kahan_declare("s"));
   k.line("for (" + I + " j = q * " + num(kElementsPerChunk) + "; j < end; ++j) " +
          kahan_add("s", x + "[j] * " + x + "[j]"));

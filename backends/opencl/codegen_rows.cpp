@@ -73,9 +73,7 @@ class Rows {
   }
 
   // Runs `stmt` once per row.
-  void once(Kernel& k, const std::string& stmt) const {
-    k.line(per_item_ ? stmt : "if (t == 0) { " + stmt + " }");
-  }
+  void once(Kernel& k, const std::string& stmt) const { k.line(per_item_ ? stmt : "if (t == 0) { " + stmt + " }"); }
 
   void run(EmitContext& ctx, const Kernel& k, uint32_t node) const {
     if (per_item_)
@@ -90,8 +88,7 @@ class Rows {
   uint64_t group_ = 0;
 };
 
-std::string row_ptr(Kernel& k, const Operand& op, const std::string& type, const std::string& name,
-                    const Rows& rows) {
+std::string row_ptr(Kernel& k, const Operand& op, const std::string& type, const std::string& name, const Rows& rows) {
   const std::string p = k.param(op, type);
   k.line("__global " + type + "* " + name + " = " + p + " + r * " + rows.C() + ";");
   return name;
@@ -138,16 +135,13 @@ void layernorm_grad(EmitContext& ctx, uint32_t node) {
   R.reduce(k, "sgx", "+", "dyr[j] * " + gamma + "[j] * ((xr[j] - mean) * rstd)", C);
   k.line("const float mean_g = sg / " + C + ";");
   k.line("const float mean_gx = sgx / " + C + ";");
-  R.each(k,
-         "dxr[j] = rstd * (dyr[j] * " + gamma + "[j] - mean_g - ((xr[j] - mean) * rstd) * mean_gx);",
-         C);
+  R.each(k, "dxr[j] = rstd * (dyr[j] * " + gamma + "[j] - mean_g - ((xr[j] - mean) * rstd) * mean_gx);", C);
   R.once(k, st + "[2 * r] = mean; " + st + "[2 * r + 1] = rstd;");
   R.run(ctx, k, node);
 
   const std::string at = "r * " + C + " + c";
   emit_column_sums(ctx, static_cast<int32_t>(node), inf.rows, inf.cols,
-                   {{value(n.inputs[0]), "const float"}, {value(n.inputs[2]), "const float"},
-                    {stats, "const float"}},
+                   {{value(n.inputs[0]), "const float"}, {value(n.inputs[2]), "const float"}, {stats, "const float"}},
                    {"p1[" + at + "] * ((p0[" + at + "] - p2[2 * r]) * p2[2 * r + 1])", "p1[" + at + "]"},
                    {value(n.outputs[1]), value(n.outputs[2])});
 }
@@ -185,8 +179,7 @@ void softmax_grad(EmitContext& ctx, uint32_t node) {
 
 // Loads the row's target and sets `bad` (and the error flag) when it is out
 // of range.
-void target_of_row(Kernel& k, const Rows& R, const std::string& targets, const std::string& flag,
-                   const NodeInfo& inf) {
+void target_of_row(Kernel& k, const Rows& R, const std::string& targets, const std::string& flag, const NodeInfo& inf) {
   k.line("const int tg = " + targets + "[r];");
   k.line("const bool bad = tg < 0 || tg >= " + std::to_string(inf.cols) + ";");
   R.once(k, "if (bad) " + flag + ";");
@@ -213,8 +206,8 @@ void cross_entropy(EmitContext& ctx, uint32_t node) {
   R.reduce(k, "se", "+", "exp(xr[j] - mx)", R.C());
   R.once(k, lr + "[r] = bad ? NAN : (mx + log(se)) - xr[tg];");
   R.run(ctx, k, node);
-  emit_serial_sum(ctx, static_cast<int32_t>(node), losses, static_cast<uint64_t>(inf.rows), false,
-                  value(n.outputs[0]), static_cast<uint64_t>(inf.rows));
+  emit_serial_sum(ctx, static_cast<int32_t>(node), losses, static_cast<uint64_t>(inf.rows), false, value(n.outputs[0]),
+                  static_cast<uint64_t>(inf.rows));
 }
 
 void cross_entropy_grad(EmitContext& ctx, uint32_t node) {
@@ -233,9 +226,7 @@ void cross_entropy_grad(EmitContext& ctx, uint32_t node) {
   R.reduce(k, "se", "+", "exp(xr[j] - mx)", R.C());
   k.line("const float lse = mx + log(se);");
   k.line("const float scale = " + dloss + "[0] / " + flt(static_cast<float>(inf.rows)) + ";");
-  R.each(k,
-         "dr[j] = bad ? NAN : scale * (exp(xr[j] - lse) - (j == (" + R.I + ")tg ? 1.0f : 0.0f));",
-         R.C());
+  R.each(k, "dr[j] = bad ? NAN : scale * (exp(xr[j] - lse) - (j == (" + R.I + ")tg ? 1.0f : 0.0f));", R.C());
   R.run(ctx, k, node);
 }
 

@@ -23,9 +23,7 @@ struct Failure {
   std::string message;
 };
 
-[[noreturn]] inline void fail(int32_t code, std::string message) {
-  throw Failure{code, std::move(message)};
-}
+[[noreturn]] inline void fail(int32_t code, std::string message) { throw Failure{code, std::move(message)}; }
 
 // "CL_OUT_OF_RESOURCES (-5)" for a status code.
 std::string cl_status_name(cl_int status);

@@ -80,11 +80,9 @@ std::vector<DeviceInfo> enumerate(std::string* why_none) {
       info.max_work_group_size = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1);
       info.local_mem_bytes = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE, 0);
       info.is_pocl = info.platform_name.find("Portable Computing Language") != std::string::npos;
-      info.fingerprint = fingerprint_hex(info.platform_name + "|" + info.platform_version + "|" +
-                                         info.name + "|" + info.vendor + "|" + info.driver_version +
-                                         "|" + info.device_version + "|" +
-                                         device_string(d, CL_DEVICE_OPENCL_C_VERSION) + "|" +
-                                         kCompilerVersion);
+      info.fingerprint = fingerprint_hex(info.platform_name + "|" + info.platform_version + "|" + info.name + "|" +
+                                         info.vendor + "|" + info.driver_version + "|" + info.device_version + "|" +
+                                         device_string(d, CL_DEVICE_OPENCL_C_VERSION) + "|" + kCompilerVersion);
       out.push_back(std::move(info));
     }
   }
@@ -121,9 +119,8 @@ std::string no_devices_reason() {
 const DeviceInfo& device_at(int32_t index) {
   const auto& list = devices();
   if (index < 0 || static_cast<size_t>(index) >= list.size())
-    fail(KILN_ERR_INVALID_ARGUMENT,
-         "device index " + std::to_string(index) + " out of range (the opencl backend has " +
-             std::to_string(list.size()) + " device" + (list.size() == 1 ? "" : "s") + ")");
+    fail(KILN_ERR_INVALID_ARGUMENT, "device index " + std::to_string(index) + " out of range (the opencl backend has " +
+                                        std::to_string(list.size()) + " device" + (list.size() == 1 ? "" : "s") + ")");
   return list[static_cast<size_t>(index)];
 }
 
@@ -140,8 +137,8 @@ ScopedContext::~ScopedContext() {
 }
 
 std::string fingerprint_hex(const std::string& data) {
-  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
-                                    0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
+                                    0xc2b2ae3d27d4eb4full};
   std::string out;
   char buf[17];
   for (uint64_t seed : seeds) {

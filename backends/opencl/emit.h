@@ -26,7 +26,7 @@ struct Operand {
 inline Operand value(uint32_t id, uint64_t extra = 0) { return {Operand::Kind::Value, id, extra}; }
 
 struct PendingStep {
-  Step step;         // everything but args, which the driver resolves
+  Step step;          // everything but args, which the driver resolves
   int32_t text = -1;  // kernel text index within the unit
   std::vector<Operand> operands;
 };
@@ -34,7 +34,7 @@ struct PendingStep {
 struct UnitCode {
   std::vector<std::string> texts;  // kernel sources, named "KNAME"
   std::vector<PendingStep> steps;
-  std::vector<uint64_t> temps;     // temporary sizes in elements
+  std::vector<uint64_t> temps;  // temporary sizes in elements
 };
 
 struct EmitContext {
@@ -98,9 +98,9 @@ uint64_t pow2_floor(uint64_t v);
 // Per-op generators.
 void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored);
 void emit_matmul(EmitContext& ctx, uint32_t node);
-void emit_rows(EmitContext& ctx, uint32_t node);      // layernorm(_grad), softmax(_grad), cross entropy(_grad)
-void emit_reduce(EmitContext& ctx, uint32_t node);    // sum_to, sum_squares
-void emit_layout(EmitContext& ctx, uint32_t node);    // permute, split, concat, reshape, embedding
+void emit_rows(EmitContext& ctx, uint32_t node);    // layernorm(_grad), softmax(_grad), cross entropy(_grad)
+void emit_reduce(EmitContext& ctx, uint32_t node);  // sum_to, sum_squares
+void emit_layout(EmitContext& ctx, uint32_t node);  // permute, split, concat, reshape, embedding
 void emit_embedding_grad(EmitContext& ctx, uint32_t node);
 
 // Column sums shared by sum_to and layernorm_grad: out_i[c] = sum over rows
@@ -108,8 +108,8 @@ void emit_embedding_grad(EmitContext& ctx, uint32_t node);
 // `exprs` are OpenCL expressions in `r` and `c` over the pointers named by
 // `inputs` (in order, as p0, p1, ...).
 void emit_column_sums(EmitContext& ctx, int32_t node, int64_t rows, int64_t cols,
-                      const std::vector<std::pair<Operand, std::string>>& inputs,
-                      const std::vector<std::string>& exprs, const std::vector<Operand>& outputs);
+                      const std::vector<std::pair<Operand, std::string>>& inputs, const std::vector<std::string>& exprs,
+                      const std::vector<Operand>& outputs);
 
 // dst[0] = sum of src[0..count) (of squares if `square`), divided by
 // `divisor` unless it is 1: one work item, compensated, in index order.

@@ -40,8 +40,8 @@ ExecutableImage decode_executable(const uint8_t* bytes, size_t size) {
   r.take(sizeof(kMagic));
   const auto format = r.get<uint32_t>();
   if (format != kFormat)
-    fail(KILN_ERR_CORRUPT, "opencl executable format " + std::to_string(format) +
-                               " is not supported (want " + std::to_string(kFormat) + ")");
+    fail(KILN_ERR_CORRUPT, "opencl executable format " + std::to_string(format) + " is not supported (want " +
+                               std::to_string(kFormat) + ")");
   ExecutableImage image;
   image.compiler_version = r.get_string();
   if (image.compiler_version != kCompilerVersion)

@@ -28,16 +28,15 @@ bool overlaps(const ir::DecodedValue& a, const ir::DecodedValue& b) {
 // loads before it stores. Any other overlap would race between work items.
 // (Arena values need no check: the plugin places every value a kernel
 // touches in disjoint arena memory.)
-bool hazard(const ir::DecodedGraph& g, const ir::DecodedValue& w, const ir::DecodedValue& r,
-            bool r_at_index, int64_t count) {
+bool hazard(const ir::DecodedGraph& g, const ir::DecodedValue& w, const ir::DecodedValue& r, bool r_at_index,
+            int64_t count) {
   if (w.slot == 0 || !overlaps(w, r)) return false;
   const bool same_elements = w.offset == r.offset && w.numel() == count && r.numel() == count;
   (void)g;
   return !(same_elements && r_at_index);
 }
 
-bool can_join(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const Group& grp,
-              uint32_t ni) {
+bool can_join(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const Group& grp, uint32_t ni) {
   const ir::DecodedNode& n = g.nodes[ni];
   if (grp.nodes.empty() || grp.count != info[ni].count || grp.nodes.size() >= kMaxNodes) return false;
   std::vector<std::pair<uint32_t, bool>> reads = grp.reads;
@@ -92,13 +91,11 @@ bool is_fusible(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
     case KILN_OP_SCALE:
     case KILN_OP_GELU:
     case KILN_OP_GELU_GRAD:
-    case KILN_OP_ADAMW:
-      return true;
+    case KILN_OP_ADAMW: return true;
     case KILN_OP_RESHAPE:
       // Same elements in the same order: the identity inside a kernel.
       return g.values[n.inputs[0]].dtype == KILN_F32;
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -24,14 +24,12 @@ clblast::Transpose tr(bool t) { return t ? clblast::Transpose::kYes : clblast::T
 struct Lds {
   size_t a, b, c;
 };
-Lds lds(const Step& s) {
-  return {s.trans_a ? s.m : s.k, s.trans_b ? s.k : s.n, s.n};
-}
+Lds lds(const Step& s) { return {s.trans_a ? s.m : s.k, s.trans_b ? s.k : s.n, s.n}; }
 
 void check_status(clblast::StatusCode status, const Step& s) {
   if (status == clblast::StatusCode::kSuccess) return;
-  const bool oom = status == clblast::StatusCode::kOpenCLOutOfHostMemory ||
-                   status == clblast::StatusCode::kOpenCLOutOfResources;
+  const bool oom =
+      status == clblast::StatusCode::kOpenCLOutOfHostMemory || status == clblast::StatusCode::kOpenCLOutOfResources;
   fail(oom ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_DEVICE,
        "node " + std::to_string(s.node) + " (matmul " + std::to_string(s.batch) + "x" + std::to_string(s.m) + "x" +
            std::to_string(s.n) + "x" + std::to_string(s.k) + "): CLBlast GEMM failed: " + status_text(status));
@@ -43,8 +41,8 @@ void run_gemm(cl_command_queue queue, const Step& s, const GemmOperands& o, cl_m
   const Lds ld = lds(s);
   const auto layout = clblast::Layout::kRowMajor;
   auto one = [&](uint64_t a_off, uint64_t b_off, uint64_t c_off) {
-    check_status(clblast::Gemm<float>(layout, tr(s.trans_a), tr(s.trans_b), s.m, s.n, s.k, 1.0f, o.a, a_off, ld.a,
-                                      o.b, b_off, ld.b, s.beta, o.c, c_off, ld.c, &queue, nullptr, temp),
+    check_status(clblast::Gemm<float>(layout, tr(s.trans_a), tr(s.trans_b), s.m, s.n, s.k, 1.0f, o.a, a_off, ld.a, o.b,
+                                      b_off, ld.b, s.beta, o.c, c_off, ld.c, &queue, nullptr, temp),
                  s);
   };
   if (s.batch == 1) return one(o.a_offset, o.b_offset, o.c_offset);
@@ -59,8 +57,8 @@ void run_gemm(cl_command_queue queue, const Step& s, const GemmOperands& o, cl_m
     return;
   }
   check_status(clblast::GemmStridedBatched<float>(layout, tr(s.trans_a), tr(s.trans_b), s.m, s.n, s.k, 1.0f, o.a,
-                                                  o.a_offset, ld.a, s.m * s.k, o.b, o.b_offset, ld.b, s.k * s.n,
-                                                  s.beta, o.c, o.c_offset, ld.c, s.m * s.n, s.batch, &queue, nullptr),
+                                                  o.a_offset, ld.a, s.m * s.k, o.b, o.b_offset, ld.b, s.k * s.n, s.beta,
+                                                  o.c, o.c_offset, ld.c, s.m * s.n, s.batch, &queue, nullptr),
                s);
 }
 
@@ -78,9 +76,9 @@ uint64_t gemm_temp_bytes(cl_command_queue queue, const Step& s) {
   size_t elements = 0;
   // The operands' element offsets are fixed by the schedule; they matter
   // (an offset operand is copied into the scratch).
-  const auto status = clblast::GemmTempBufferSize<float>(
-      clblast::Layout::kRowMajor, tr(s.trans_a), tr(s.trans_b), s.m, s.n, s.k, s.args[0].offset, ld.a,
-      s.args[1].offset, ld.b, s.args[2].offset, ld.c, &queue, elements);
+  const auto status = clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor, tr(s.trans_a), tr(s.trans_b), s.m,
+                                                         s.n, s.k, s.args[0].offset, ld.a, s.args[1].offset, ld.b,
+                                                         s.args[2].offset, ld.c, &queue, elements);
   // An error here surfaces at the call.
   // CLBlast 1.5 reports the size in elements, not bytes.
   return status == clblast::StatusCode::kSuccess ? elements * sizeof(float) : 0;

@@ -53,8 +53,8 @@ const Tuning kTable[] = {
 };
 
 // What an unknown CPU device gets: the PoCL parameters.
-const Tuning kCpuFallback = {"CPU device unknown to CLBlast (PoCL parameters)", "", "", "", "",
-                             kPoclXgemm, kPoclXgemmDirect, kPoclMinIndirect};
+const Tuning kCpuFallback = {
+    "CPU device unknown to CLBlast (PoCL parameters)", "", "", "", "", kPoclXgemm, kPoclXgemmDirect, kPoclMinIndirect};
 
 bool matches(const Tuning& t, const DeviceInfo& d) {
   return d.platform_name.find(t.platform) != std::string::npos && d.name.find(t.device) != std::string::npos &&
@@ -67,9 +67,9 @@ bool clblast_has_no_tuning(const DeviceInfo& d) {
   Params p;
   if (clblast::RetrieveParameters(d.id, "Xgemm", clblast::Precision::kSingle, p) != clblast::StatusCode::kSuccess)
     return true;
-  const Params generic = {{"GEMMK", 0}, {"KREG", 1},   {"KWG", 32},  {"KWI", 2},  {"MDIMA", 8}, {"MDIMC", 8},
+  const Params generic = {{"GEMMK", 0}, {"KREG", 1},   {"KWG", 32},   {"KWI", 2},  {"MDIMA", 8}, {"MDIMC", 8},
                           {"MWG", 32},  {"NDIMB", 16}, {"NDIMC", 16}, {"NWG", 32}, {"SA", 1},    {"SB", 1},
-                          {"STRM", 0},  {"STRN", 0},   {"VWM", 4},   {"VWN", 2}};
+                          {"STRM", 0},  {"STRN", 0},   {"VWM", 4},    {"VWN", 2}};
   return p == generic;
 }
 

@@ -86,8 +86,7 @@ class Checker {
     if (n_.iattrs.size() != ints)
       bad("expects " + std::to_string(ints) + " int attributes, got " + std::to_string(n_.iattrs.size()));
     if (n_.fattrs.size() != floats)
-      bad("expects " + std::to_string(floats) + " float attributes, got " +
-          std::to_string(n_.fattrs.size()));
+      bad("expects " + std::to_string(floats) + " float attributes, got " + std::to_string(n_.fattrs.size()));
   }
   const ir::DecodedValue& in(size_t i) const { return g_.values[n_.inputs[i]]; }
   const ir::DecodedValue& out(size_t i) const { return g_.values[n_.outputs[i]]; }
@@ -101,13 +100,13 @@ class Checker {
   }
   void out_is(size_t i, kiln_dtype dt, const Dims& d) const {
     if (out(i).dtype != dt || dout(i) != d)
-      bad("output " + std::to_string(i) + " is " + (out(i).dtype == KILN_F32 ? "f32 " : "i32 ") +
-          str(dout(i)) + ", expected " + (dt == KILN_F32 ? "f32 " : "i32 ") + str(d));
+      bad("output " + std::to_string(i) + " is " + (out(i).dtype == KILN_F32 ? "f32 " : "i32 ") + str(dout(i)) +
+          ", expected " + (dt == KILN_F32 ? "f32 " : "i32 ") + str(d));
   }
   void same(size_t i, size_t j) const {
     if (din(i) != din(j))
-      bad("input " + std::to_string(j) + " " + str(din(j)) + " differs from input " +
-          std::to_string(i) + " " + str(din(i)));
+      bad("input " + std::to_string(j) + " " + str(din(j)) + " differs from input " + std::to_string(i) + " " +
+          str(din(i)));
   }
 
  private:
@@ -138,8 +137,7 @@ PermutePlan plan_permute(const Dims& in_dims, const std::vector<int64_t>& perm) 
   }
   std::vector<size_t> order(groups.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return groups[a].first < groups[b].first; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return groups[a].first < groups[b].first; });
   std::vector<int64_t> gsize(groups.size()), gstride(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     gsize[i] = 1;
@@ -175,8 +173,7 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       c.attrs(0, 0);
       c.f32_in(0, "a");
       c.f32_in(1, "b");
-      if (!is_suffix(c.din(1), c.din(0)))
-        c.bad("b " + str(c.din(1)) + " is not a suffix of a " + str(c.din(0)));
+      if (!is_suffix(c.din(1), c.din(0))) c.bad("b " + str(c.din(1)) + " is not a suffix of a " + str(c.din(0)));
       c.out_is(0, KILN_F32, c.din(0));
       p->count = c.in(0).numel();
       p->bcast = c.in(1).numel();
@@ -205,18 +202,15 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       c.f32_in(1, "b");
       const Dims& a = c.din(0);
       const Dims& b = c.din(1);
-      if (a.size() < 2 || a.size() != b.size())
-        c.bad("needs equal ranks >= 2, got " + str(a) + " and " + str(b));
+      if (a.size() < 2 || a.size() != b.size()) c.bad("needs equal ranks >= 2, got " + str(a) + " and " + str(b));
       const size_t r = a.size();
-      if (!std::equal(a.begin(), a.end() - 2, b.begin()))
-        c.bad("batch dims differ: " + str(a) + " vs " + str(b));
+      if (!std::equal(a.begin(), a.end() - 2, b.begin())) c.bad("batch dims differ: " + str(a) + " vs " + str(b));
       p->trans_a = n.iattrs[0] != 0;
       p->trans_b = n.iattrs[1] != 0;
       const int64_t m = p->trans_a ? a[r - 1] : a[r - 2], ka = p->trans_a ? a[r - 2] : a[r - 1];
       const int64_t kb = p->trans_b ? b[r - 1] : b[r - 2], nn = p->trans_b ? b[r - 2] : b[r - 1];
       if (ka != kb)
-        c.bad("inner dims differ: " + str(a) + (p->trans_a ? "^T" : "") + " @ " + str(b) +
-              (p->trans_b ? "^T" : ""));
+        c.bad("inner dims differ: " + str(a) + (p->trans_a ? "^T" : "") + " @ " + str(b) + (p->trans_b ? "^T" : ""));
       Dims y(a.begin(), a.end() - 2);
       y.push_back(m);
       y.push_back(nn);
@@ -289,8 +283,7 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       c.attrs(0, 1);
       c.f32_in(0, "x");
       const Dims& x = c.din(0);
-      if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2])
-        c.bad("x must be [..., T, T], got " + str(x));
+      if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2]) c.bad("x must be [..., T, T], got " + str(x));
       c.out_is(0, KILN_F32, x);
       p->cols = x.back();
       p->rows = c.in(0).numel() / p->cols;
@@ -341,8 +334,7 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       c.arity(1, 1);
       c.attrs(0, 0);
       if (c.out(0).dtype != c.in(0).dtype) c.bad("dtype changes");
-      if (c.out(0).numel() != c.in(0).numel())
-        c.bad("cannot reshape " + str(c.din(0)) + " to " + str(c.dout(0)));
+      if (c.out(0).numel() != c.in(0).numel()) c.bad("cannot reshape " + str(c.din(0)) + " to " + str(c.dout(0)));
       p->count = c.in(0).numel();
       return;
     case KILN_OP_PERMUTE: {
@@ -371,8 +363,7 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       if (axis < 0 || axis >= static_cast<int64_t>(x.size())) c.bad("axis out of range");
       const auto a = static_cast<size_t>(axis);
       if (parts <= 0 || x[a] % parts != 0)
-        c.bad("dim " + std::to_string(x[a]) + " is not divisible into " + std::to_string(parts) +
-              " parts");
+        c.bad("dim " + std::to_string(x[a]) + " is not divisible into " + std::to_string(parts) + " parts");
       c.arity(1, static_cast<size_t>(parts));
       Dims y = x;
       y[a] /= parts;
@@ -425,8 +416,7 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       p->count = c.in(0).numel();
       p->weight_decay = n.iattrs[0] != 0;
       return;
-    case KILN_OP_COUNT_:
-      break;
+    case KILN_OP_COUNT_: break;
   }
   throw Invalid{"unsupported op"};
 }
@@ -437,9 +427,7 @@ std::vector<NodeInfo> analyze(const ir::DecodedGraph& g) {
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ir::DecodedValue& val = g.values[v];
     for (int64_t d : val.dims)
-      if (d <= 0)
-        fail(KILN_ERR_INVALID_ARGUMENT,
-             "value " + std::to_string(v) + " has an empty dim " + str(val.dims));
+      if (d <= 0) fail(KILN_ERR_INVALID_ARGUMENT, "value " + std::to_string(v) + " has an empty dim " + str(val.dims));
     // Kernels address tensors in 4-byte elements.
     if (val.offset % 4 != 0)
       fail(KILN_ERR_INVALID_ARGUMENT,
@@ -451,8 +439,7 @@ std::vector<NodeInfo> analyze(const ir::DecodedGraph& g) {
     try {
       analyze_node(g, n, &out[i]);
     } catch (const Invalid& e) {
-      fail(KILN_ERR_INVALID_ARGUMENT,
-           "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message);
+      fail(KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message);
     }
   }
   return out;

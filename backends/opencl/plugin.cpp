@@ -16,11 +16,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -70,13 +70,15 @@ struct kiln_device {
   }
   void print_profile() const {
     std::vector<std::pair<std::string, Time>> rows(times.begin(), times.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     double total = 0.0;
     for (const auto& r : rows) total += r.second.seconds;
     std::fprintf(stderr, "kiln opencl profile (%s): %.3f s in steps\n", info->name.c_str(), total);
     for (const auto& [label, t] : rows)
-      std::fprintf(stderr, "  %9.3f s %5.1f%% %7llu calls  %s\n", t.seconds, total > 0 ? 100.0 * t.seconds / total : 0.0,
-                   static_cast<unsigned long long>(t.calls), label.c_str());
+      std::fprintf(stderr, "  %9.3f s %5.1f%% %7llu calls  %s\n", t.seconds,
+                   total > 0 ? 100.0 * t.seconds / total : 0.0, static_cast<unsigned long long>(t.calls),
+                   label.c_str());
   }
 };
 
@@ -141,9 +143,8 @@ template <class Args>
 void check_args(const Args* args, const char* what, size_t min_size = sizeof(Args)) {
   if (args == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args is NULL");
   if (args->struct_size < min_size)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " +
-                                        std::to_string(args->struct_size) + " is smaller than " +
-                                        std::to_string(min_size));
+    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " + std::to_string(args->struct_size) +
+                                        " is smaller than " + std::to_string(min_size));
 }
 
 void copy_str(char* dst, size_t cap, const std::string& s) {
@@ -250,8 +251,8 @@ void check_range(const char* what, const kiln_buffer* b, uint64_t offset, uint64
   if (b == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
   if (offset > b->size || size > b->size - offset)
     fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(size) + " bytes at offset " +
-                                        std::to_string(offset) + " overrun a buffer of " +
-                                        std::to_string(b->size) + " bytes");
+                                        std::to_string(offset) + " overrun a buffer of " + std::to_string(b->size) +
+                                        " bytes");
 }
 
 kiln_error* buffer_write(kiln_buffer_transfer_args* args) {
@@ -300,8 +301,8 @@ kiln_error* buffer_copy(kiln_buffer_copy_args* args) {
     // OpenCL refuses overlapping copies (memmove semantics): go through a
     // temporary buffer.
     cl_mem tmp = create_buffer(dev->context, args->size_bytes, "buffer_copy scratch");
-    cl_int s1 = clEnqueueCopyBuffer(dev->queue, args->src->mem, tmp, args->src_offset, 0, args->size_bytes, 0,
-                                    nullptr, nullptr);
+    cl_int s1 = clEnqueueCopyBuffer(dev->queue, args->src->mem, tmp, args->src_offset, 0, args->size_bytes, 0, nullptr,
+                                    nullptr);
     cl_int s2 = s1 == CL_SUCCESS ? clEnqueueCopyBuffer(dev->queue, tmp, args->dst->mem, 0, args->dst_offset,
                                                        args->size_bytes, 0, nullptr, nullptr)
                                  : s1;
@@ -396,8 +397,8 @@ kiln_error* execute(kiln_execute_args* args) {
     if (exe->device != dev) fail(KILN_ERR_INVALID_ARGUMENT, "execute: the executable was loaded on another device");
     const kiln::ocl::Schedule& s = exe->schedule;
     if (args->num_slots < 0 || static_cast<uint32_t>(args->num_slots) < s.num_slots)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the graph addresses " + std::to_string(s.num_slots) +
-                                          " slots, " + std::to_string(args->num_slots) + " bound");
+      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the graph addresses " + std::to_string(s.num_slots) + " slots, " +
+                                          std::to_string(args->num_slots) + " bound");
     if (args->slots == nullptr && s.num_slots > 0) fail(KILN_ERR_INVALID_ARGUMENT, "execute: slots is NULL");
     for (uint32_t i = 0; i < s.num_slots; ++i) {
       if (s.slot_bytes[i] == 0) continue;
@@ -457,9 +458,9 @@ kiln_error* execute(kiln_execute_args* args) {
         }
         case kiln::ocl::StepKind::Copy: {
           const Resolved src = resolve(st.args[0]), dst = resolve(st.args[1]);
-          kiln::ocl::cl_check(clEnqueueCopyBuffer(q, src.mem, dst.mem, src.offset * 4, dst.offset * 4, st.bytes, 0,
-                                                  nullptr, nullptr),
-                              "node " + std::to_string(st.node) + ": copy");
+          kiln::ocl::cl_check(
+              clEnqueueCopyBuffer(q, src.mem, dst.mem, src.offset * 4, dst.offset * 4, st.bytes, 0, nullptr, nullptr),
+              "node " + std::to_string(st.node) + ": copy");
           break;
         }
       }
@@ -527,9 +528,7 @@ const kiln_plugin_api kApi = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
-  return &kApi;
-}
+extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &kApi; }
 
 // Cheap by contract: no platform query (drivers can take seconds to
 // initialise). The plugin links the ICD loader, so reaching this function

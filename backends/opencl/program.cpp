@@ -9,8 +9,7 @@ std::string build_log(cl_program program, cl_device_id device) {
   size_t size = 0;
   if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) return {};
   std::string log(size, '\0');
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) != CL_SUCCESS)
-    return {};
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) != CL_SUCCESS) return {};
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
   // Errors are one line (the host prints them after "kiln: error:").
   for (char& c : log)
@@ -67,8 +66,7 @@ cl_program load_program(cl_context ctx, cl_device_id device, const std::vector<u
     }
     if (program != nullptr) clReleaseProgram(program);
   }
-  std::fprintf(stderr, "kiln opencl: warning: program binary not usable (%s); rebuilding from source\n",
-               why.c_str());
+  std::fprintf(stderr, "kiln opencl: warning: program binary not usable (%s); rebuilding from source\n", why.c_str());
   *rebuilt = true;
   return build_from_source(ctx, device, source);
 }

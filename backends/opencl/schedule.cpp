@@ -90,10 +90,10 @@ Schedule Schedule::read(Reader& r) {
     st.k = r.get<uint64_t>();
     st.beta = r.get<float>();
     st.bytes = r.get<uint64_t>();
-    const bool bad_kernel = st.kind == StepKind::Kernel &&
-                            (st.kernel >= s.kernel_names.size() || st.dims < 1 || st.dims > 3);
-    const bool bad_args = (st.kind == StepKind::Gemm && st.args.size() != 3) ||
-                          (st.kind == StepKind::Copy && st.args.size() != 2);
+    const bool bad_kernel =
+        st.kind == StepKind::Kernel && (st.kernel >= s.kernel_names.size() || st.dims < 1 || st.dims > 3);
+    const bool bad_args =
+        (st.kind == StepKind::Gemm && st.args.size() != 3) || (st.kind == StepKind::Copy && st.args.size() != 2);
     if (bad_kernel || bad_args) fail(KILN_ERR_CORRUPT, "opencl schedule has a malformed step");
   }
   return s;

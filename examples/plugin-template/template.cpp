@@ -96,11 +96,13 @@ void check_args(const Args* args, const char* what) {
 
 bool supported(int32_t op) {
   switch (op) {
-    case KILN_OP_FILL: case KILN_OP_ADD: case KILN_OP_MUL:
-    case KILN_OP_SCALE: case KILN_OP_GELU: case KILN_OP_GELU_GRAD:
-      return true;
-    default:
-      return false;
+    case KILN_OP_FILL:
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD: return true;
+    default: return false;
   }
 }
 
@@ -134,8 +136,8 @@ void validate(const kiln::ir::DecodedGraph& g) {
       if (x.dtype != KILN_F32) fail(KILN_ERR_INVALID_ARGUMENT, where + ": input is not f32");
       // ADD and MUL broadcast their second operand, repeating it over y.
       const bool repeats = k == 1 && (n.op == KILN_OP_ADD || n.op == KILN_OP_MUL);
-      const bool fits = repeats ? (x.numel() == 0 ? y.numel() == 0 : y.numel() % x.numel() == 0)
-                                : x.numel() == y.numel();
+      const bool fits =
+          repeats ? (x.numel() == 0 ? y.numel() == 0 : y.numel() % x.numel() == 0) : x.numel() == y.numel();
       if (!fits) fail(KILN_ERR_INVALID_ARGUMENT, where + ": input and output sizes do not match");
     }
   }
@@ -172,8 +174,7 @@ void run_node(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, k
     case KILN_OP_GELU_GRAD:  // inputs (x, dy)
       for (int64_t k = 0; k < count; ++k) y[k] = static_cast<float>(b[k] * gelu_derivative(a[k]));
       break;
-    default:
-      fail(KILN_ERR_UNSUPPORTED, "unsupported op reached execute");  // validate() prevents this
+    default: fail(KILN_ERR_UNSUPPORTED, "unsupported op reached execute");  // validate() prevents this
   }
 }
 
@@ -352,11 +353,29 @@ kiln_error* op_supported(kiln_op_supported_args* args) {
 
 // Field order is the ABI: keep it in the order of kiln_plugin_api.
 const kiln_plugin_api kApi = {
-    sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, "template",
-    error_destroy, error_message, error_code, compiler_version,
-    device_count, device_properties, device_open, device_close,
-    buffer_alloc, buffer_free, buffer_write, buffer_read, buffer_copy,
-    compile, executable_bytes_free, load, loaded_free, execute, synchronize,
+    sizeof(kiln_plugin_api),
+    KILN_ABI_MAJOR,
+    KILN_ABI_MINOR,
+    "template",
+    error_destroy,
+    error_message,
+    error_code,
+    compiler_version,
+    device_count,
+    device_properties,
+    device_open,
+    device_close,
+    buffer_alloc,
+    buffer_free,
+    buffer_write,
+    buffer_read,
+    buffer_copy,
+    compile,
+    executable_bytes_free,
+    load,
+    loaded_free,
+    execute,
+    synchronize,
     op_supported,
 };
 

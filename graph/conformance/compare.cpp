@@ -10,15 +10,12 @@ double threshold_for(kiln_op op) {
   switch (op) {
     case KILN_OP_MATMUL:
     case KILN_OP_CAUSAL_SOFTMAX:
-    case KILN_OP_SOFTMAX_GRAD:
-      return kTolGemm;
+    case KILN_OP_SOFTMAX_GRAD: return kTolGemm;
     case KILN_OP_RESHAPE:
     case KILN_OP_PERMUTE:
     case KILN_OP_SPLIT:
-    case KILN_OP_CONCAT:
-      return kExact;
-    default:
-      return kTolElementwise;
+    case KILN_OP_CONCAT: return kExact;
+    default: return kTolElementwise;
   }
 }
 

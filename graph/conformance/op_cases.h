@@ -13,9 +13,7 @@ namespace kiln::conformance {
 class CaseRng {
  public:
   explicit CaseRng(uint32_t seed) : gen_(seed) {}
-  float next(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f);
-  }
+  float next(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f); }
   graph::HostTensor uniform(graph::Shape s, float lo = -1.0f, float hi = 1.0f) {
     graph::HostTensor t = graph::HostTensor::zeros(KILN_F32, std::move(s));
     for (float& v : t.f32) v = next(lo, hi);

@@ -29,10 +29,9 @@ void fill_cases(CaseMaker& m) {
 }
 
 void add_mul_cases(CaseMaker& m) {
-  const std::pair<Shape, Shape> shapes[] = {
-      {{1}, {1}},         {{17}, {17}},          {{3, 17}, {17}},        {{4, 3}, {3}},
-      {{65, 127}, {127}}, {{2, 3, 33}, {3, 33}}, {{1000, 65}, {65}},     {{70001}, {70001}},
-      {{129, 1024}, {1024}}};
+  const std::pair<Shape, Shape> shapes[] = {{{1}, {1}},         {{17}, {17}},       {{3, 17}, {17}},
+                                            {{4, 3}, {3}},      {{65, 127}, {127}}, {{2, 3, 33}, {3, 33}},
+                                            {{1000, 65}, {65}}, {{70001}, {70001}}, {{129, 1024}, {1024}}};
   for (kiln_op op : {KILN_OP_ADD, KILN_OP_MUL}) {
     for (const auto& [sa, sb] : shapes) {
       Graph g;
@@ -44,8 +43,7 @@ void add_mul_cases(CaseMaker& m) {
     Graph g;
     ValueId a = g.input("a", KILN_F32, {33, 65}), b = g.input("b", KILN_F32, {65});
     g.output("y", g.add_node(op, {a, b})[0], "a");
-    m.add(op, "[33, 65] [65] in place", std::move(g),
-          {{"a", m.rng.uniform({33, 65})}, {"b", m.rng.uniform({65})}});
+    m.add(op, "[33, 65] [65] in place", std::move(g), {{"a", m.rng.uniform({33, 65})}, {"b", m.rng.uniform({65})}});
   }
 }
 
@@ -94,10 +92,9 @@ void special_value_cases(CaseMaker& m) {
 }
 
 void reduction_cases(CaseMaker& m) {
-  const std::pair<Shape, Shape> sum_to[] = {
-      {{17}, {17}},          {{3, 17}, {17}},   {{2, 3, 33}, {3, 33}}, {{5000, 3}, {3}},
-      {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},  {{20000, 1}, {1}},     {{127, 65}, {65}},
-      {{3000, 24}, {24}}};
+  const std::pair<Shape, Shape> sum_to[] = {{{17}, {17}},      {{3, 17}, {17}},       {{2, 3, 33}, {3, 33}},
+                                            {{5000, 3}, {3}},  {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},
+                                            {{20000, 1}, {1}}, {{127, 65}, {65}},     {{3000, 24}, {24}}};
   for (const auto& [sx, sy] : sum_to) {
     Graph g;
     g.output("y", g.sum_to(g.input("x", KILN_F32, sx), sy));

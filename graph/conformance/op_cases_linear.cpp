@@ -21,9 +21,9 @@ void matmul_cases(CaseMaker& m) {
     Shape batch;
     int64_t m, n, k;
   };
-  const Dims dims[] = {{{}, 1, 1, 1},       {{}, 3, 5, 7},       {{}, 17, 33, 65},   {{}, 65, 17, 127},
-                       {{}, 128, 96, 200},  {{2, 3}, 17, 5, 33}, {{12}, 64, 64, 64}, {{3}, 130, 130, 130},
-                       {{1}, 65, 3, 17},    {{5}, 1, 7, 3}};
+  const Dims dims[] = {{{}, 1, 1, 1},      {{}, 3, 5, 7},       {{}, 17, 33, 65},   {{}, 65, 17, 127},
+                       {{}, 128, 96, 200}, {{2, 3}, 17, 5, 33}, {{12}, 64, 64, 64}, {{3}, 130, 130, 130},
+                       {{1}, 65, 3, 17},   {{5}, 1, 7, 3}};
   for (const Dims& d : dims)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
@@ -99,8 +99,8 @@ void layernorm_cases(CaseMaker& m) {
 }
 
 void softmax_cases(CaseMaker& m) {
-  for (const Shape& s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33},
-                         Shape{4, 12, 64, 64}})
+  for (const Shape& s :
+       {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
     for (float scale : {0.125f, -0.5f}) {
       Graph g;
       g.output("y", g.causal_softmax(g.input("x", KILN_F32, s), scale));
@@ -120,8 +120,7 @@ void softmax_cases(CaseMaker& m) {
   for (const Shape& s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
     Graph g;
     g.output("dx", g.softmax_grad(g.input("y", KILN_F32, s), g.input("dy", KILN_F32, s), 0.125f));
-    m.add(KILN_OP_SOFTMAX_GRAD, str(s), std::move(g),
-          {{"y", m.rng.uniform(s, 0.0f, 1.0f)}, {"dy", m.rng.uniform(s)}});
+    m.add(KILN_OP_SOFTMAX_GRAD, str(s), std::move(g), {{"y", m.rng.uniform(s, 0.0f, 1.0f)}, {"dy", m.rng.uniform(s)}});
   }
 }
 

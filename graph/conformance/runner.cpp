@@ -116,8 +116,8 @@ void run_on_device(Device& device, const Case& c, const graph::TensorMap& want, 
     if (cmp.nmse > r.nmse || r.outputs.size() == 1) r.nmse = cmp.nmse;
     if (cmp.nmse > c.threshold && r.status != Status::Fail) {
       r.status = Status::Fail;
-      r.detail = fmt::format("'{}': NMSE {} > {}; {}", p.name, format_nmse(cmp.nmse), format_nmse(c.threshold),
-                             cmp.where);
+      r.detail =
+          fmt::format("'{}': NMSE {} > {}; {}", p.name, format_nmse(cmp.nmse), format_nmse(c.threshold), cmp.where);
     }
   }
   const graph::ExecutionSplit& split = exe.split();
@@ -127,8 +127,8 @@ void run_on_device(Device& device, const Case& c, const graph::TensorMap& want, 
 }
 
 void print_group(std::FILE* out, const GroupResult& g) {
-  std::string line = fmt::format("{:<12} {:<20} {:>3} case{}", status_name(g.status), g.group, g.cases,
-                                 g.cases == 1 ? " " : "s");
+  std::string line =
+      fmt::format("{:<12} {:<20} {:>3} case{}", status_name(g.status), g.group, g.cases, g.cases == 1 ? " " : "s");
   if (g.status == Status::Unsupported) {
     line += "  " + g.detail;
   } else {
@@ -199,10 +199,12 @@ bool selected(const Case& c, const std::vector<std::string>& filters) {
 }
 
 int Report::passed() const {
-  return static_cast<int>(std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Pass; }));
+  return static_cast<int>(
+      std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Pass; }));
 }
 int Report::failed() const {
-  return static_cast<int>(std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Fail; }));
+  return static_cast<int>(
+      std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Fail; }));
 }
 int Report::unsupported() const {
   return static_cast<int>(

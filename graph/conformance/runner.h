@@ -22,8 +22,8 @@ const char* status_name(Status s);  // "PASS", "FAIL", "UNSUPPORTED"
 struct CaseResult {
   const Case* c = nullptr;
   Status status = Status::Pass;
-  double nmse = 0.0;   // worst over the outputs
-  std::string detail;  // why it failed or is unsupported; for passes, how it was split
+  double nmse = 0.0;                                    // worst over the outputs
+  std::string detail;                                   // why it failed or is unsupported; for passes, how it was split
   std::vector<std::pair<std::string, double>> outputs;  // NMSE per output port
   double seconds = 0.0;
 };
@@ -46,8 +46,8 @@ struct Options {
   // Case-insensitive substrings; a case runs if its group or name contains
   // any of them. Empty: every case.
   std::vector<std::string> filters;
-  bool verbose = false;       // a line per case, with NMSE per output
-  std::FILE* out = stdout;    // nullptr: print nothing
+  bool verbose = false;     // a line per case, with NMSE per output
+  std::FILE* out = stdout;  // nullptr: print nothing
 };
 
 bool selected(const Case& c, const std::vector<std::string>& filters);
@@ -57,7 +57,7 @@ struct Report {
   std::vector<GroupResult> groups;
   double seconds = 0.0;
   int passed() const;
-  int failed() const;       // groups with a failed case: the exit status
+  int failed() const;  // groups with a failed case: the exit status
   int unsupported() const;
 };
 

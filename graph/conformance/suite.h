@@ -15,8 +15,8 @@
 namespace kiln::conformance {
 
 struct Case {
-  std::string group;        // the report line it counts toward: an op name or a model case
-  std::string name;         // unique in the suite; what --filter matches besides the group
+  std::string group;  // the report line it counts toward: an op name or a model case
+  std::string name;   // unique in the suite; what --filter matches besides the group
   graph::Graph graph;
   graph::TensorMap inputs;  // one per input port
   double threshold = kTolElementwise;

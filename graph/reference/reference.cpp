@@ -32,13 +32,10 @@ HostTensor HostTensor::zeros(kiln_dtype dtype, Shape shape) {
 }
 
 const void* HostTensor::data() const {
-  return dtype == KILN_I32 ? static_cast<const void*>(i32.data())
-                           : static_cast<const void*>(f32.data());
+  return dtype == KILN_I32 ? static_cast<const void*>(i32.data()) : static_cast<const void*>(f32.data());
 }
 
-void* HostTensor::data() {
-  return dtype == KILN_I32 ? static_cast<void*>(i32.data()) : static_cast<void*>(f32.data());
-}
+void* HostTensor::data() { return dtype == KILN_I32 ? static_cast<void*>(i32.data()) : static_cast<void*>(f32.data()); }
 
 namespace {
 
@@ -50,9 +47,7 @@ const char* dtype_name(kiln_dtype d) {
   return "unknown dtype";
 }
 
-std::string describe(kiln_dtype d, const Shape& s) {
-  return std::string(dtype_name(d)) + " " + to_string(s);
-}
+std::string describe(kiln_dtype d, const Shape& s) { return std::string(dtype_name(d)) + " " + to_string(s); }
 
 size_t holds(const HostTensor& t) { return t.dtype == KILN_I32 ? t.i32.size() : t.f32.size(); }
 
@@ -198,8 +193,8 @@ void op_matmul(const Ctx& c) {
 
 void check_id(const Ctx& c, int32_t id, int64_t vocab, size_t at) {
   if (id < 0 || id >= vocab)
-    c.fail("id " + std::to_string(id) + " at position " + std::to_string(at) +
-           " is out of range [0, " + std::to_string(vocab) + ")");
+    c.fail("id " + std::to_string(id) + " at position " + std::to_string(at) + " is out of range [0, " +
+           std::to_string(vocab) + ")");
 }
 
 void op_embedding(const Ctx& c) {
@@ -400,8 +395,7 @@ void op_reshape(const Ctx& c) {
 
 // Copies element-by-element from x into y with y.dims[i] = x.dims[perm[i]].
 template <typename T>
-void permute_into(const std::vector<T>& x, const Shape& xs, const std::vector<int64_t>& perm,
-                  std::vector<T>& y) {
+void permute_into(const std::vector<T>& x, const Shape& xs, const std::vector<int64_t>& perm, std::vector<T>& y) {
   const size_t r = xs.size();
   std::vector<int64_t> xstride(r);  // row-major strides of x
   int64_t stride = 1;
@@ -449,8 +443,7 @@ void split_into(const Ctx& c, const std::vector<T>& x, std::vector<T> HostTensor
   for (int64_t p = 0; p < parts; ++p) {
     std::vector<T>& y = c.out(static_cast<size_t>(p)).*field;
     for (int64_t o = 0; o < v.outer; ++o)
-      std::copy_n(x.begin() + (o * v.dim + p * d) * v.inner, d * v.inner,
-                  y.begin() + o * d * v.inner);
+      std::copy_n(x.begin() + (o * v.dim + p * d) * v.inner, d * v.inner, y.begin() + o * d * v.inner);
   }
 }
 
@@ -552,16 +545,14 @@ void bind_inputs(const Graph& g, const TensorMap& inputs, std::vector<HostTensor
     const Value& want = g.value(port.value);
     auto it = inputs.find(port.name);
     if (it == inputs.end())
-      throw Error("reference: missing input '" + port.name + "' (expected " +
-                  describe(want.dtype, want.shape) + ")");
+      throw Error("reference: missing input '" + port.name + "' (expected " + describe(want.dtype, want.shape) + ")");
     const HostTensor& t = it->second;
     if (t.dtype != want.dtype || t.shape != want.shape)
-      throw Error("reference: input '" + port.name + "' is " + describe(t.dtype, t.shape) +
-                  ", expected " + describe(want.dtype, want.shape));
+      throw Error("reference: input '" + port.name + "' is " + describe(t.dtype, t.shape) + ", expected " +
+                  describe(want.dtype, want.shape));
     if (holds(t) != static_cast<size_t>(t.numel()))
-      throw Error("reference: input '" + port.name + "' holds " + std::to_string(holds(t)) +
-                  " " + dtype_name(t.dtype) + " elements, its shape " + to_string(t.shape) +
-                  " needs " + std::to_string(t.numel()));
+      throw Error("reference: input '" + port.name + "' holds " + std::to_string(holds(t)) + " " + dtype_name(t.dtype) +
+                  " elements, its shape " + to_string(t.shape) + " needs " + std::to_string(t.numel()));
     vals[static_cast<size_t>(port.value)] = t;
   }
 }
@@ -577,9 +568,8 @@ std::vector<HostTensor> evaluate(const Graph& g, const TensorMap& inputs, std::v
     const Node& node = nodes[n];
     for (ValueId v : node.inputs)
       if (v < 0 || static_cast<size_t>(v) >= vals.size() || !ready[static_cast<size_t>(v)])
-        throw Error(std::string("reference: node ") + std::to_string(n) + " (" + op_name(node.op) +
-                    ") reads value " + std::to_string(v) +
-                    " that is neither a graph input nor computed by an earlier node");
+        throw Error(std::string("reference: node ") + std::to_string(n) + " (" + op_name(node.op) + ") reads value " +
+                    std::to_string(v) + " that is neither a graph input nor computed by an earlier node");
     eval_node(Ctx{g, node, vals});
     for (ValueId v : node.outputs) ready[static_cast<size_t>(v)] = true;
   }

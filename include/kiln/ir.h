@@ -56,10 +56,7 @@
 #define KILN_IR_MAX_RANK 6
 #define KILN_IR_ALIGN 64
 
-typedef enum kiln_dtype {
-  KILN_F32 = 0,
-  KILN_I32 = 1
-} kiln_dtype;
+typedef enum kiln_dtype { KILN_F32 = 0, KILN_I32 = 1 } kiln_dtype;
 
 /* For each op: inputs -> outputs; iattrs; fattrs. */
 typedef enum kiln_op {

@@ -76,12 +76,10 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
     if (!r.get(&c)) return "IR truncated in header";
   if (std::memcmp(magic, "KILNIR\0\0", 8) != 0) return "IR has bad magic";
   uint32_t version = 0, num_values = 0, num_nodes = 0;
-  if (!r.get(&version) || !r.get(&g->num_slots) || !r.get(&g->arena_bytes) ||
-      !r.get(&num_values) || !r.get(&num_nodes))
+  if (!r.get(&version) || !r.get(&g->num_slots) || !r.get(&g->arena_bytes) || !r.get(&num_values) || !r.get(&num_nodes))
     return "IR truncated in header";
   if (version != KILN_IR_VERSION)
-    return "IR version " + std::to_string(version) + " unsupported (want " +
-           std::to_string(KILN_IR_VERSION) + ")";
+    return "IR version " + std::to_string(version) + " unsupported (want " + std::to_string(KILN_IR_VERSION) + ")";
   if (g->num_slots == 0) return "IR has no slots";
   // Slots take no bytes in the IR, but a plugin keeps per-slot state and a
   // host binds a buffer to each: cap them far above any real graph (one
@@ -94,8 +92,7 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
   for (auto& v : g->values) {
     uint8_t dtype = 0, rank = 0;
     uint16_t reserved = 0;
-    if (!r.get(&dtype) || !r.get(&rank) || !r.get(&reserved) || !r.get(&v.slot) ||
-        !r.get(&v.offset))
+    if (!r.get(&dtype) || !r.get(&rank) || !r.get(&reserved) || !r.get(&v.slot) || !r.get(&v.offset))
       return "IR truncated in values";
     if (dtype > KILN_I32) return "IR value has unknown dtype " + std::to_string(dtype);
     if (rank > KILN_IR_MAX_RANK) return "IR value rank too large";
@@ -114,16 +111,14 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
     }
     // offset + bytes must not wrap around: a host binds buffers of that size.
     if (v.offset > UINT64_MAX - v.bytes()) return "IR value offset out of range";
-    if (v.slot == 0 && v.offset + v.bytes() > g->arena_bytes)
-      return "IR value lies outside the arena";
+    if (v.slot == 0 && v.offset + v.bytes() > g->arena_bytes) return "IR value lies outside the arena";
   }
   g->nodes.assign(num_nodes, {});
   for (size_t ni = 0; ni < g->nodes.size(); ++ni) {
     auto& n = g->nodes[ni];
     uint16_t op = 0, reserved = 0;
     uint8_t nin = 0, nout = 0, nia = 0, nfa = 0;
-    if (!r.get(&op) || !r.get(&nin) || !r.get(&nout) || !r.get(&nia) || !r.get(&nfa) ||
-        !r.get(&reserved))
+    if (!r.get(&op) || !r.get(&nin) || !r.get(&nout) || !r.get(&nia) || !r.get(&nfa) || !r.get(&reserved))
       return "IR truncated in nodes";
     if (op >= KILN_OP_COUNT_) return "IR node has unknown op " + std::to_string(op);
     n.op = static_cast<kiln_op>(op);
@@ -149,8 +144,7 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
   if (!r.done()) return "IR has trailing bytes";
   for (size_t ni = 0; ni < g->nodes.size(); ++ni)
     for (uint32_t x : g->nodes[ni].inputs)
-      if (g->values[x].producer >= static_cast<int>(ni))
-        return "IR nodes are not in topological order";
+      if (g->values[x].producer >= static_cast<int>(ni)) return "IR nodes are not in topological order";
   return {};
 }
 

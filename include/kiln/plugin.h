@@ -39,10 +39,10 @@ extern "C" {
 typedef enum kiln_error_code {
   KILN_OK = 0,
   KILN_ERR_INVALID_ARGUMENT = 1,
-  KILN_ERR_UNSUPPORTED = 2,      /* op, dtype or feature not supported */
+  KILN_ERR_UNSUPPORTED = 2, /* op, dtype or feature not supported */
   KILN_ERR_OUT_OF_MEMORY = 3,
-  KILN_ERR_DEVICE = 4,           /* driver or device failure */
-  KILN_ERR_CORRUPT = 5,          /* malformed IR or executable bytes */
+  KILN_ERR_DEVICE = 4,  /* driver or device failure */
+  KILN_ERR_CORRUPT = 5, /* malformed IR or executable bytes */
   KILN_ERR_INTERNAL = 6
 } kiln_error_code;
 
@@ -51,8 +51,8 @@ typedef struct kiln_error kiln_error;
 
 /* ---------------------------------------------------------------- handles */
 
-typedef struct kiln_device kiln_device;         /* an opened device */
-typedef struct kiln_buffer kiln_buffer;         /* device memory */
+typedef struct kiln_device kiln_device; /* an opened device */
+typedef struct kiln_buffer kiln_buffer; /* device memory */
 typedef struct kiln_loaded_executable kiln_loaded_executable;
 
 /* ---------------------------------------------------------------- devices */
@@ -76,8 +76,7 @@ typedef struct kiln_device_count_args {
 /* True when the struct at `ptr` (of type `type`, sized by its struct_size)
  * is large enough to hold `field`: how a callee reads or writes a field
  * appended in a later minor version. */
-#define KILN_STRUCT_HAS(type, ptr, field) \
-  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+#define KILN_STRUCT_HAS(type, ptr, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* Strings are copied into fixed arrays so no allocation crosses the ABI. */
 typedef struct kiln_device_properties {
@@ -85,8 +84,8 @@ typedef struct kiln_device_properties {
   char name[128];
   char vendor[128];
   char driver_version[128];
-  int32_t kind;                 /* kiln_device_kind */
-  uint64_t memory_bytes;        /* usable device memory */
+  int32_t kind;          /* kiln_device_kind */
+  uint64_t memory_bytes; /* usable device memory */
   int32_t compute_units;
   /* Stable identity of the device model + driver, for compile-cache keys:
    * two machines with equal fingerprints can share compiled executables. */
@@ -102,8 +101,8 @@ typedef struct kiln_device_properties_args {
 typedef struct kiln_device_open_args {
   size_t struct_size;
   int32_t device_index;
-  int32_t num_threads;          /* hint for host-CPU backends; 0 = default */
-  kiln_device* device;          /* out */
+  int32_t num_threads; /* hint for host-CPU backends; 0 = default */
+  kiln_device* device; /* out */
 } kiln_device_open_args;
 
 /* ---------------------------------------------------------------- buffers */
@@ -112,16 +111,16 @@ typedef struct kiln_buffer_alloc_args {
   size_t struct_size;
   kiln_device* device;
   uint64_t size_bytes;
-  kiln_buffer* buffer;          /* out */
+  kiln_buffer* buffer; /* out */
 } kiln_buffer_alloc_args;
 
 typedef struct kiln_buffer_transfer_args {
   size_t struct_size;
   kiln_device* device;
   kiln_buffer* buffer;
-  uint64_t offset;              /* bytes into the buffer */
+  uint64_t offset; /* bytes into the buffer */
   uint64_t size_bytes;
-  void* host;                   /* read: destination; write: source */
+  void* host; /* read: destination; write: source */
 } kiln_buffer_transfer_args;
 
 typedef struct kiln_buffer_copy_args {
@@ -140,12 +139,12 @@ typedef struct kiln_buffer_copy_args {
  * executable_bytes_free; the host copies them (e.g. into the cache). */
 typedef struct kiln_compile_args {
   size_t struct_size;
-  const uint8_t* ir;            /* serialized graph, see kiln/ir.h */
+  const uint8_t* ir; /* serialized graph, see kiln/ir.h */
   size_t ir_size;
-  const char* options;          /* JSON object of codegen options, may be NULL */
-  int32_t device_index;         /* the device model to compile for */
-  uint8_t* executable;          /* out */
-  size_t executable_size;       /* out */
+  const char* options;    /* JSON object of codegen options, may be NULL */
+  int32_t device_index;   /* the device model to compile for */
+  uint8_t* executable;    /* out */
+  size_t executable_size; /* out */
 } kiln_compile_args;
 
 typedef struct kiln_load_args {
@@ -171,7 +170,7 @@ typedef struct kiln_execute_args {
 typedef struct kiln_op_supported_args {
   size_t struct_size;
   int32_t op;
-  int32_t supported;            /* out: 0 or 1 */
+  int32_t supported; /* out: 0 or 1 */
 } kiln_op_supported_args;
 
 /* ---------------------------------------------------------------- the table */
@@ -180,7 +179,7 @@ typedef struct kiln_plugin_api {
   size_t struct_size;
   uint32_t abi_major;
   uint32_t abi_minor;
-  const char* name;             /* backend name, e.g. "cpu" */
+  const char* name; /* backend name, e.g. "cpu" */
 
   void (*error_destroy)(kiln_error* error);
   const char* (*error_message)(const kiln_error* error);

@@ -28,7 +28,6 @@ int main(void) {
   api.abi_major = KILN_ABI_MAJOR;
   api.abi_minor = KILN_ABI_MINOR;
   printf("kiln ABI %u.%u from C11: kiln_plugin_api is %zu bytes, kiln_compile_args %zu, IR version %d\n",
-         (unsigned)api.abi_major, (unsigned)api.abi_minor, api.struct_size, sizeof(kiln_compile_args),
-         KILN_IR_VERSION);
+         (unsigned)api.abi_major, (unsigned)api.abi_minor, api.struct_size, sizeof(kiln_compile_args), KILN_IR_VERSION);
   return fn() == NULL ? 0 : 1;
 }

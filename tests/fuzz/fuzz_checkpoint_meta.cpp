@@ -52,7 +52,8 @@ void load(const fs::path& path) {
     KILN_FUZZ_CHECK(ck.iteration >= 0, "loaded a negative iteration " + std::to_string(ck.iteration));
     use_meta(ck.meta);
   } catch (const kiln::Error& e) {
-    KILN_FUZZ_CHECK(std::string(e.what()).find('\n') == std::string::npos, "multi-line error: " + std::string(e.what()));
+    KILN_FUZZ_CHECK(std::string(e.what()).find('\n') == std::string::npos,
+                    "multi-line error: " + std::string(e.what()));
   }
 }
 }  // namespace

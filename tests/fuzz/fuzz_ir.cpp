@@ -88,8 +88,7 @@ void try_execute(const kiln::ir::DecodedGraph& g, kiln_loaded_executable* loaded
 
 // Loads executable bytes on the device; returns whether load accepted them.
 // `graph`, when given, is what the bytes hold: the loaded graph is run.
-bool try_load(const uint8_t* bytes, size_t size, bool must_succeed,
-              const kiln::ir::DecodedGraph* graph = nullptr) {
+bool try_load(const uint8_t* bytes, size_t size, bool must_succeed, const kiln::ir::DecodedGraph* graph = nullptr) {
   kiln_load_args l{};
   l.struct_size = sizeof(l);
   l.device = g_device;

@@ -35,8 +35,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const fs::path shared = fs::path(KILN_FUZZ_SHARED_DIR) / "data" / "gpt2";
   const fs::path tiny = fs::path(KILN_FUZZ_SOURCE_DIR) / "data";
   if (fs::exists(shared / "gpt2-vocab.json") && fs::exists(shared / "gpt2-merges.txt")) {
-    g_tok = kiln::data::Gpt2Tokenizer::load((shared / "gpt2-vocab.json").string(),
-                                            (shared / "gpt2-merges.txt").string());
+    g_tok =
+        kiln::data::Gpt2Tokenizer::load((shared / "gpt2-vocab.json").string(), (shared / "gpt2-merges.txt").string());
   } else {
     g_tok = kiln::data::Gpt2Tokenizer::load((tiny / "tiny-vocab.json").string(), (tiny / "tiny-merges.txt").string());
   }

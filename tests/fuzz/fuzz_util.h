@@ -18,13 +18,13 @@
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv);
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
-#define KILN_FUZZ_CHECK(cond, what)                                                    \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n  %s\n", __FILE__, __LINE__, \
-                   #cond, std::string(what).c_str());                                  \
-      std::abort();                                                                    \
-    }                                                                                  \
+#define KILN_FUZZ_CHECK(cond, what)                                                               \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      std::fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n  %s\n", __FILE__, __LINE__, #cond, \
+                   std::string(what).c_str());                                                    \
+      std::abort();                                                                               \
+    }                                                                                             \
   } while (0)
 
 namespace kiln::fuzz {

@@ -213,8 +213,7 @@ void write_mmidx(const fs::path& dir, const fs::path& tmp) {
       const std::string prefix = (tmp / name).string();
       {
         IndexedDatasetWriter w(prefix, dtype);
-        for (size_t d : which)
-          w.add_document(docs[d].tokens.data(), docs[d].lengths.data(), docs[d].lengths.size());
+        for (size_t d : which) w.add_document(docs[d].tokens.data(), docs[d].lengths.data(), docs[d].lengths.size());
         w.finalize();
       }
       pack_mmidx(prefix, dir / (std::string(name) + (dtype == TokenDtype::U16 ? "_u16" : "_i32") + ".mmidx"));
@@ -237,9 +236,9 @@ void write_safetensors_corpus(const fs::path& dir, const fs::path& tmp) {
   };
   for (const auto& [name, tensors] : files) {
     const fs::path p = tmp / (name + ".safetensors");
-    kiln::trainer::write_safetensors(p.string(), tensors,
-                                     name == "empty" ? std::map<std::string, std::string>{}
-                                                     : std::map<std::string, std::string>{{"format", "pt"}});
+    kiln::trainer::write_safetensors(
+        p.string(), tensors,
+        name == "empty" ? std::map<std::string, std::string>{} : std::map<std::string, std::string>{{"format", "pt"}});
     write_file(dir / (name + ".safetensors"), read_file(p));
   }
 }
@@ -277,11 +276,13 @@ void write_jsonl(const fs::path& dir) {
 
   std::string varied;
   varied += jsonl_line({{"text", "Hello world! It's 2024, isn't it?  Tabs\tand\r\nnewlines."}});
-  varied += jsonl_line({{"text", "Unicode: caf\u00e9, \u00fcber, \u65e5\u672c\u8a9e, \u0645\u0631\u062d\u0628\u0627, emoji \U0001F600."}});
+  varied += jsonl_line(
+      {{"text",
+        "Unicode: caf\u00e9, \u00fcber, \u65e5\u672c\u8a9e, \u0645\u0631\u062d\u0628\u0627, emoji \U0001F600."}});
   varied += jsonl_line({{"text", "one document<|endoftext|>another"}});
   varied += jsonl_line({{"text", nlohmann::json::array({"First sentence.", " Second sentence."})}});
-  varied += "\n";                                    // blank line
-  varied += "{\"text\": \"broken\n";                 // bad JSON (skipped with --skip-bad-lines)
+  varied += "\n";                                   // blank line
+  varied += "{\"text\": \"broken\n";                // bad JSON (skipped with --skip-bad-lines)
   varied += jsonl_line({{"id", 5}, {"text", ""}});  // empty text
   varied += jsonl_line({{"text", "   leading and trailing spaces   "}, {"meta", {{"src", "gen"}}}});
   write_file(dir / "varied.jsonl", varied);
@@ -331,8 +332,8 @@ void write_tiny_vocab(const fs::path& dir) {
     for (const auto& [w, n] : words)
       for (size_t i = 0; i + 1 < w.size(); ++i) pairs[{w[i], w[i + 1]}] += n;
     if (pairs.empty()) break;
-    auto best = std::max_element(pairs.begin(), pairs.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto best =
+        std::max_element(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     const auto [a, b] = best->first;
     merges += a + " " + b + "\n";
     if (!vocab.contains(a + b)) vocab[a + b] = next_id++;

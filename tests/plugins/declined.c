@@ -34,9 +34,7 @@ static const kiln_plugin_api api = {
     .synchronize = STUB(kiln_error * (*)(kiln_device*)),
 };
 
-__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
-  return &api;
-}
+__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &api; }
 
 __attribute__((visibility("default"))) int kiln_plugin_probe(char* reason, size_t reason_size) {
   strncpy(reason, "no test accelerator on this machine", reason_size - 1);

@@ -11,6 +11,4 @@ static const kiln_plugin_api api = {
     .name = "short_table",
 };
 
-__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
-  return &api;
-}
+__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &api; }

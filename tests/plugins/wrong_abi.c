@@ -9,6 +9,4 @@ static const kiln_plugin_api api = {
     .name = "wrong_abi",
 };
 
-__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
-  return &api;
-}
+__attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &api; }

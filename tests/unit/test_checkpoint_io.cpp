@@ -16,9 +16,8 @@ namespace {
 class CheckpointIo : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("kiln_ckpt_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() / ("kiln_ckpt_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     save_ = (root_ / "save").string();
   }
@@ -44,9 +43,7 @@ class CheckpointIo : public ::testing::Test {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  static void write(const fs::path& p, const std::string& s) {
-    std::ofstream(p, std::ios::binary) << s;
-  }
+  static void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
   // Loading must fail with a one-line kiln::Error containing every needle.
   static void expect_load_error(const std::string& path, std::initializer_list<std::string> needles) {
@@ -138,8 +135,7 @@ TEST_F(CheckpointIo, OverwritingAnIterationReplacesItWholly) {
 TEST_F(CheckpointIo, SaveFailureIsAKilnErrorAndLeavesNoTemp) {
   fs::create_directories(root_);
   write(root_ / "a_file", "x");
-  EXPECT_THROW(save_checkpoint((root_ / "a_file").string(), 1, model(1), optimizer(1), meta(1)),
-               kiln::Error);
+  EXPECT_THROW(save_checkpoint((root_ / "a_file").string(), 1, model(1), optimizer(1), meta(1)), kiln::Error);
   // A bad tensor fails before anything becomes visible.
   auto bad = model(1);
   bad["broken"] = SafeTensor{"F32", {3}, {0}};

@@ -47,8 +47,7 @@ TEST(Conformance, CpuPassesEveryCase) {
   Report report = run(*device, Suite::builtin(), options);
   EXPECT_EQ(report.failed(), 0);
   EXPECT_EQ(report.unsupported(), 0);
-  for (const CaseResult& r : report.cases)
-    EXPECT_EQ(r.status, Status::Pass) << r.c->name << ": " << r.detail;
+  for (const CaseResult& r : report.cases) EXPECT_EQ(r.status, Status::Pass) << r.c->name << ": " << r.detail;
 }
 
 TEST(Conformance, AddCaseFillsFloatInputsAndNeedsIds) {

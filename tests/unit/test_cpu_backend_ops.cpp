@@ -60,9 +60,7 @@ Device& device(const std::string& isa) {
 class Rng {
  public:
   explicit Rng(uint32_t seed) : gen_(seed) {}
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f);
-  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f); }
   int32_t below(int64_t n) { return static_cast<int32_t>(gen_() % static_cast<uint64_t>(n)); }
 
  private:
@@ -74,8 +72,8 @@ double nmse(const std::vector<float>& ref, const std::vector<float>& got, std::s
   for (size_t i = 0; i < ref.size(); ++i) {
     const bool rf = std::isfinite(ref[i]), gf = std::isfinite(got[i]);
     if (rf != gf || (!rf && !(std::isnan(ref[i]) && std::isnan(got[i])) && ref[i] != got[i])) {
-      *why = "non-finite mismatch at element " + std::to_string(i) + ": reference " +
-             std::to_string(ref[i]) + ", cpu " + std::to_string(got[i]);
+      *why = "non-finite mismatch at element " + std::to_string(i) + ": reference " + std::to_string(ref[i]) +
+             ", cpu " + std::to_string(got[i]);
       return INFINITY;
     }
     if (!rf) continue;
@@ -94,8 +92,8 @@ std::string first_difference(const std::vector<float>& ref, const std::vector<fl
     double d = std::abs(static_cast<double>(ref[i]) - got[i]);
     if (d > diff) diff = d, worst = i;
   }
-  return "largest difference at element " + std::to_string(worst) + ": reference " +
-         std::to_string(ref[worst]) + ", cpu " + std::to_string(got[worst]);
+  return "largest difference at element " + std::to_string(worst) + ": reference " + std::to_string(ref[worst]) +
+         ", cpu " + std::to_string(got[worst]);
 }
 
 class CpuOps : public ::testing::TestWithParam<std::string> {
@@ -161,8 +159,7 @@ class CpuOps : public ::testing::TestWithParam<std::string> {
       const HostTensor& want = ref.at(p.name);
       const HostTensor& got = runs[0].at(p.name);
       const HostTensor& again = runs[1].at(p.name);
-      ASSERT_EQ(std::memcmp(got.data(), again.data(), got.bytes()), 0)
-          << "two runs on the same inputs differ";
+      ASSERT_EQ(std::memcmp(got.data(), again.data(), got.bytes()), 0) << "two runs on the same inputs differ";
       if (want.dtype == KILN_I32) {
         EXPECT_EQ(want.i32, got.i32);
         continue;
@@ -193,9 +190,8 @@ TEST_P(CpuOps, Fill) {
 
 TEST_P(CpuOps, AddMulBroadcast) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{1}, {1}},          {{17}, {17}},          {{3, 17}, {17}},       {{4, 3}, {3}},
-      {{257}, {}},         {{65, 127}, {127}},    {{2, 3, 33}, {3, 33}}, {{1000, 64}, {64}},
-      {{300001}, {300001}}, {{129, 1024}, {1024}}};
+      {{1}, {1}},         {{17}, {17}},          {{3, 17}, {17}},    {{4, 3}, {3}},        {{257}, {}},
+      {{65, 127}, {127}}, {{2, 3, 33}, {3, 33}}, {{1000, 64}, {64}}, {{300001}, {300001}}, {{129, 1024}, {1024}}};
   for (const auto& [sa, sb] : cases)
     for (bool is_add : {true, false}) {
       Graph g;
@@ -241,8 +237,8 @@ TEST_P(CpuOps, Matmul) {
         ValueId a = g.input("a", KILN_F32, sa), b = g.input("b", KILN_F32, sb);
         g.output("y", g.matmul(a, b, ta, tb));
         check(g, {{"a", rnd(sa)}, {"b", rnd(sb)}}, kTolSoftmax,
-              "m,n,k=" + std::to_string(d.m) + "," + std::to_string(d.n) + "," +
-                  std::to_string(d.k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+              "m,n,k=" + std::to_string(d.m) + "," + std::to_string(d.n) + "," + std::to_string(d.k) +
+                  " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
       }
 }
 
@@ -254,8 +250,8 @@ TEST_P(CpuOps, MatmulBatched) {
   // [12] x 64^3: attention-like, spread over threads; [3] x 130^3: big items
   // that do not divide across 2 threads, run one by one on the full pool;
   // [2,3] odd sizes.
-  for (const B& d : {B{{2, 3}, 17, 5, 33}, B{{12}, 64, 64, 64}, B{{3}, 130, 130, 130},
-                     B{{1}, 65, 3, 17}, B{{5}, 1, 7, 3}})
+  for (const B& d :
+       {B{{2, 3}, 17, 5, 33}, B{{12}, 64, 64, 64}, B{{3}, 130, 130, 130}, B{{1}, 65, 3, 17}, B{{5}, 1, 7, 3}})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
         Shape sa = d.batch, sb = d.batch;
@@ -296,8 +292,8 @@ TEST_P(CpuOps, EmbeddingGrad) {
   // Small vocabularies force repeated ids (scatter-add collisions); C = 3
   // with many rows takes the split-by-vocabulary path, wide C the
   // split-by-columns path.
-  for (const E& e : {E{1, 1, {1}}, E{5, 17, {33}}, E{7, 3, {10000}}, E{50, 65, {3, 17}},
-                     E{300, 128, {8, 64}}, E{1000, 33, {2, 65}}}) {
+  for (const E& e : {E{1, 1, {1}}, E{5, 17, {33}}, E{7, 3, {10000}}, E{50, 65, {3, 17}}, E{300, 128, {8, 64}},
+                     E{1000, 33, {2, 65}}}) {
     Graph g;
     Shape dys = e.ids;
     dys.push_back(e.c);
@@ -312,8 +308,7 @@ TEST_P(CpuOps, EmbeddingGrad) {
 // ---------------------------------------------------------------- layernorm
 
 TEST_P(CpuOps, LayerNormAndGrad) {
-  for (Shape s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33},
-                  Shape{127}}) {
+  for (Shape s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}}) {
     const int64_t c = s.back();
     Graph g;
     ValueId x = g.input("x", KILN_F32, s), gamma = g.input("gamma", KILN_F32, {c});
@@ -324,8 +319,7 @@ TEST_P(CpuOps, LayerNormAndGrad) {
     g.output("dgamma", grads[1]);
     g.output("dbeta", grads[2]);
     // An offset mean tests the two-pass variance.
-    check(g, {{"x", rnd(s, 2.0f, 4.0f)}, {"gamma", rnd({c}, 0.5f, 1.5f)}, {"beta", rnd({c})},
-              {"dy", rnd(s)}},
+    check(g, {{"x", rnd(s, 2.0f, 4.0f)}, {"gamma", rnd({c}, 0.5f, 1.5f)}, {"beta", rnd({c})}, {"dy", rnd(s)}},
           kTolElementwise, str(s));
   }
 }
@@ -333,20 +327,17 @@ TEST_P(CpuOps, LayerNormAndGrad) {
 // ---------------------------------------------------------------- attention
 
 TEST_P(CpuOps, CausalSoftmax) {
-  for (Shape s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33},
-                  Shape{4, 12, 64, 64}})
+  for (Shape s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
     for (float scale : {0.125f, -0.5f}) {
       Graph g;
       ValueId x = g.input("x", KILN_F32, s);
       g.output("y", g.causal_softmax(x, scale));
-      check(g, {{"x", rnd(s, -4.0f, 4.0f)}}, kTolSoftmax,
-            str(s) + " scale " + std::to_string(scale));
+      check(g, {{"x", rnd(s, -4.0f, 4.0f)}}, kTolSoftmax, str(s) + " scale " + std::to_string(scale));
     }
 }
 
 TEST_P(CpuOps, SoftmaxGrad) {
-  for (Shape s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33},
-                  Shape{4, 12, 64, 64}}) {
+  for (Shape s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
     Graph g;
     ValueId y = g.input("y", KILN_F32, s), dy = g.input("dy", KILN_F32, s);
     g.output("dx", g.softmax_grad(y, dy, 0.125f));
@@ -378,8 +369,7 @@ TEST_P(CpuOps, CrossEntropyAndGrad) {
     ValueId dloss = g.input("dloss", KILN_F32, {1});
     g.output("loss", g.cross_entropy(logits, targets));
     g.output("dlogits", g.cross_entropy_grad(logits, targets, dloss));
-    check(g, {{"logits", rnd({c.n, c.v}, -6.0f, 6.0f)}, {"targets", ids({c.n}, c.v)},
-              {"dloss", scalar(0.75f)}},
+    check(g, {{"logits", rnd({c.n, c.v}, -6.0f, 6.0f)}, {"targets", ids({c.n}, c.v)}, {"dloss", scalar(0.75f)}},
           kTolElementwise, "N=" + std::to_string(c.n) + " V=" + std::to_string(c.v));
   }
 }
@@ -421,10 +411,9 @@ TEST_P(CpuOps, OutOfRangeIdsAreErrors) {
 // ---------------------------------------------------------------- reductions
 
 TEST_P(CpuOps, SumTo) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{17}, {17}},        {{3, 17}, {17}},     {{2, 3, 33}, {3, 33}}, {{5000, 3}, {3}},
-      {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},       {{20000, 1}, {1}},     {{127, 65}, {65}},
-      {{3000, 24}, {24}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{17}, {17}},      {{3, 17}, {17}},       {{2, 3, 33}, {3, 33}},
+                                                      {{5000, 3}, {3}},  {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},
+                                                      {{20000, 1}, {1}}, {{127, 65}, {65}},     {{3000, 24}, {24}}};
   for (const auto& [sx, sy] : cases) {
     Graph g;
     ValueId x = g.input("x", KILN_F32, sx);
@@ -484,8 +473,7 @@ TEST_P(CpuOps, SplitConcat) {
     Shape shape;
     int64_t axis, parts;
   };
-  for (const S& c : {S{{6, 4}, 0, 3}, S{{3, 12}, 1, 4}, S{{2, 3, 99}, 2, 3}, S{{5}, 0, 5},
-                     S{{64, 2304}, 1, 3}})
+  for (const S& c : {S{{6, 4}, 0, 3}, S{{3, 12}, 1, 4}, S{{2, 3, 99}, 2, 3}, S{{5}, 0, 5}, S{{64, 2304}, 1, 3}})
     for (kiln_dtype dt : {KILN_F32, KILN_I32}) {
       Graph g;
       ValueId x = g.input("x", dt, c.shape);
@@ -505,9 +493,8 @@ TEST_P(CpuOps, SplitConcat) {
   ValueId rows = g.concat({a, b, c}, 0);
   g.output("rows", rows);
   g.output("cols", g.concat({rows, d, e}, 1));
-  check(g, {{"a", rnd({3, 4})}, {"b", rnd({1, 4})}, {"c", rnd({2, 4})}, {"d", rnd({6, 5})},
-            {"e", rnd({6, 1})}},
-        0.0, "unequal concat");
+  check(g, {{"a", rnd({3, 4})}, {"b", rnd({1, 4})}, {"c", rnd({2, 4})}, {"d", rnd({6, 5})}, {"e", rnd({6, 1})}}, 0.0,
+        "unequal concat");
 }
 
 // ---------------------------------------------------------------- optimizer
@@ -527,10 +514,12 @@ TEST_P(CpuOps, AdamW) {
         HostTensor hparams = HostTensor::zeros(KILN_F32, {5});
         hparams.f32 = {1e-3f, 0.1f, 1.0f / (1.0f - 0.729f), 1.0f / (1.0f - 0.997003f), 0.5f};
         check(g,
-              {{"p", rnd(s)}, {"g", rnd(s)}, {"m", rnd(s, -0.1f, 0.1f)}, {"v", rnd(s, 0.0f, 0.01f)},
+              {{"p", rnd(s)},
+               {"g", rnd(s)},
+               {"m", rnd(s, -0.1f, 0.1f)},
+               {"v", rnd(s, 0.0f, 0.01f)},
                {"hparams", hparams}},
-              kTolElementwise,
-              str(s) + (wd ? " wd" : " no-wd") + (in_place ? " in place" : " out of place"));
+              kTolElementwise, str(s) + (wd ? " wd" : " no-wd") + (in_place ? " in place" : " out of place"));
       }
 }
 
@@ -629,8 +618,8 @@ class IrWriter {
     for (int64_t d : dims) put<int64_t>(values_, d);
     return num_values_++;
   }
-  void node(uint16_t op, std::vector<uint32_t> in, std::vector<uint32_t> out,
-            std::vector<int64_t> ia = {}, std::vector<float> fa = {}) {
+  void node(uint16_t op, std::vector<uint32_t> in, std::vector<uint32_t> out, std::vector<int64_t> ia = {},
+            std::vector<float> fa = {}) {
     put<uint16_t>(nodes_, op);
     put<uint8_t>(nodes_, static_cast<uint8_t>(in.size()));
     put<uint8_t>(nodes_, static_cast<uint8_t>(out.size()));
@@ -772,8 +761,7 @@ TEST(CpuPlugin, ExecuteChecksSlotSizes) {
   api->loaded_free(d.handle(), l.loaded);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, CpuOps, ::testing::Values("avx2", "base"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Isa, CpuOps, ::testing::Values("avx2", "base"), [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace kiln::graph

@@ -39,11 +39,10 @@ struct GemmCase {
 };
 
 std::string describe(const GemmCase& r) {
-  return "trans_a=" + std::to_string(r.ta) + " trans_b=" + std::to_string(r.tb) +
-         " m=" + std::to_string(r.s.m) + " n=" + std::to_string(r.s.n) +
-         " k=" + std::to_string(r.s.k) + " alpha=" + std::to_string(r.alpha) +
-         " beta=" + std::to_string(r.beta) + " pads=" + std::to_string(r.pad_a) + "," +
-         std::to_string(r.pad_b) + "," + std::to_string(r.pad_c);
+  return "trans_a=" + std::to_string(r.ta) + " trans_b=" + std::to_string(r.tb) + " m=" + std::to_string(r.s.m) +
+         " n=" + std::to_string(r.s.n) + " k=" + std::to_string(r.s.k) + " alpha=" + std::to_string(r.alpha) +
+         " beta=" + std::to_string(r.beta) + " pads=" + std::to_string(r.pad_a) + "," + std::to_string(r.pad_b) + "," +
+         std::to_string(r.pad_c);
 }
 
 // Runs one case through `ks` on `pool` and checks it; returns false (after
@@ -65,8 +64,7 @@ bool check(const gd::KernelSet& ks, ThreadPool& pool, const GemmCase& r, uint32_
   for (float& x : c) x = r.beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : u(rng);
   const std::vector<float> c0 = c;
 
-  gd::sgemm_with(ks, r.ta, r.tb, m, n, k, r.alpha, a.data(), lda, b.data(), ldb, r.beta, c.data(),
-                 ldc, pool);
+  gd::sgemm_with(ks, r.ta, r.tb, m, n, k, r.alpha, a.data(), lda, b.data(), ldb, r.beta, c.data(), ldc, pool);
 
   const double unit = std::ldexp(1.0, -24);
   double err2 = 0, ref2 = 0;
@@ -82,13 +80,10 @@ bool check(const gd::KernelSet& ks, ThreadPool& pool, const GemmCase& r, uint32_
       const double prior = r.beta == 0.0f ? 0.0 : static_cast<double>(c0[i * ldc + j]);
       const double want = r.alpha * dot + r.beta * prior;
       const double got = c[i * ldc + j];
-      const double bound = 2.0 * (k + 3) * unit *
-                               (std::fabs(r.alpha) * mag + std::fabs(r.beta * prior)) +
-                           1e-30;
+      const double bound = 2.0 * (k + 3) * unit * (std::fabs(r.alpha) * mag + std::fabs(r.beta * prior)) + 1e-30;
       if (!(std::fabs(got - want) <= bound)) {
-        ADD_FAILURE() << ks.name << " threads=" << pool.size() << " " << describe(r) << ": C(" << i
-                      << "," << j << ") = " << got << ", want " << want << " (bound " << bound
-                      << ")";
+        ADD_FAILURE() << ks.name << " threads=" << pool.size() << " " << describe(r) << ": C(" << i << "," << j
+                      << ") = " << got << ", want " << want << " (bound " << bound << ")";
         return false;
       }
       err2 += (got - want) * (got - want);
@@ -96,8 +91,7 @@ bool check(const gd::KernelSet& ks, ThreadPool& pool, const GemmCase& r, uint32_
     }
   }
   if (ref2 > 0 && !(err2 <= 1e-10 * static_cast<double>(std::max<int64_t>(k, 1)) * ref2)) {
-    ADD_FAILURE() << ks.name << " threads=" << pool.size() << " " << describe(r)
-                  << ": NMSE " << err2 / ref2;
+    ADD_FAILURE() << ks.name << " threads=" << pool.size() << " " << describe(r) << ": NMSE " << err2 / ref2;
     return false;
   }
   // Padding between rows of C must be untouched.
@@ -105,8 +99,7 @@ bool check(const gd::KernelSet& ks, ThreadPool& pool, const GemmCase& r, uint32_
     for (int64_t j = n; j < ldc; ++j) {
       const float before = c0[i * ldc + j], after = c[i * ldc + j];
       if (!(before == after || (std::isnan(before) && std::isnan(after)))) {
-        ADD_FAILURE() << ks.name << " " << describe(r) << ": wrote C padding at (" << i << ","
-                      << j << ")";
+        ADD_FAILURE() << ks.name << " " << describe(r) << ": wrote C padding at (" << i << "," << j << ")";
         return false;
       }
     }

@@ -56,7 +56,9 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
   inputs["targets"] = tgt;
 
   graph::TensorMap out = graph::run_reference(g, inputs);
-  auto loss_at = [&](const graph::TensorMap& in) { return static_cast<double>(graph::run_reference(g, in).at("loss").f32[0]); };
+  auto loss_at = [&](const graph::TensorMap& in) {
+    return static_cast<double>(graph::run_reference(g, in).at("loss").f32[0]);
+  };
 
   int checked = 0;
   for (const auto& s : specs) {

@@ -93,8 +93,7 @@ class GradCheck {
       }
       ASSERT_GT(peak, 1e-4) << "degenerate check: the numeric gradient is ~0";
       EXPECT_LE(std::sqrt(diff2 / norm2), tol) << "relative L2 error too large";
-      for (size_t k = 0; k < x.size(); ++k)
-        EXPECT_NEAR(a.f32[k], numeric[k], 3 * tol * peak) << "element " << k;
+      for (size_t k = 0; k < x.size(); ++k) EXPECT_NEAR(a.f32[k], numeric[k], 3 * tol * peak) << "element " << k;
     }
   }
 
@@ -166,9 +165,8 @@ TEST(GradCheck, MatmulAllTransposesAndBatches) {
   for (const Dims& d : {Dims{{}, 3, 4, 5}, Dims{{}, 1, 7, 2}, Dims{{2}, 3, 2, 4}, Dims{{2, 3}, 2, 3, 3}})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
-        SCOPED_TRACE("batch " + to_string(d.batch) + " m=" + std::to_string(d.m) + " k=" +
-                     std::to_string(d.k) + " n=" + std::to_string(d.n) + " trans_a=" +
-                     std::to_string(ta) + " trans_b=" + std::to_string(tb));
+        SCOPED_TRACE("batch " + to_string(d.batch) + " m=" + std::to_string(d.m) + " k=" + std::to_string(d.k) +
+                     " n=" + std::to_string(d.n) + " trans_a=" + std::to_string(ta) + " trans_b=" + std::to_string(tb));
         Shape as = d.batch, bs = d.batch;
         as.push_back(ta ? d.k : d.m);
         as.push_back(ta ? d.m : d.k);
@@ -214,8 +212,8 @@ TEST(GradCheck, Layernorm) {
 }
 
 TEST(GradCheck, CausalSoftmax) {
-  for (auto [s, scale] : {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f},
-                          std::pair{Shape{1, 1}, 2.0f}}) {
+  for (auto [s, scale] :
+       {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {
     SCOPED_TRACE(to_string(s));
     GradCheck c;
     ValueId x = c.input("x", s, -2.0, 2.0);
@@ -369,8 +367,9 @@ TEST(GradCheck, TinyTransformerBlock) {
   x = g.add(x, g.add(g.matmul(m, w2), bf2));
   ValueId logits = g.matmul(g.layernorm(x, gf, bf, 1e-5f), wte, false, true);
   ValueId loss = g.cross_entropy(logits, targets);
-  c.check(loss, {"wte", "wpe", "ln1_g", "ln1_b", "w_qkv", "b_qkv", "w_o", "b_o", "ln2_g", "ln2_b",
-                 "w_fc", "b_fc", "w_proj", "b_proj", "lnf_g", "lnf_b"},
+  c.check(loss,
+          {"wte", "wpe", "ln1_g", "ln1_b", "w_qkv", "b_qkv", "w_o", "b_o", "ln2_g", "ln2_b", "w_fc", "b_fc", "w_proj",
+           "b_proj", "lnf_g", "lnf_b"},
           1e-2, 2e-2);
 }
 
@@ -395,8 +394,8 @@ TEST(Autodiff, PrunesBranchesOutsideTheLossOrWrt) {
   Graph& g = c.g;
   ValueId a = c.input("a", {3}), b = c.input("b", {3}), cc = c.input("c", {3});
   ValueId w = c.input("w", {3});
-  ValueId side = g.gelu(cc);                    // feeds the loss, but no wrt value feeds it
-  ValueId dangling = g.gelu(a);                 // depends on a, but the loss never reads it
+  ValueId side = g.gelu(cc);     // feeds the loss, but no wrt value feeds it
+  ValueId dangling = g.gelu(a);  // depends on a, but the loss never reads it
   ValueId s = g.add(g.mul(a, b), side);
   ValueId loss = g.sum_to(g.reshape(g.mul(s, w), {3, 1}), {1});
   size_t before = g.nodes().size();
@@ -412,8 +411,7 @@ TEST(Autodiff, PrunesBranchesOutsideTheLossOrWrt) {
   // The gradient is still right: da = w * b.
   g.output("da", da);
   TensorMap out = run_reference(g, c.inputs);
-  for (size_t k = 0; k < 3; ++k)
-    EXPECT_NEAR(out["da"].f32[k], c.inputs["w"].f32[k] * c.inputs["b"].f32[k], 1e-6);
+  for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(out["da"].f32[k], c.inputs["w"].f32[k] * c.inputs["b"].f32[k], 1e-6);
 }
 
 TEST(Autodiff, NothingIsEmittedWhenNoWrtValueIsOnThePath) {

@@ -9,13 +9,9 @@ namespace {
 std::string sha(const std::string& s) { return kiln::sha256_hex(s.data(), s.size()); }
 
 // Vectors from FIPS 180-4 examples / NIST CSHS.
-TEST(Sha256, Empty) {
-  EXPECT_EQ(sha(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-}
+TEST(Sha256, Empty) { EXPECT_EQ(sha(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"); }
 
-TEST(Sha256, Abc) {
-  EXPECT_EQ(sha("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
+TEST(Sha256, Abc) { EXPECT_EQ(sha("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); }
 
 TEST(Sha256, TwoBlock448Bits) {
   EXPECT_EQ(sha("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
@@ -29,19 +25,15 @@ TEST(Sha256, TwoBlock896Bits) {
 }
 
 TEST(Sha256, MillionA) {
-  EXPECT_EQ(sha(std::string(1000000, 'a')),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(sha(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 // 55 bytes is the longest message padded within one block, 56 the shortest
 // needing two, 64 an exact block. Digests from Python's hashlib.
 TEST(Sha256, PaddingBoundaries) {
-  EXPECT_EQ(sha(std::string(55, 'a')),
-            "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
-  EXPECT_EQ(sha(std::string(56, 'a')),
-            "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
-  EXPECT_EQ(sha(std::string(64, 'a')),
-            "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  EXPECT_EQ(sha(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  EXPECT_EQ(sha(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  EXPECT_EQ(sha(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
 }
 
 }  // namespace

@@ -2,13 +2,13 @@
 // table (exercised through an in-process fake backend).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "core/backend.h"
@@ -26,8 +26,7 @@ std::string bad_plugin(const std::string& name) {
 std::string cpu_plugin() { return std::string(KILN_TEST_BIN_DIR) + "/libkiln-backend-cpu.so"; }
 
 fs::path temp_dir() {
-  static const fs::path dir =
-      fs::temp_directory_path() / ("kiln-test-loader-" + std::to_string(getpid()));
+  static const fs::path dir = fs::temp_directory_path() / ("kiln-test-loader-" + std::to_string(getpid()));
   // Removed at exit; libraries loaded from it stay mapped, which Linux allows.
   static const struct Cleanup {
     ~Cleanup() {
@@ -73,15 +72,14 @@ TEST_P(BadPlugin, IsSkippedWithReason) {
 
 INSTANTIATE_TEST_SUITE_P(
     Loader, BadPlugin,
-    ::testing::Values(
-        BadCase{"wrong_abi", "built for kiln plugin ABI 2.0, this kiln speaks " KILN_ABI_STR
-                             "; rebuild the plugin"},
-        BadCase{"not_a_plugin", "no kiln_plugin_get_api symbol; not a kiln plugin"},
-        BadCase{"short_table", "smaller than"},
-        BadCase{"incomplete", "lacks required functions: error_destroy, error_message"},
-        BadCase{"declined", "cannot run it: no test accelerator on this machine"},
-        BadCase{"missing_symbol", "undefined symbol: kiln_test_symbol_nobody_defines"},
-        BadCase{"null_table", "kiln_plugin_get_api returned NULL"}),
+    ::testing::Values(BadCase{"wrong_abi",
+                              "built for kiln plugin ABI 2.0, this kiln speaks " KILN_ABI_STR "; rebuild the plugin"},
+                      BadCase{"not_a_plugin", "no kiln_plugin_get_api symbol; not a kiln plugin"},
+                      BadCase{"short_table", "smaller than"},
+                      BadCase{"incomplete", "lacks required functions: error_destroy, error_message"},
+                      BadCase{"declined", "cannot run it: no test accelerator on this machine"},
+                      BadCase{"missing_symbol", "undefined symbol: kiln_test_symbol_nobody_defines"},
+                      BadCase{"null_table", "kiln_plugin_get_api returned NULL"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A table from an older minor version (struct_size smaller than this host's
@@ -106,8 +104,7 @@ TEST(Loader, TextFileNamedLikeAPlugin) {
 }
 
 TEST(Loader, MissingFile) {
-  kiln::PluginRecord r =
-      kiln::Registry::instance().load_file((temp_dir() / "libkiln-backend-gone.so").string());
+  kiln::PluginRecord r = kiln::Registry::instance().load_file((temp_dir() / "libkiln-backend-gone.so").string());
   EXPECT_FALSE(r.loaded);
   EXPECT_EQ(r.reason, "no such file");
 }
@@ -147,7 +144,10 @@ TEST(Loader, SearchPathHonoursEnvironment) {
   std::string saved = old ? old : "";
   setenv("KILN_PLUGIN_PATH", "/first::/second", 1);
   auto path = kiln::Registry::instance().search_path();
-  if (old) setenv("KILN_PLUGIN_PATH", saved.c_str(), 1); else unsetenv("KILN_PLUGIN_PATH");
+  if (old)
+    setenv("KILN_PLUGIN_PATH", saved.c_str(), 1);
+  else
+    unsetenv("KILN_PLUGIN_PATH");
   ASSERT_GE(path.size(), 3u);
   EXPECT_EQ(path[0], "/first");
   EXPECT_EQ(path[1], "/second");
@@ -284,8 +284,9 @@ TEST(BackendHandles, DeviceAndBuffers) {
       EXPECT_NE(msg.find("overruns"), std::string::npos) << msg;
       // buffer_copy is NULL in this table: unsupported, not a crash.
       msg = error_of([&] { b.copy_from(a, 8); });
-      EXPECT_EQ(msg, "fake: this backend does not support buffer_copy (no such function in "
-                     "/fake/libkiln-backend-fake.so)");
+      EXPECT_EQ(msg,
+                "fake: this backend does not support buffer_copy (no such function in "
+                "/fake/libkiln-backend-fake.so)");
     }
     EXPECT_EQ(g_live_buffers, 0);
 

@@ -68,8 +68,7 @@ TEST(LrSchedule, InvalidStyleListsValidOnes) {
   } catch (const kiln::Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("'cosin'"), std::string::npos) << msg;
-    for (const auto& style : LrSchedule::valid_styles())
-      EXPECT_NE(msg.find(style), std::string::npos) << msg;
+    for (const auto& style : LrSchedule::valid_styles()) EXPECT_NE(msg.find(style), std::string::npos) << msg;
   }
 }
 

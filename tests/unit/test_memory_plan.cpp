@@ -18,7 +18,8 @@ void expect_no_live_overlap(const Graph& g, const MemoryPlan& plan) {
   std::vector<ValueId> alias_root(g.values().size());
   for (size_t v = 0; v < alias_root.size(); ++v) alias_root[v] = static_cast<ValueId>(v);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    for (ValueId v : nodes[i].outputs) first[static_cast<size_t>(v)] = last[static_cast<size_t>(v)] = static_cast<int>(i);
+    for (ValueId v : nodes[i].outputs)
+      first[static_cast<size_t>(v)] = last[static_cast<size_t>(v)] = static_cast<int>(i);
     for (ValueId v : nodes[i].inputs) last[static_cast<size_t>(v)] = static_cast<int>(i);
     if (nodes[i].op == KILN_OP_RESHAPE)
       alias_root[static_cast<size_t>(nodes[i].outputs[0])] = alias_root[static_cast<size_t>(nodes[i].inputs[0])];

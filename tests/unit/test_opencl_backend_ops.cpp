@@ -30,10 +30,10 @@
 #include "graph/autodiff.h"
 #include "graph/executor.h"
 #include "graph/graph.h"
-#include "graph/reference/reference.h"
-#include "graph/serialize.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
+#include "graph/reference/reference.h"
+#include "graph/serialize.h"
 #include "trainer/gpt.h"
 #include "trainer/step_graphs.h"
 
@@ -65,18 +65,16 @@ Device* device(std::string* why = nullptr) {
   return dev.get();
 }
 
-#define REQUIRE_OPENCL()                                                              \
-  do {                                                                                \
-    std::string why_;                                                                 \
-    if (device(&why_) == nullptr) GTEST_SKIP() << "no OpenCL device: " << why_;       \
+#define REQUIRE_OPENCL()                                                        \
+  do {                                                                          \
+    std::string why_;                                                           \
+    if (device(&why_) == nullptr) GTEST_SKIP() << "no OpenCL device: " << why_; \
   } while (0)
 
 class Rng {
  public:
   explicit Rng(uint32_t seed) : gen_(seed) {}
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f);
-  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(gen_() >> 8) * (1.0f / 16777216.0f); }
   int32_t below(int64_t n) { return static_cast<int32_t>(gen_() % static_cast<uint64_t>(n)); }
 
  private:
@@ -88,8 +86,8 @@ double nmse(const std::vector<float>& ref, const std::vector<float>& got, std::s
   for (size_t i = 0; i < ref.size(); ++i) {
     const bool rf = std::isfinite(ref[i]), gf = std::isfinite(got[i]);
     if (rf != gf || (!rf && !(std::isnan(ref[i]) && std::isnan(got[i])) && ref[i] != got[i])) {
-      *why = "non-finite mismatch at element " + std::to_string(i) + ": reference " +
-             std::to_string(ref[i]) + ", opencl " + std::to_string(got[i]);
+      *why = "non-finite mismatch at element " + std::to_string(i) + ": reference " + std::to_string(ref[i]) +
+             ", opencl " + std::to_string(got[i]);
       return INFINITY;
     }
     if (!rf) continue;
@@ -107,8 +105,8 @@ std::string first_difference(const std::vector<float>& ref, const std::vector<fl
     double d = std::abs(static_cast<double>(ref[i]) - got[i]);
     if (d > diff) diff = d, worst = i;
   }
-  return "largest difference at element " + std::to_string(worst) + ": reference " +
-         std::to_string(ref[worst]) + ", opencl " + std::to_string(got[worst]);
+  return "largest difference at element " + std::to_string(worst) + ": reference " + std::to_string(ref[worst]) +
+         ", opencl " + std::to_string(got[worst]);
 }
 
 std::string str(const Shape& s) { return to_string(s); }
@@ -140,8 +138,7 @@ class OpenclOps : public ::testing::Test {
   // Runs g on the reference and twice on the plugin; every output must match
   // within `tol`, both plugin runs bit for bit, with nothing left unwritten
   // or written out of bounds. `labels` describe the cases by port prefix.
-  void check(const Graph& g, const TensorMap& inputs, double tol,
-             const std::map<size_t, std::string>& labels = {}) {
+  void check(const Graph& g, const TensorMap& inputs, double tol, const std::map<size_t, std::string>& labels = {}) {
     TensorMap ref = run_reference(g, inputs);
     Executable exe(dev(), g);
     std::map<std::string, uint64_t> out_bytes;
@@ -216,9 +213,8 @@ TEST_F(OpenclOps, Fill) {
 
 TEST_F(OpenclOps, AddMulBroadcast) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{1}, {1}},          {{17}, {17}},          {{3, 17}, {17}},       {{4, 3}, {3}},
-      {{257}, {}},         {{65, 127}, {127}},    {{2, 3, 33}, {3, 33}}, {{1000, 64}, {64}},
-      {{300001}, {300001}}, {{129, 1024}, {1024}}};
+      {{1}, {1}},         {{17}, {17}},          {{3, 17}, {17}},    {{4, 3}, {3}},        {{257}, {}},
+      {{65, 127}, {127}}, {{2, 3, 33}, {3, 33}}, {{1000, 64}, {64}}, {{300001}, {300001}}, {{129, 1024}, {1024}}};
   Graph g;
   TensorMap in;
   std::map<size_t, std::string> labels;
@@ -308,8 +304,8 @@ TEST_F(OpenclOps, MatmulBatched) {
   TensorMap in;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (const B& d : {B{{2, 3}, 17, 5, 33}, B{{12}, 64, 64, 64}, B{{3}, 130, 130, 130}, B{{1}, 65, 3, 17},
-                     B{{5}, 1, 7, 3}})
+  for (const B& d :
+       {B{{2, 3}, 17, 5, 33}, B{{12}, 64, 64, 64}, B{{3}, 130, 130, 130}, B{{1}, 65, 3, 17}, B{{5}, 1, 7, 3}})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
         Shape sa = d.batch, sb = d.batch;
@@ -386,8 +382,8 @@ TEST_F(OpenclOps, LayerNormAndGrad) {
   TensorMap in;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (Shape s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127},
-                  Shape{300, 7}}) {
+  for (Shape s :
+       {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}, Shape{300, 7}}) {
     const int64_t ch = s.back();
     ValueId x = g.input(P(c, "x"), KILN_F32, s), gamma = g.input(P(c, "gamma"), KILN_F32, {ch});
     ValueId beta = g.input(P(c, "beta"), KILN_F32, {ch}), dy = g.input(P(c, "dy"), KILN_F32, s);
@@ -510,10 +506,10 @@ TEST_F(OpenclOps, OutOfRangeIdsAreErrors) {
 // ---------------------------------------------------------------- reductions
 
 TEST_F(OpenclOps, SumToAndSumSquares) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{17}, {17}},          {{3, 17}, {17}},   {{2, 3, 33}, {3, 33}}, {{5000, 3}, {3}},   {{100, 1000}, {1000}},
-      {{4, 5}, {4, 5}},      {{20000, 1}, {1}}, {{127, 65}, {65}},     {{3000, 24}, {24}}, {{64, 7}, {7}},
-      {{65, 7}, {7}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{17}, {17}},      {{3, 17}, {17}},       {{2, 3, 33}, {3, 33}},
+                                                      {{5000, 3}, {3}},  {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},
+                                                      {{20000, 1}, {1}}, {{127, 65}, {65}},     {{3000, 24}, {24}},
+                                                      {{64, 7}, {7}},    {{65, 7}, {7}}};
   Graph g;
   TensorMap in;
   std::map<size_t, std::string> labels;
@@ -536,12 +532,19 @@ TEST_F(OpenclOps, SumToAndSumSquares) {
 // ---------------------------------------------------------------- layout
 
 TEST_F(OpenclOps, ReshapePermute) {
-  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
-      {{2, 3, 4, 5}, {0, 2, 1, 3}}, {{2, 3, 4, 5}, {0, 1, 3, 2}},    {{2, 3, 4, 5}, {3, 2, 1, 0}},
-      {{2, 3, 4, 5}, {2, 0, 3, 1}}, {{17, 33}, {1, 0}},              {{65, 127}, {1, 0}},
-      {{2, 65, 3, 17}, {0, 2, 1, 3}}, {{1, 5, 1, 7}, {3, 2, 1, 0}},  {{1, 1}, {1, 0}},
-      {{2, 3, 1, 2, 3, 2}, {5, 1, 3, 0, 4, 2}}, {{4, 64, 12, 64}, {0, 2, 1, 3}}, {{4, 12, 64, 64}, {0, 1, 3, 2}},
-      {{3, 4}, {0, 1}}};
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {{{2, 3, 4, 5}, {0, 2, 1, 3}},
+                                                                     {{2, 3, 4, 5}, {0, 1, 3, 2}},
+                                                                     {{2, 3, 4, 5}, {3, 2, 1, 0}},
+                                                                     {{2, 3, 4, 5}, {2, 0, 3, 1}},
+                                                                     {{17, 33}, {1, 0}},
+                                                                     {{65, 127}, {1, 0}},
+                                                                     {{2, 65, 3, 17}, {0, 2, 1, 3}},
+                                                                     {{1, 5, 1, 7}, {3, 2, 1, 0}},
+                                                                     {{1, 1}, {1, 0}},
+                                                                     {{2, 3, 1, 2, 3, 2}, {5, 1, 3, 0, 4, 2}},
+                                                                     {{4, 64, 12, 64}, {0, 2, 1, 3}},
+                                                                     {{4, 12, 64, 64}, {0, 1, 3, 2}},
+                                                                     {{3, 4}, {0, 1}}};
   Graph g;
   TensorMap in;
   std::map<size_t, std::string> labels;

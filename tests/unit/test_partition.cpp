@@ -22,11 +22,13 @@ namespace {
 // What the example template plugin implements.
 bool template_ops(kiln_op op) {
   switch (op) {
-    case KILN_OP_FILL: case KILN_OP_ADD: case KILN_OP_MUL: case KILN_OP_SCALE:
-    case KILN_OP_GELU: case KILN_OP_GELU_GRAD:
-      return true;
-    default:
-      return false;
+    case KILN_OP_FILL:
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD: return true;
+    default: return false;
   }
 }
 
@@ -51,11 +53,11 @@ HostTensor uniform(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
 TEST(Partition, GroupsIndependentNodesOfOneDevice) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {4, 4});
-  ValueId a = g.gelu(x);                 // 0: primary
-  ValueId b = g.matmul(a, a);            // 1: fallback
-  ValueId c = g.scale(x, 2.0f);          // 2: primary, independent of b
-  ValueId d = g.matmul(c, c);            // 3: fallback
-  g.output("y", g.add(b, d));            // 4: primary
+  ValueId a = g.gelu(x);         // 0: primary
+  ValueId b = g.matmul(a, a);    // 1: fallback
+  ValueId c = g.scale(x, 2.0f);  // 2: primary, independent of b
+  ValueId d = g.matmul(c, c);    // 3: fallback
+  g.output("y", g.add(b, d));    // 4: primary
   auto segs = partition(g, devices_by(g, template_ops));
   ASSERT_EQ(segs.size(), 3u);
   EXPECT_EQ(segs[0].device, 0);
@@ -76,7 +78,7 @@ TEST(Partition, OneDeviceKeepsTheOriginalOrder) {
 TEST(Partition, InPlaceWritesWaitForEveryReader) {
   Graph g;
   ValueId grad = g.input("grad", KILN_F32, {8});
-  ValueId sq = g.sum_squares(grad);      // 0: fallback reads grad
+  ValueId sq = g.sum_squares(grad);  // 0: fallback reads grad
   g.output("sq", sq);
   g.output("grad.out", g.fill({8}, 0.0f), "grad");  // 1: primary overwrites it
   auto segs = partition(g, devices_by(g, template_ops));
@@ -151,11 +153,11 @@ TEST_F(SplitExecution, ValuesCrossBothWaysAndOutputsComeFromEitherDevice) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {17, 33}), w = g.input("w", KILN_F32, {33, 5});
   ValueId b = g.input("b", KILN_F32, {5});
-  ValueId h = g.matmul(g.scale(x, 0.5f), w);   // primary -> fallback
-  ValueId y = g.gelu(g.add(h, b));             // fallback -> primary
-  g.output("y", y);                            // made on the primary
-  g.output("h", h);                            // made on the fallback, also read by the primary
-  g.output("s", g.sum_to(y, {5}));             // fallback again, reads a primary value
+  ValueId h = g.matmul(g.scale(x, 0.5f), w);       // primary -> fallback
+  ValueId y = g.gelu(g.add(h, b));                 // fallback -> primary
+  g.output("y", y);                                // made on the primary
+  g.output("h", h);                                // made on the fallback, also read by the primary
+  g.output("s", g.sum_to(y, {5}));                 // fallback again, reads a primary value
   g.output("t", g.sum_squares(g.scale(x, 0.5f)));  // x read on both devices
   TensorMap in{{"x", uniform({17, 33}, 1)}, {"w", uniform({33, 5}, 2)}, {"b", uniform({5}, 3)}};
   ExecutionSplit split = expect_same_as_cpu(g, in);
@@ -188,8 +190,11 @@ TEST_F(SplitExecution, InPlaceUpdatesOnEitherDeviceReachThePortBuffers) {
   g.output("grad.out", g.fill({65}, 0.0f), "grad");
   HostTensor hparams = HostTensor::zeros(KILN_F32, {5});
   hparams.f32 = {1e-2f, 0.1f, 10.0f, 20.0f, 1.0f};
-  TensorMap in{{"hparams", hparams}, {"p", uniform({65}, 4)}, {"grad", uniform({65}, 5)},
-               {"m", uniform({65}, 6, -0.1f, 0.1f)}, {"v", uniform({65}, 7, 0.0f, 0.01f)}};
+  TensorMap in{{"hparams", hparams},
+               {"p", uniform({65}, 4)},
+               {"grad", uniform({65}, 5)},
+               {"m", uniform({65}, 6, -0.1f, 0.1f)},
+               {"v", uniform({65}, 7, 0.0f, 0.01f)}};
   ExecutionSplit split = expect_same_as_cpu(g, in, 3);
   EXPECT_EQ(split.fallback_ops, std::vector<kiln_op>{KILN_OP_ADAMW});
 

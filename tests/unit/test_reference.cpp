@@ -74,9 +74,8 @@ TEST(Reference, AddSameShapeAndSuffixBroadcast) {
   ValueId c = g.input("c", KILN_F32, {2, 3});
   g.output("y", g.add(a, b));
   g.output("z", g.add(a, c));
-  TensorMap out = run_reference(g, {{"a", F({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                    {"b", F({3}, {10, 20, 30})},
-                                    {"c", F({2, 3}, {-1, -1, -1, 1, 1, 1})}});
+  TensorMap out = run_reference(
+      g, {{"a", F({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", F({3}, {10, 20, 30})}, {"c", F({2, 3}, {-1, -1, -1, 1, 1, 1})}});
   EXPECT_EQ(out["y"].f32, (std::vector<float>{11, 22, 33, 14, 25, 36}));
   EXPECT_EQ(out["z"].f32, (std::vector<float>{0, 1, 2, 5, 6, 7}));
   EXPECT_EQ(out["y"].shape, (Shape{2, 3}));
@@ -87,8 +86,7 @@ TEST(Reference, MulBroadcastsTrailingMatrix) {
   ValueId a = g.input("a", KILN_F32, {2, 2, 2});
   ValueId b = g.input("b", KILN_F32, {2, 2});
   g.output("y", g.mul(a, b));
-  std::vector<float> y = run_y(g, {{"a", F({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
-                                   {"b", F({2, 2}, {1, 0, -1, 2})}});
+  std::vector<float> y = run_y(g, {{"a", F({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}, {"b", F({2, 2}, {1, 0, -1, 2})}});
   EXPECT_EQ(y, (std::vector<float>{1, 0, -3, 8, 5, 0, -7, 16}));
 }
 
@@ -109,8 +107,8 @@ TEST(Reference, GeluTanhApproximation) {
   g.output("y", g.gelu(x));
   std::vector<float> y = run_y(g, {{"x", F({6}, {0, 1, -1, 2, 0.5f, -3})}});
   // Values of 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed offline.
-  expect_near(y, {0.0, 0.8411919906082768, -0.15880800939172324, 1.954597694087775,
-                  0.34571400982514394, -0.0036373920817729943});
+  expect_near(y, {0.0, 0.8411919906082768, -0.15880800939172324, 1.954597694087775, 0.34571400982514394,
+                  -0.0036373920817729943});
 }
 
 TEST(Reference, GeluGradIsDyTimesDerivative) {
@@ -132,12 +130,12 @@ TEST(Reference, GeluGradIsDyTimesDerivative) {
 // ------------------------------------------------------------ matmul
 
 // Row-major a [M,K] @ b [K,N], the textbook way.
-std::vector<double> naive_matmul(const std::vector<float>& a, const std::vector<float>& b,
-                                 int M, int K, int N) {
+std::vector<double> naive_matmul(const std::vector<float>& a, const std::vector<float>& b, int M, int K, int N) {
   std::vector<double> y(static_cast<size_t>(M * N), 0.0);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j)
-      for (int k = 0; k < K; ++k) y[static_cast<size_t>(i * N + j)] += a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)];
+      for (int k = 0; k < K; ++k)
+        y[static_cast<size_t>(i * N + j)] += a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)];
   return y;
 }
 
@@ -153,8 +151,7 @@ TEST(Reference, MatmulByHand) {
   ValueId a = g.input("a", KILN_F32, {2, 3});
   ValueId b = g.input("b", KILN_F32, {3, 2});
   g.output("y", g.matmul(a, b));
-  std::vector<float> y = run_y(g, {{"a", F({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                   {"b", F({3, 2}, {7, 8, 9, 10, 11, 12})}});
+  std::vector<float> y = run_y(g, {{"a", F({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", F({3, 2}, {7, 8, 9, 10, 11, 12})}});
   EXPECT_EQ(y, (std::vector<float>{58, 64, 139, 154}));
 }
 
@@ -172,8 +169,8 @@ TEST(Reference, MatmulAllTransposeFlags) {
       ValueId va = g.input("a", KILN_F32, as);
       ValueId vb = g.input("b", KILN_F32, bs);
       g.output("y", g.matmul(va, vb, ta, tb));
-      std::vector<float> y = run_y(g, {{"a", F(as, ta ? transpose(a, M, K) : a)},
-                                       {"b", F(bs, tb ? transpose(b, K, N) : b)}});
+      std::vector<float> y =
+          run_y(g, {{"a", F(as, ta ? transpose(a, M, K) : a)}, {"b", F(bs, tb ? transpose(b, K, N) : b)}});
       SCOPED_TRACE("trans_a=" + std::to_string(ta) + " trans_b=" + std::to_string(tb));
       expect_near(y, want, 0);
     }
@@ -185,8 +182,7 @@ TEST(Reference, MatmulBatched) {
   ValueId a = g.input("a", KILN_F32, {2, 2, 2});
   ValueId b = g.input("b", KILN_F32, {2, 2, 1});
   g.output("y", g.matmul(a, b));
-  std::vector<float> y = run_y(g, {{"a", F({2, 2, 2}, {1, 2, 3, 4, 1, 0, 0, 1})},
-                                   {"b", F({2, 2, 1}, {1, 1, 5, 6})}});
+  std::vector<float> y = run_y(g, {{"a", F({2, 2, 2}, {1, 2, 3, 4, 1, 0, 0, 1})}, {"b", F({2, 2, 1}, {1, 1, 5, 6})}});
   EXPECT_EQ(y, (std::vector<float>{3, 7, 5, 6}));
 }
 
@@ -197,8 +193,7 @@ TEST(Reference, EmbeddingGathersRows) {
   ValueId t = g.input("t", KILN_F32, {3, 2});
   ValueId ids = g.input("ids", KILN_I32, {2, 2});
   g.output("y", g.embedding(t, ids));
-  TensorMap out = run_reference(g, {{"t", F({3, 2}, {0, 1, 10, 11, 20, 21})},
-                                    {"ids", I({2, 2}, {2, 0, 2, 1})}});
+  TensorMap out = run_reference(g, {{"t", F({3, 2}, {0, 1, 10, 11, 20, 21})}, {"ids", I({2, 2}, {2, 0, 2, 1})}});
   EXPECT_EQ(out["y"].shape, (Shape{2, 2, 2}));
   EXPECT_EQ(out["y"].f32, (std::vector<float>{20, 21, 0, 1, 20, 21, 10, 11}));
 }
@@ -224,13 +219,11 @@ TEST(Reference, EmbeddingGradScatterAddsRepeatedIds) {
   ValueId dy = g.input("dy", KILN_F32, {4, 2});
   ValueId ids = g.input("ids", KILN_I32, {4});
   g.output("y", g.embedding_grad(dy, ids, 4));
-  TensorMap out = run_reference(g, {{"dy", F({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
-                                    {"ids", I({4}, {1, 3, 1, 1})}});
+  TensorMap out = run_reference(g, {{"dy", F({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}, {"ids", I({4}, {1, 3, 1, 1})}});
   EXPECT_EQ(out["y"].shape, (Shape{4, 2}));
   // Row 1 gets rows 0, 2, 3 of dy; row 3 gets row 1; rows 0 and 2 stay 0.
   EXPECT_EQ(out["y"].f32, (std::vector<float>{0, 0, 13, 16, 0, 0, 3, 4}));
-  EXPECT_THROW(run_reference(g, {{"dy", F({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
-                                 {"ids", I({4}, {1, 4, 0, 0})}}),
+  EXPECT_THROW(run_reference(g, {{"dy", F({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}, {"ids", I({4}, {1, 4, 0, 0})}}),
                kiln::Error);
 }
 
@@ -243,9 +236,8 @@ TEST(Reference, LayernormBiasedVarianceEpsInsideSqrt) {
   ValueId be = g.input("b", KILN_F32, {4});
   const float eps = 0.25f;
   g.output("y", g.layernorm(x, ga, be, eps));
-  std::vector<float> y = run_y(g, {{"x", F({2, 4}, {1, 2, 3, 4, 2, 2, 2, 2})},
-                                   {"g", F({4}, {1, 2, 1, 1})},
-                                   {"b", F({4}, {0, 0, 0, 1})}});
+  std::vector<float> y =
+      run_y(g, {{"x", F({2, 4}, {1, 2, 3, 4, 2, 2, 2, 2})}, {"g", F({4}, {1, 2, 1, 1})}, {"b", F({4}, {0, 0, 0, 1})}});
   // Row 0: mean 2.5, biased var 1.25, 1/sqrt(1.25 + 0.25) = 1/sqrt(1.5).
   double r = 1.0 / std::sqrt(1.5);
   // Row 1: constant row, x - mean = 0, so y = beta.
@@ -301,12 +293,12 @@ TEST(Reference, CausalSoftmaxScalesAndMasksToExactZero) {
   ValueId x = g.input("x", KILN_F32, {2, 3, 3});
   g.output("y", g.causal_softmax(x, 0.5f));
   // Masked positions hold huge values: they must not leak into the result.
-  std::vector<float> xv{0, 1e30f, -1e30f,  //
-                        2, 4, 1e30f,       //
-                        0, 2, 4,           //
-                        5, 1e30f, 1e30f,   //
-                        1, 1, 1e30f,       //
-                        -2, 0, 2};
+  std::vector<float> xv{0,  1e30f, -1e30f,  //
+                        2,  4,     1e30f,   //
+                        0,  2,     4,       //
+                        5,  1e30f, 1e30f,   //
+                        1,  1,     1e30f,   //
+                        -2, 0,     2};
   std::vector<float> y = run_y(g, {{"x", F({2, 3, 3}, xv)}});
   double e1 = std::exp(1.0), e2 = std::exp(2.0);
   // Row 1 of batch 0: softmax(0.5 * [2, 4]) = softmax([1, 2]).
@@ -314,7 +306,7 @@ TEST(Reference, CausalSoftmaxScalesAndMasksToExactZero) {
   // Row 2 of batch 0: softmax([0, 1, 2]); of batch 1: softmax([-1, 0, 1]).
   double s2 = 1 + e1 + e2;
   std::vector<double> want{1, 0, 0, e1 / s1, e2 / s1, 0, 1 / s2, e1 / s2, e2 / s2,
-                           1, 0, 0, 0.5, 0.5, 0, 1 / s2, e1 / s2, e2 / s2};
+                           1, 0, 0, 0.5,     0.5,     0, 1 / s2, e1 / s2, e2 / s2};
   expect_near(y, want);
   for (size_t m = 0; m < 2; ++m)
     for (size_t i = 0; i < 3; ++i)
@@ -326,8 +318,7 @@ TEST(Reference, SoftmaxGradByHand) {
   ValueId y = g.input("y0", KILN_F32, {2, 2});
   ValueId dy = g.input("dy", KILN_F32, {2, 2});
   g.output("y", g.softmax_grad(y, dy, 2.0f));
-  std::vector<float> dx = run_y(g, {{"y0", F({2, 2}, {0.2f, 0.8f, 1.0f, 0.0f})},
-                                    {"dy", F({2, 2}, {1, 0, 3, 5})}});
+  std::vector<float> dx = run_y(g, {{"y0", F({2, 2}, {0.2f, 0.8f, 1.0f, 0.0f})}, {"dy", F({2, 2}, {1, 0, 3, 5})}});
   // Row 0: sum dy*y = 0.2; dx = 2 * [0.2 * 0.8, 0.8 * -0.2].
   // Row 1: sum dy*y = 3; dx = 2 * [1 * 0, 0 * 2] = 0.
   expect_near(dx, {0.32, -0.32, 0, 0});
@@ -364,8 +355,7 @@ TEST(Reference, CrossEntropyGradByHand) {
   ValueId d = g.input("d", KILN_F32, {1});
   g.output("y", g.cross_entropy_grad(l, t, d));
   float ln3 = static_cast<float>(std::log(3.0));
-  std::vector<float> y = run_y(g, {{"l", F({2, 2}, {0, 0, ln3, 0})}, {"t", I({2}, {0, 1})},
-                                   {"d", F({1}, {2})}});
+  std::vector<float> y = run_y(g, {{"l", F({2, 2}, {0, 0, ln3, 0})}, {"t", I({2}, {0, 1})}, {"d", F({1}, {2})}});
   // dloss / N = 1; rows softmax - onehot.
   expect_near(y, {-0.5, 0.5, 0.75, -0.75});
 }
@@ -408,9 +398,8 @@ TEST(Reference, PermuteTransposeAndRank3) {
   g.output("q", g.permute(i, {1, 0}));
   std::vector<float> zv(24);
   for (size_t k = 0; k < zv.size(); ++k) zv[k] = static_cast<float>(k);
-  TensorMap out = run_reference(g, {{"x", F({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                    {"z", F({2, 3, 4}, zv)},
-                                    {"i", I({2, 2}, {1, 2, 3, 4})}});
+  TensorMap out =
+      run_reference(g, {{"x", F({2, 3}, {1, 2, 3, 4, 5, 6})}, {"z", F({2, 3, 4}, zv)}, {"i", I({2, 2}, {1, 2, 3, 4})}});
   EXPECT_EQ(out["y"].f32, (std::vector<float>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(out["q"].i32, (std::vector<int32_t>{1, 3, 2, 4}));
   // p[c][a][b] = z[a][b][c] = 12a + 4b + c.
@@ -444,9 +433,8 @@ TEST(Reference, ConcatUnequalPartsAlongEachAxis) {
   ValueId c = g.input("c", KILN_F32, {1, 2});
   g.output("y", g.concat({a, b}, 1));
   g.output("z", g.concat({b, c}, 0));
-  TensorMap out = run_reference(g, {{"a", F({2, 1}, {1, 2})},
-                                    {"b", F({2, 2}, {3, 4, 5, 6})},
-                                    {"c", F({1, 2}, {7, 8})}});
+  TensorMap out =
+      run_reference(g, {{"a", F({2, 1}, {1, 2})}, {"b", F({2, 2}, {3, 4, 5, 6})}, {"c", F({1, 2}, {7, 8})}});
   EXPECT_EQ(out["y"].shape, (Shape{2, 3}));
   EXPECT_EQ(out["y"].f32, (std::vector<float>{1, 3, 4, 2, 5, 6}));
   EXPECT_EQ(out["z"].shape, (Shape{3, 2}));
@@ -494,12 +482,12 @@ void check_adamw(const AdamCase& c, bool decay) {
   float c1 = static_cast<float>(1 / (1 - std::pow(c.beta1, c.step)));
   float c2 = static_cast<float>(1 / (1 - std::pow(c.beta2, c.step)));
   TensorMap out = run_reference(
-      g, {{"p", F({1}, {static_cast<float>(c.p)})},
-          {"g", F({1}, {static_cast<float>(c.grad)})},
-          {"m", F({1}, {static_cast<float>(c.m)})},
-          {"v", F({1}, {static_cast<float>(c.v)})},
-          {"hp", F({5}, {static_cast<float>(c.lr), static_cast<float>(c.wd), c1, c2,
-                         static_cast<float>(c.grad_scale)})}});
+      g,
+      {{"p", F({1}, {static_cast<float>(c.p)})},
+       {"g", F({1}, {static_cast<float>(c.grad)})},
+       {"m", F({1}, {static_cast<float>(c.m)})},
+       {"v", F({1}, {static_cast<float>(c.v)})},
+       {"hp", F({5}, {static_cast<float>(c.lr), static_cast<float>(c.wd), c1, c2, static_cast<float>(c.grad_scale)})}});
   double wp, wm, wv;
   torch_adamw(c, decay, wp, wm, wv);
   EXPECT_NEAR(out["p2"].f32[0], wp, 1e-6 * std::max(1.0, std::abs(wp)));

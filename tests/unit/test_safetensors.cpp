@@ -18,9 +18,8 @@ namespace {
 class Safetensors : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kiln_safetensors_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kiln_safetensors_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -38,8 +37,7 @@ class Safetensors : public ::testing::Test {
 
   // A file with the given header text (length prefix computed unless given)
   // followed by `data_bytes` zero bytes.
-  std::string write_with_header(const std::string& header, size_t data_bytes,
-                                uint64_t length = UINT64_MAX) const {
+  std::string write_with_header(const std::string& header, size_t data_bytes, uint64_t length = UINT64_MAX) const {
     if (length == UINT64_MAX) length = header.size();
     std::string bytes;
     for (int i = 0; i < 8; ++i) bytes += static_cast<char>((length >> (8 * i)) & 0xff);
@@ -106,9 +104,8 @@ TEST_F(Safetensors, EmptyFileAndEmptyMetadata) {
 // Bytes laid out by hand from the format description, as another
 // implementation would write them (keys in a different order, padding).
 TEST_F(Safetensors, ReadsHandWrittenFile) {
-  std::string header =
-      R"({"b":{"data_offsets":[8,12],"dtype":"I32","shape":[1]},)"
-      R"("__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string header = R"({"b":{"data_offsets":[8,12],"dtype":"I32","shape":[1]},)"
+                       R"("__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   header.append((8 - header.size() % 8) % 8, ' ');
   std::string bytes;
   for (int i = 0; i < 8; ++i) bytes += static_cast<char>((header.size() >> (8 * i)) & 0xff);
@@ -146,11 +143,9 @@ TEST_F(Safetensors, WriterPadsHeaderAndAlignsTensors) {
 }
 
 TEST_F(Safetensors, WriterRejectsInconsistentTensors) {
-  EXPECT_THROW(write_safetensors(path("w"), {{"x", SafeTensor{"F32", {2}, {0, 0, 0}}}}, {}),
-               kiln::Error);
+  EXPECT_THROW(write_safetensors(path("w"), {{"x", SafeTensor{"F32", {2}, {0, 0, 0}}}}, {}), kiln::Error);
   EXPECT_THROW(write_safetensors(path("w"), {{"x", SafeTensor{"Q4", {1}, {0}}}}, {}), kiln::Error);
-  EXPECT_THROW(write_safetensors(path("w"), {{"__metadata__", SafeTensor::from_f32({1}, {1})}}, {}),
-               kiln::Error);
+  EXPECT_THROW(write_safetensors(path("w"), {{"__metadata__", SafeTensor::from_f32({1}, {1})}}, {}), kiln::Error);
   EXPECT_THROW(SafeTensor::from_f32({2, 2}, {1, 2, 3}), kiln::Error);
   EXPECT_THROW(write_safetensors((dir_ / "no" / "such" / "dir").string(), {}, {}), kiln::Error);
 }
@@ -182,32 +177,20 @@ TEST_F(Safetensors, MalformedHeaders) {
 }
 
 TEST_F(Safetensors, MalformedTensorEntries) {
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4),
-      "unknown dtype 'Q7'");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,100]}})", 8),
-      "tensor 'x' data_offsets beyond end of file");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
-      "need 12");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
-      "shape");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4),
-      "shape");
-  expect_corrupt(write_with_header(
-                     R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,16],)"
-                     R"("data_offsets":[0,4]}})",
-                     4),
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4),
+                 "unknown dtype 'Q7'");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,100]}})", 8),
+                 "tensor 'x' data_offsets beyond end of file");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "need 12");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "shape");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4), "shape");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,16],)"
+                                   R"("data_offsets":[0,4]}})",
+                                   4),
                  "too large");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
-      "begin after they end");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 4),
-      "data_offsets");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
+                 "begin after they end");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 4), "data_offsets");
   expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                                    R"("y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                                    12),
@@ -216,15 +199,13 @@ TEST_F(Safetensors, MalformedTensorEntries) {
                                    R"("y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
                                    12),
                  "not contiguous");
-  expect_corrupt(
-      write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9),
-      "unused bytes after the last tensor");
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9),
+                 "unused bytes after the last tensor");
 }
 
 TEST_F(Safetensors, UnprintableNamesStayOnOneLine) {
-  expect_corrupt(
-      write_with_header("{\"bad\\nname\":{\"dtype\":\"Q\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
-      "'bad\\x0aname'");
+  expect_corrupt(write_with_header("{\"bad\\nname\":{\"dtype\":\"Q\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
+                 "'bad\\x0aname'");
 }
 
 // Every truncation and a couple of thousand random byte flips of a valid file
@@ -246,8 +227,7 @@ TEST_F(Safetensors, SurvivesTruncationAndCorruption) {
   for (int i = 0; i < 2000; ++i) {
     std::string bytes = good;
     const int flips = 1 + static_cast<int>(rng.below(4));
-    for (int k = 0; k < flips; ++k)
-      bytes[rng.below(bytes.size())] = static_cast<char>(rng.below(256));
+    for (int k = 0; k < flips; ++k) bytes[rng.below(bytes.size())] = static_cast<char>(rng.below(256));
     try {
       read_safetensors(write_raw("f.safetensors", bytes));
     } catch (const kiln::Error&) {

@@ -39,9 +39,12 @@ TEST(ThreadPool, ParallelForCoversRangeOnce) {
   kiln::ThreadPool pool(3);
   for (size_t grain : {0, 1, 7, 1000}) {
     std::vector<std::atomic<int>> hits(1001);
-    pool.parallel_for(5, 1001, [&](size_t lo, size_t hi) {
-      for (size_t i = lo; i < hi; ++i) ++hits[i];
-    }, grain);
+    pool.parallel_for(
+        5, 1001,
+        [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i) ++hits[i];
+        },
+        grain);
     for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i].load(), i < 5 ? 0 : 1) << i;
   }
 }
@@ -55,9 +58,13 @@ TEST(ThreadPool, ParallelForEmptyRange) {
 
 TEST(ThreadPool, ParallelForRethrows) {
   kiln::ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_for(0, 100, [](size_t lo, size_t) {
-    if (lo == 0) throw std::runtime_error("chunk failed");
-  }, 1), std::runtime_error);
+  EXPECT_THROW(pool.parallel_for(
+                   0, 100,
+                   [](size_t lo, size_t) {
+                     if (lo == 0) throw std::runtime_error("chunk failed");
+                   },
+                   1),
+               std::runtime_error);
   // Still usable afterwards.
   std::atomic<size_t> sum{0};
   pool.parallel_for(0, 10, [&](size_t lo, size_t hi) {
@@ -74,7 +81,8 @@ TEST(ThreadPool, NestedParallelForDoesNotDeadlock) {
   std::vector<std::future<void>> outer;
   for (int t = 0; t < 4; ++t) {
     outer.push_back(pool.submit([&] {
-      pool.parallel_for(0, 100, [&](size_t lo, size_t hi) { total += hi - lo; }, 3);
+      pool.parallel_for(
+          0, 100, [&](size_t lo, size_t hi) { total += hi - lo; }, 3);
     }));
   }
   for (auto& f : outer) f.get();

@@ -25,7 +25,7 @@ struct WrappedHooks {
       after_execute;
   std::mutex mutex;
   std::map<const kiln_buffer*, std::pair<const kiln_device*, uint64_t>> buffers;  // device, size
-  std::string violation;  // first misuse seen by the wrapper
+  std::string violation;                                                          // first misuse seen by the wrapper
 };
 
 inline WrappedHooks& wrapped_hooks() {

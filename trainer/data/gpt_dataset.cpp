@@ -51,12 +51,9 @@ uint64_t NumpyRandomState::interval(uint64_t max) {
 
 const char* split_name(DataSplit s) {
   switch (s) {
-    case DataSplit::Train:
-      return "train";
-    case DataSplit::Valid:
-      return "valid";
-    case DataSplit::Test:
-      return "test";
+    case DataSplit::Train: return "train";
+    case DataSplit::Valid: return "valid";
+    case DataSplit::Test: return "test";
   }
   return "?";
 }

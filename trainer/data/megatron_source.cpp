@@ -29,10 +29,12 @@ class MegatronData : public TokenSource {
     if (train_->size() < train_samples)
       throw Error("the unweighted --data-path blend has " + std::to_string(train_->size()) +
                   " train samples (one epoch of each prefix), but --train-iters x --global-batch-size needs " +
-                  std::to_string(train_samples) + "; give the prefixes weights (W1 PREFIX1 W2 PREFIX2 ...) "
+                  std::to_string(train_samples) +
+                  "; give the prefixes weights (W1 PREFIX1 W2 PREFIX2 ...) "
                   "to draw more epochs");
     if (valid_ && valid_->size() < cfg.eval_iters * cfg.micro_batch_size)
-      throw Error("the validation split has " + std::to_string(valid_->size()) + " samples, fewer than --eval-iters x "
+      throw Error("the validation split has " + std::to_string(valid_->size()) +
+                  " samples, fewer than --eval-iters x "
                   "--micro-batch-size; give the prefixes weights or lower --eval-iters");
     std::ostringstream d;
     d << "Megatron GPT dataset ";

@@ -38,15 +38,11 @@ void fsync_file(std::FILE* f, const std::string& path) {
 size_t dtype_size(TokenDtype d) {
   switch (d) {
     case TokenDtype::U8:
-    case TokenDtype::I8:
-      return 1;
+    case TokenDtype::I8: return 1;
     case TokenDtype::I16:
-    case TokenDtype::U16:
-      return 2;
-    case TokenDtype::I32:
-      return 4;
-    case TokenDtype::I64:
-      return 8;
+    case TokenDtype::U16: return 2;
+    case TokenDtype::I32: return 4;
+    case TokenDtype::I64: return 8;
   }
   return 0;
 }
@@ -160,9 +156,7 @@ void IndexedDataset::get(int64_t i, int64_t offset, int64_t length, int32_t* out
     case TokenDtype::U16:
       for (size_t k = 0; k < n; ++k) out[k] = load<uint16_t>(src + 2 * k);
       break;
-    case TokenDtype::I32:
-      std::memcpy(out, src, 4 * n);
-      break;
+    case TokenDtype::I32: std::memcpy(out, src, 4 * n); break;
     case TokenDtype::U8:
       for (size_t k = 0; k < n; ++k) out[k] = src[k];
       break;

@@ -44,8 +44,8 @@ struct Shape {
   bool ta = false, tb = false;
   size_t batch = 1;  // > 1: a strided batch ("12b64x64x32tB")
   std::string label() const {
-    return (batch > 1 ? std::to_string(batch) + "b" : std::string()) + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (ta ? "tA" : "") +
-           (tb ? "tB" : "");
+    return (batch > 1 ? std::to_string(batch) + "b" : std::string()) + std::to_string(m) + "x" + std::to_string(n) +
+           "x" + std::to_string(k) + (ta ? "tA" : "") + (tb ? "tB" : "");
   }
 };
 
@@ -78,8 +78,8 @@ int reps = 3;
 
 cl_mem upload(const std::vector<float>& v) {
   cl_int e;
-  cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, v.size() * 4,
-                            const_cast<float*>(v.data()), &e);
+  cl_mem m =
+      clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, v.size() * 4, const_cast<float*>(v.data()), &e);
   if (e != CL_SUCCESS) std::exit(3);
   return m;
 }
@@ -100,12 +100,11 @@ double run(const Shape& s) {
   bool ok = true;
   for (int r = 0; r <= reps && ok; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    auto st = s.batch == 1
-                  ? clblast::Gemm(clblast::Layout::kRowMajor, ta, tb, s.m, s.n, s.k, 1.0f, A, 0, lda, B, 0, ldb, 0.0f,
-                                  C, 0, s.n, &queue)
-                  : clblast::GemmStridedBatched(clblast::Layout::kRowMajor, ta, tb, s.m, s.n, s.k, 1.0f, A, 0, lda,
-                                                s.m * s.k, B, 0, ldb, s.k * s.n, 0.0f, C, 0, s.n, s.m * s.n, s.batch,
-                                                &queue);
+    auto st = s.batch == 1 ? clblast::Gemm(clblast::Layout::kRowMajor, ta, tb, s.m, s.n, s.k, 1.0f, A, 0, lda, B, 0,
+                                           ldb, 0.0f, C, 0, s.n, &queue)
+                           : clblast::GemmStridedBatched(clblast::Layout::kRowMajor, ta, tb, s.m, s.n, s.k, 1.0f, A, 0,
+                                                         lda, s.m * s.k, B, 0, ldb, s.k * s.n, 0.0f, C, 0, s.n,
+                                                         s.m * s.n, s.batch, &queue);
     clFinish(queue);
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (st != clblast::StatusCode::kSuccess) ok = false;
@@ -120,7 +119,8 @@ double run(const Shape& s) {
       const float* bq = b.data() + q * s.k * s.n;
       double ref = 0.0;
       for (size_t p = 0; p < s.k; ++p)
-        ref += static_cast<double>(s.ta ? aq[p * s.m + i] : aq[i * s.k + p]) * (s.tb ? bq[j * s.k + p] : bq[p * s.n + j]);
+        ref +=
+            static_cast<double>(s.ta ? aq[p * s.m + i] : aq[i * s.k + p]) * (s.tb ? bq[j * s.k + p] : bq[p * s.n + j]);
       if (!(std::fabs(ref - c[q * s.m * s.n + i * s.n + j]) <= 1e-4 * (1.0 + std::sqrt(static_cast<double>(s.k)))))
         ok = false;
     }
@@ -153,13 +153,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> configs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--device" && i + 1 < argc) dev_index = std::atoi(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--shapes" && i + 1 < argc) shapes = parse_shapes(argv[++i]);
-    else if (a == "--direct") direct = true;
-    else if (a == "--min-indirect" && i + 1 < argc) min_indirect = std::stoul(argv[++i]);
-    else configs.push_back(a);
+    if (a == "--device" && i + 1 < argc)
+      dev_index = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--shapes" && i + 1 < argc)
+      shapes = parse_shapes(argv[++i]);
+    else if (a == "--direct")
+      direct = true;
+    else if (a == "--min-indirect" && i + 1 < argc)
+      min_indirect = std::stoul(argv[++i]);
+    else
+      configs.push_back(a);
   }
   if (configs.empty()) configs.push_back("base");
 
@@ -195,10 +202,10 @@ int main(int argc, char** argv) {
       const std::string& cfg = configs[ci];
       if (cfg != "clblast") {
         const auto single = clblast::Precision::kSingle;
-        const auto st = direct ? clblast::OverrideParameters(device, "XgemmDirect", single,
-                                                             with(kBaseDirect, cfg == "base" ? "" : cfg))
-                               : clblast::OverrideParameters(device, "Xgemm", single,
-                                                             with(kBaseXgemm, cfg == "base" ? "" : cfg));
+        const auto st =
+            direct ? clblast::OverrideParameters(device, "XgemmDirect", single,
+                                                 with(kBaseDirect, cfg == "base" ? "" : cfg))
+                   : clblast::OverrideParameters(device, "Xgemm", single, with(kBaseXgemm, cfg == "base" ? "" : cfg));
         if (st != clblast::StatusCode::kSuccess) {
           for (double& b : best[ci]) b = -2.0;
           continue;
@@ -214,8 +221,10 @@ int main(int argc, char** argv) {
         line += " " + std::to_string(g).substr(0, 6);
         if (si == 0 && first_call[ci] < 0)
           first_call[ci] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (g < 0 || best[ci][si] < 0) best[ci][si] = -1.0;
-        else best[ci][si] = std::max(best[ci][si], g);
+        if (g < 0 || best[ci][si] < 0)
+          best[ci][si] = -1.0;
+        else
+          best[ci][si] = std::max(best[ci][si], g);
       }
       std::fprintf(stderr, "round %d/%d: %s:%s\n", round + 1, rounds, cfg.c_str(), line.c_str());
     }
@@ -223,9 +232,12 @@ int main(int argc, char** argv) {
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     std::printf("%-58s", configs[ci].c_str());
     for (double g : best[ci]) {
-      if (g == -2.0) std::printf(" %14s", "REFUSED");
-      else if (g < 0) std::printf(" %14s", "WRONG/FAIL");
-      else std::printf(" %14.1f", g);
+      if (g == -2.0)
+        std::printf(" %14s", "REFUSED");
+      else if (g < 0)
+        std::printf(" %14s", "WRONG/FAIL");
+      else
+        std::printf(" %14.1f", g);
     }
     std::printf("  (%.1f)\n", first_call[ci]);
   }
