@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace kiln::vk {
 
@@ -33,6 +34,7 @@ class Lowerer {
     limit_ = (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
     if (limit_ < 256) fail(KILN_ERR_UNSUPPORTED, "vulkan: maxStorageBufferRange is too small");
     const bool big_tiles = d.max_invocations >= 256 && d.max_shared_bytes >= 8192;
+    group_ = d.max_invocations >= 256 ? 256 : 128;
     gemm_tile_ = big_tiles ? 64 : 32;
   }
 
@@ -94,7 +96,8 @@ class Lowerer {
   }
   // count invocations of a 1-D kernel, as a 2-D grid of workgroups.
   void emit_1d(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t count,
-               uint32_t group = kGroup) {
+               uint32_t group = 0) {
+    if (group == 0) group = group_;
     const uint64_t groups = std::max<uint64_t>(1, ceil_div(count, group));
     const uint64_t gx = std::min<uint64_t>(groups, d_.max_groups[0]);
     const uint64_t gy = ceil_div(groups, gx);
@@ -109,7 +112,28 @@ class Lowerer {
     return n;
   }
 
+  // One operand of a row-wise op: a window of `row_bytes` per row, or the
+  // whole `bytes` when row_bytes is 0 (e.g. gamma, a flag).
+  struct Operand {
+    Ref ref;
+    uint64_t row_bytes = 0;
+    uint64_t bytes = 0;
+    bool writes = false;
+  };
+  using ArgsFn = std::function<std::vector<uint32_t>(uint64_t r0, uint64_t nr)>;
+  // Splits `rows` into chunks whose row windows fit; per chunk one dispatch
+  // of one workgroup per row (per_row) or of `invocations` invocations of a
+  // 1-D kernel.
+  void rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& ops, const ArgsFn& args, bool per_row,
+               uint64_t invocations = 0);
+  void emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t rows);
+
   void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f);
+  void column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale);
+  void embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
+  void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
+  void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
+  void adamw(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
@@ -122,13 +146,14 @@ class Lowerer {
   uint64_t scratch_used_ = 0;
   int32_t node_ = -1;
   uint32_t gemm_tile_ = 64;
+  uint32_t group_ = kGroup;  // invocations per workgroup of the 1-D and row kernels
 };
 
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
 // A broadcast b (bcast elements) is bound whole and chunks start at
 // multiples of bcast so that i % bcast stays right.
 void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f) {
-  const uint32_t pipe = pipeline("elementwise", {kGroup, static_cast<uint32_t>(op)});
+  const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
   // b as large as a is no broadcast: it is chunked like a.
   const bool broadcast = (op == 1 || op == 2) && bcast < count;
   const uint64_t chunk = chunk_elems(broadcast ? bcast : 1);
@@ -148,7 +173,7 @@ void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t cou
 
 // dst[r * dst_stride + i] = src[r * src_stride + i], chunked over rows.
 void Lowerer::copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride) {
-  const uint32_t pipe = pipeline("copy2d", {kGroup});
+  const uint32_t pipe = pipeline("copy2d", {group_});
   const uint64_t max_elems = chunk_elems();
   const uint64_t widest = std::max(src_stride, dst_stride);
   if (inner > max_elems) {
@@ -185,7 +210,7 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
   for (int i = 0; i < 6; ++i) args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.out_dims[i]), "dim") : 1);
   for (int i = 0; i < 6; ++i)
     args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
-  emit_1d(pipeline("permute", {kGroup}),
+  emit_1d(pipeline("permute", {group_}),
           {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
 }
 
@@ -242,6 +267,143 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
           launch(z, 1, m0, std::min(mchunk, M - m0), n0, std::min(nchunk, N - n0), k0, std::min(kchunk, K - k0));
 }
 
+void Lowerer::emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args,
+                        uint64_t rows) {
+  const uint64_t gx = std::min<uint64_t>(std::max<uint64_t>(rows, 1), d_.max_groups[0]);
+  const uint64_t gy = ceil_div(std::max<uint64_t>(rows, 1), gx);
+  if (gy > d_.max_groups[1]) fail(KILN_ERR_UNSUPPORTED, "vulkan: too many rows");
+  emit(pipe, std::move(bindings), args, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy));
+}
+
+void Lowerer::rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& ops, const ArgsFn& args, bool per_row,
+                      uint64_t invocations) {
+  uint64_t chunk = rows;
+  for (const Operand& o : ops)
+    if (o.row_bytes > 0) chunk = std::min(chunk, limit_ / o.row_bytes);
+  if (chunk == 0) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": one row exceeds a storage window");
+  for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const uint64_t nr = std::min(chunk, rows - r0);
+    std::vector<Binding> b;
+    for (const Operand& o : ops)
+      b.push_back(o.row_bytes > 0 ? window(plus(o.ref, r0 * o.row_bytes), nr * o.row_bytes, o.writes)
+                                  : window(o.ref, o.bytes, o.writes));
+    if (per_row)
+      emit_rows(pipe, std::move(b), args(r0, nr), nr);
+    else
+      emit_1d(pipe, std::move(b), args(r0, nr), invocations);
+  }
+}
+
+// y[c] (+)= column sums over rows (colsum.comp), chunked over rows; chunks
+// after the first accumulate.
+void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale) {
+  const uint32_t pipe = pipeline("colsum", {group_, static_cast<uint32_t>(mode)});
+  std::vector<Operand> ops{{y, 0, cols * 4, true}, {x, cols * 4, 0, false}};
+  if (mode == 1) {
+    ops.push_back({x2, cols * 4, 0, false});
+    ops.push_back({stats, 8, 0, false});
+  } else {
+    ops.push_back(ops[1]);
+    ops.push_back(ops[1]);
+  }
+  rows_op(
+      pipe, rows, ops,
+      [&](uint64_t r0, uint64_t nr) {
+        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(scale), r0 > 0 ? 1u : 0u};
+      },
+      false, cols);
+}
+
+void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                 vocab = static_cast<uint64_t>(p.vocab);
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + (grad ? "embedding_grad" : "embedding") +
+                                     "): an id is outside [0, " + std::to_string(vocab) + ")");
+  const Ref table = grad ? at(n.outputs[0]) : at(n.inputs[0]);
+  const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
+  const Ref ids = at(n.inputs[1]);
+  const Ref flag{Mem::Flag, 0, 0};
+  if (grad) elementwise(0, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
+  const uint32_t pipe = pipeline(grad ? "embedding_grad" : "embedding", {group_});
+  const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
+  const uint64_t count = rows * cols;
+  u32(count, "elements");
+  for (uint64_t v0 = 0; v0 < vocab; v0 += band) {
+    const uint64_t vr = std::min(band, vocab - v0);
+    std::vector<uint32_t> args{u32(count, "count"), u32(cols, "cols"), u32(vocab, "vocab"), u32(v0, "v0"),
+                               u32(vr, "rows")};
+    if (grad) args.push_back(u32(rows, "rows"));
+    args.push_back(v0 == 0 ? check_index : 0xFFFFFFFFu);
+    // Binding 0 is what the shader writes: dtable's band, or y.
+    Binding band_window = window(plus(table, v0 * cols * 4), vr * cols * 4, grad);
+    Binding rows_window = window(other, count * 4, !grad);
+    if (!grad) std::swap(band_window, rows_window);
+    emit_1d(pipe, {band_window, rows_window, window(ids, rows * 4, false), window(flag, 4, true)}, args, count);
+  }
+}
+
+void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+  const uint32_t check_index =
+      check("node " + std::to_string(index) + " (" + (grad ? "cross_entropy_grad" : "cross_entropy") +
+            "): a target is outside [0, " + std::to_string(cols) + ")");
+  const uint32_t pipe = pipeline("cross_entropy", {group_, grad ? 1u : 0u});
+  const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
+  const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
+  const Operand dloss = grad ? Operand{at(n.inputs[2]), 0, 4, false} : Operand{targets, 4, 0, false};
+  const float inv_n = 1.0f / static_cast<float>(rows);
+  rows_op(
+      pipe, rows,
+      {{out, grad ? cols * 4 : 4, 0, true},
+       {logits, cols * 4, 0, false},
+       {targets, 4, 0, false},
+       dloss,
+       {Ref{Mem::Flag, 0, 0}, 0, 4, true}},
+      [&](uint64_t, uint64_t nr) {
+        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(inv_n), check_index};
+      },
+      true);
+  if (!grad) column_sum(0, at(n.outputs[0]), 1, rows, out, out, out, inv_n);
+}
+
+void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const uint64_t chunk = chunk_elems();
+  std::vector<std::pair<uint64_t, uint64_t>> parts;  // (first element, groups)
+  uint64_t total = 0;
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0);
+    const uint64_t groups = std::min<uint64_t>(256, ceil_div(m, uint64_t{group_} * 4));
+    parts.emplace_back(e0, groups);
+    total += groups;
+  }
+  const Ref partial = scratch(total * 4);
+  const uint32_t pipe = pipeline("sum_squares", {group_});
+  uint64_t at_partial = 0;
+  for (const auto& [e0, groups] : parts) {
+    const uint64_t m = std::min(chunk, count - e0);
+    emit(pipe,
+         {window(plus(partial, at_partial * 4), groups * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false)},
+         {u32(m, "count")}, static_cast<uint32_t>(groups));
+    at_partial += groups;
+  }
+  column_sum(0, at(n.outputs[0]), 1, total, partial, partial, partial, 1.0f);
+}
+
+void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const uint32_t pipe = pipeline("adamw", {group_, p.weight_decay ? 1u : 0u});
+  const uint64_t chunk = chunk_elems();
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0);
+    auto w = [&](uint32_t value, bool writes) { return window(plus(at(value), e0 * 4), m * 4, writes); };
+    emit_1d(pipe,
+            {w(n.inputs[0], false), w(n.inputs[1], false), w(n.inputs[2], false), w(n.inputs[3], false),
+             window(at(n.inputs[4]), 20, false), w(n.outputs[0], true), w(n.outputs[1], true), w(n.outputs[2], true)},
+            {u32(m, "count"), fbits(n.fattrs[0]), fbits(n.fattrs[1]), fbits(n.fattrs[2])}, m);
+  }
+}
+
 void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   node_ = static_cast<int32_t>(index);
   scratch_used_ = 0;
@@ -254,6 +416,56 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     case KILN_OP_GELU: return elementwise(4, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
     case KILN_OP_GELU_GRAD: return elementwise(5, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
     case KILN_OP_MATMUL: return matmul(n, p);
+    case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
+    case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
+    case KILN_OP_LAYERNORM:
+    case KILN_OP_LAYERNORM_GRAD: {
+      const bool grad = n.op == KILN_OP_LAYERNORM_GRAD;
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+      const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline("layernorm", {group_, grad ? 1u : 0u}), rows,
+          {{at(n.outputs[0]), row, 0, true},
+           {at(n.inputs[0]), row, 0, false},
+           {at(n.inputs[1]), 0, row, false},
+           grad ? Operand{at(n.inputs[2]), row, 0, false} : Operand{at(n.inputs[2]), 0, row, false},
+           grad ? Operand{stats, 8, 0, true} : Operand{at(n.inputs[0]), row, 0, false}},
+          [&](uint64_t, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(n.fattrs[0])};
+          },
+          true);
+      if (grad) {
+        column_sum(1, at(n.outputs[1]), cols, rows, at(n.inputs[2]), at(n.inputs[0]), stats, 1.0f);
+        column_sum(0, at(n.outputs[2]), cols, rows, at(n.inputs[2]), at(n.inputs[2]), at(n.inputs[2]), 1.0f);
+      }
+      return;
+    }
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_SOFTMAX_GRAD: {
+      const bool grad = n.op == KILN_OP_SOFTMAX_GRAD;
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline("softmax", {group_, grad ? 1u : 0u}), rows,
+          {{at(n.outputs[0]), row, 0, true},
+           {at(n.inputs[0]), row, 0, false},
+           {at(n.inputs[grad ? 1 : 0]), row, 0, false}},
+          [&](uint64_t r0, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), u32(r0 % cols, "row"), fbits(n.fattrs[0])};
+          },
+          true);
+      return;
+    }
+    case KILN_OP_CROSS_ENTROPY: return cross_entropy(index, n, p, false);
+    case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy(index, n, p, true);
+    case KILN_OP_SUM_TO: {
+      const Ref x = at(n.inputs[0]);
+      return column_sum(0, at(n.outputs[0]), static_cast<uint64_t>(p.cols), static_cast<uint64_t>(p.rows), x, x, x,
+                        1.0f);
+    }
+    case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
+    case KILN_OP_ADAMW: return adamw(n, p);
     case KILN_OP_RESHAPE: {
       const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
       if (src.slot == dst.slot && src.offset == dst.offset) return;  // same memory: nothing to do
@@ -321,6 +533,17 @@ void Lowerer::place_barriers() {
 
 bool op_lowered(int32_t op) {
   switch (op) {
+    case KILN_OP_EMBEDDING:
+    case KILN_OP_EMBEDDING_GRAD:
+    case KILN_OP_LAYERNORM:
+    case KILN_OP_LAYERNORM_GRAD:
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_SOFTMAX_GRAD:
+    case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_CROSS_ENTROPY_GRAD:
+    case KILN_OP_SUM_TO:
+    case KILN_OP_SUM_SQUARES:
+    case KILN_OP_ADAMW:
     case KILN_OP_FILL:
     case KILN_OP_ADD:
     case KILN_OP_MUL:

@@ -18,3 +18,31 @@ float stable_tanh(float u) {
   float r = (1.0 - t) / (1.0 + t);
   return u < 0.0 ? -r : r;
 }
+
+// Tree reductions over one workgroup (gl_WorkGroupSize.x a power of two,
+// at most 256). Every invocation must call them; all get the result.
+shared float red_[256];
+
+float group_sum(float v) {
+  uint t = gl_LocalInvocationID.x;
+  barrier();
+  red_[t] = v;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) red_[t] += red_[t + s];
+    barrier();
+  }
+  return red_[0];
+}
+
+float group_max(float v) {
+  uint t = gl_LocalInvocationID.x;
+  barrier();
+  red_[t] = v;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) red_[t] = max(red_[t], red_[t + s]);
+    barrier();
+  }
+  return red_[0];
+}
