@@ -126,6 +126,14 @@ class Lowerer {
   // 1-D kernel.
   void rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& ops, const ArgsFn& args, bool per_row,
                uint64_t invocations = 0);
+  // Workgroup size of a kernel with one workgroup per row of `cols`: a power
+  // of two no wider than the row needs (big workgroups with barriers cost
+  // much on CPU implementations such as lavapipe), 16 to group_.
+  uint32_t row_group(uint64_t cols) const {
+    uint32_t g = 16;
+    while (g < group_ && g < cols) g *= 2;
+    return g;
+  }
   void emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t rows);
 
   void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f);
@@ -225,7 +233,9 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const bool ta = p.trans_a, tb = p.trans_b;
   const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
-  const uint32_t T = gemm_tile_;
+  // 64x64 tiles (4x4 per invocation, 256 invocations) where the product is
+  // big enough to fill them; 32x32 (64 invocations) otherwise.
+  const uint32_t T = (M >= 64 && N >= 64) ? gemm_tile_ : 32;
   const uint32_t pipe = pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u});
   const uint64_t max_elems = limit_ / 4;
   const Ref A = at(n.inputs[0]), B = at(n.inputs[1]), C = at(n.outputs[0]);
@@ -347,7 +357,7 @@ void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeIn
   const uint32_t check_index =
       check("node " + std::to_string(index) + " (" + (grad ? "cross_entropy_grad" : "cross_entropy") +
             "): a target is outside [0, " + std::to_string(cols) + ")");
-  const uint32_t pipe = pipeline("cross_entropy", {group_, grad ? 1u : 0u});
+  const uint32_t pipe = pipeline("cross_entropy", {row_group(cols), grad ? 1u : 0u});
   const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
   const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
   const Operand dloss = grad ? Operand{at(n.inputs[2]), 0, 4, false} : Operand{targets, 4, 0, false};
@@ -425,7 +435,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
       const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
       const uint64_t row = cols * 4;
       rows_op(
-          pipeline("layernorm", {group_, grad ? 1u : 0u}), rows,
+          pipeline("layernorm", {row_group(cols), grad ? 1u : 0u}), rows,
           {{at(n.outputs[0]), row, 0, true},
            {at(n.inputs[0]), row, 0, false},
            {at(n.inputs[1]), 0, row, false},
@@ -447,7 +457,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
       const uint64_t row = cols * 4;
       rows_op(
-          pipeline("softmax", {group_, grad ? 1u : 0u}), rows,
+          pipeline("softmax", {row_group(cols), grad ? 1u : 0u}), rows,
           {{at(n.outputs[0]), row, 0, true},
            {at(n.inputs[0]), row, 0, false},
            {at(n.inputs[grad ? 1 : 0]), row, 0, false}},

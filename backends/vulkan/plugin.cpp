@@ -16,9 +16,12 @@
 // guarded(), which turns exceptions into kiln_error objects.
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -41,6 +44,21 @@ struct kiln_error {
 
 struct kiln_device {
   std::unique_ptr<kiln::vk::Runtime> rt;
+  // KILN_VULKAN_PROFILE=1: every dispatch is submitted and waited for on
+  // its own and timed; a table of time per shader goes to stderr at close.
+  bool profile = false;
+  std::map<std::string, std::pair<double, uint64_t>> times;  // shader -> (seconds, dispatches)
+  ~kiln_device() {
+    if (!profile) return;
+    std::vector<std::pair<std::string, std::pair<double, uint64_t>>> rows(times.begin(), times.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0.0;
+    for (const auto& r : rows) total += r.second.first;
+    std::fprintf(stderr, "kiln vulkan profile: %.3f s in dispatches\n", total);
+    for (const auto& [name, t] : rows)
+      std::fprintf(stderr, "  %9.3f s %5.1f%% %8llu dispatches  %s\n", t.first,
+                   total > 0 ? 100.0 * t.first / total : 0.0, static_cast<unsigned long long>(t.second), name.c_str());
+  }
 };
 
 struct kiln_buffer {
@@ -167,6 +185,8 @@ kiln_error* device_open(kiln_device_open_args* args) {
     const kiln::vk::DeviceInfo& d = kiln::vk::device_at(args->device_index);
     auto dev = std::make_unique<kiln_device>();
     dev->rt = std::make_unique<kiln::vk::Runtime>(d);
+    const char* profile = std::getenv("KILN_VULKAN_PROFILE");
+    dev->profile = profile != nullptr && *profile != '\0' && std::strcmp(profile, "0") != 0;
     args->device = dev.release();
   });
 }
@@ -367,7 +387,7 @@ void loaded_free(kiln_device*, kiln_loaded_executable* loaded) {
 // Points every dispatch's descriptor set at the bound buffers and records
 // the command buffer: the fill of the error flag, then every dispatch with
 // a pipeline barrier where lowering placed one.
-void record(kiln_loaded_executable* exe, kiln_buffer* const* slots) {
+void record(kiln_loaded_executable* exe, kiln_buffer* const* slots, size_t only = SIZE_MAX) {
   kiln::vk::Runtime& rt = *exe->device->rt;
   const kiln::vk::Schedule& s = exe->schedule;
   const uint64_t align = rt.info().storage_alignment;
@@ -414,6 +434,7 @@ void record(kiln_loaded_executable* exe, kiln_buffer* const* slots) {
                        nullptr, 0, nullptr);
   uint32_t bound = UINT32_MAX;
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
+    if (only != SIZE_MAX && i != only) continue;
     const kiln::vk::Dispatch& dp = s.dispatches[i];
     if (dp.barrier) {
       mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -468,18 +489,38 @@ kiln_error* execute(kiln_execute_args* args) {
     // The command buffer and descriptor sets may still be in use by the
     // previous run of this executable.
     kiln::vk::vk_check(vkWaitForFences(d, 1, &exe->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    if (!exe->recorded || key != exe->recorded_for) {
+    if (dev->profile) {
+      // Each dispatch alone, waited for and timed (the flag reset rides
+      // with every one, so checks still work).
+      for (size_t i = 0; i < s.dispatches.size(); ++i) {
+        record(exe, args->slots, i);
+        const auto t0 = std::chrono::steady_clock::now();
+        kiln::vk::vk_check(vkResetFences(d, 1, &exe->fence), "vkResetFences");
+        VkSubmitInfo si{};
+        si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &exe->cb;
+        kiln::vk::vk_check(vkQueueSubmit(rt.queue(), 1, &si, exe->fence), "vkQueueSubmit");
+        kiln::vk::vk_check(vkWaitForFences(d, 1, &exe->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+        auto& t = dev->times[s.shaders[s.pipelines[s.dispatches[i].pipeline].shader]];
+        t.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        t.second += 1;
+      }
+      exe->recorded = false;
+    } else if (!exe->recorded || key != exe->recorded_for) {
       exe->recorded = false;
       record(exe, args->slots);
       exe->recorded_for = key;
       exe->recorded = true;
     }
-    kiln::vk::vk_check(vkResetFences(d, 1, &exe->fence), "vkResetFences");
-    VkSubmitInfo si{};
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &exe->cb;
-    kiln::vk::vk_check(vkQueueSubmit(rt.queue(), 1, &si, exe->fence), "vkQueueSubmit");
+    if (!dev->profile) {
+      kiln::vk::vk_check(vkResetFences(d, 1, &exe->fence), "vkResetFences");
+      VkSubmitInfo si{};
+      si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+      si.commandBufferCount = 1;
+      si.pCommandBuffers = &exe->cb;
+      kiln::vk::vk_check(vkQueueSubmit(rt.queue(), 1, &si, exe->fence), "vkQueueSubmit");
+    }
     if (s.checks.empty()) return;
     int32_t failed = INT32_MAX;
     rt.read(exe->flag, 0, &failed, sizeof(failed));
