@@ -426,7 +426,8 @@ void record(kiln_loaded_executable* exe, kiln_buffer* const* slots, size_t only 
   kiln::vk::vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  if (exe->flag.buffer != VK_NULL_HANDLE) vkCmdFillBuffer(cb, exe->flag.buffer, 0, 4, INT32_MAX);
+  if (exe->flag.buffer != VK_NULL_HANDLE && (only == SIZE_MAX || only == 0))
+    vkCmdFillBuffer(cb, exe->flag.buffer, 0, 4, INT32_MAX);
   // Earlier submissions (transfers, other graphs) before the first dispatch.
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -490,8 +491,8 @@ kiln_error* execute(kiln_execute_args* args) {
     // previous run of this executable.
     kiln::vk::vk_check(vkWaitForFences(d, 1, &exe->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     if (dev->profile) {
-      // Each dispatch alone, waited for and timed (the flag reset rides
-      // with every one, so checks still work).
+      // Each dispatch alone, waited for and timed (the flag is reset with
+      // the first one only, so checks still work).
       for (size_t i = 0; i < s.dispatches.size(); ++i) {
         record(exe, args->slots, i);
         const auto t0 = std::chrono::steady_clock::now();
