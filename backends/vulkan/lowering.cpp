@@ -336,19 +336,26 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
   if (grad) elementwise(0, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
   const uint32_t pipe = pipeline(grad ? "embedding_grad" : "embedding", {group_});
   const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
-  const uint64_t count = rows * cols;
-  u32(count, "elements");
-  for (uint64_t v0 = 0; v0 < vocab; v0 += band) {
-    const uint64_t vr = std::min(band, vocab - v0);
-    std::vector<uint32_t> args{u32(count, "count"), u32(cols, "cols"), u32(vocab, "vocab"), u32(v0, "v0"),
-                               u32(vr, "rows")};
-    if (grad) args.push_back(u32(rows, "rows"));
-    args.push_back(v0 == 0 ? check_index : 0xFFFFFFFFu);
-    // Binding 0 is what the shader writes: dtable's band, or y.
-    Binding band_window = window(plus(table, v0 * cols * 4), vr * cols * 4, grad);
-    Binding rows_window = window(other, count * 4, !grad);
-    if (!grad) std::swap(band_window, rows_window);
-    emit_1d(pipe, {band_window, rows_window, window(ids, rows * 4, false), window(flag, 4, true)}, args, count);
+  // The gather also splits its ids and y into chunks of rows; the gradient
+  // needs every id in one dispatch (it finds first occurrences).
+  const uint64_t row_chunk = grad ? rows : std::max<uint64_t>(1, limit_ / (cols * 4));
+  for (uint64_t r0 = 0; r0 < rows; r0 += row_chunk) {
+    const uint64_t nr = std::min(row_chunk, rows - r0);
+    const uint64_t count = nr * cols;
+    u32(count, "elements");
+    for (uint64_t v0 = 0; v0 < vocab; v0 += band) {
+      const uint64_t vr = std::min(band, vocab - v0);
+      std::vector<uint32_t> args{u32(count, "count"), u32(cols, "cols"), u32(vocab, "vocab"), u32(v0, "v0"),
+                                 u32(vr, "rows")};
+      if (grad) args.push_back(u32(rows, "rows"));
+      args.push_back(v0 == 0 ? check_index : 0xFFFFFFFFu);
+      // Binding 0 is what the shader writes: dtable's band, or y.
+      Binding band_window = window(plus(table, v0 * cols * 4), vr * cols * 4, grad);
+      Binding rows_window = window(plus(other, r0 * cols * 4), count * 4, !grad);
+      if (!grad) std::swap(band_window, rows_window);
+      emit_1d(pipe, {band_window, rows_window, window(plus(ids, r0 * 4), nr * 4, false), window(flag, 4, true)}, args,
+              count);
+    }
   }
 }
 
