@@ -8,9 +8,13 @@ echo "== tokenizer"
 "$build/bin/bench_tokenizer"
 echo "== training throughput"
 bash "$(dirname "$0")/train_throughput.sh" "$build"
-if [ -x "$build/bin/bench_opencl" ] && "$build/bin/kiln" devices 2>/dev/null | grep -q '^backend opencl'; then
-  echo "== OpenCL GEMM through the plugin"
-  "$build/bin/bench_opencl" --backend=opencl
-  echo "== training throughput, OpenCL backend (small config)"
-  BACKEND=opencl CONFIGS=small bash "$(dirname "$0")/train_throughput.sh" "$build"
-fi
+# Each device plugin that finds a device: its GEMMs through the plugin, and
+# training throughput (small on OpenCL; tiny on Vulkan, for lavapipe's sake).
+for b in opencl:small vulkan:tiny; do
+  backend=${b%%:*} config=${b#*:}
+  "$build/bin/kiln" devices 2>/dev/null | grep -A1 "^backend $backend " | grep -q "device 0" || continue
+  echo "== $backend GEMM through the plugin"
+  "$build/bin/bench_backend_gemm" --backend="$backend"
+  echo "== training throughput, $backend backend ($config config)"
+  BACKEND=$backend CONFIGS=$config bash "$(dirname "$0")/train_throughput.sh" "$build"
+done

@@ -4,12 +4,14 @@
 # python3-torch is installed, measured in the same run.
 #   usage: bench/train_throughput.sh [build-dir] [iters]
 # PEAK_GFLOPS (default 205: the measured FMA peak of the 2-core reference
-# machine), THREADS (default: all cores) and BACKEND (default cpu; any
-# --backend name, e.g. opencl) may be set in the environment. PyTorch runs
-# only next to the cpu backend, the one it competes with.
+# machine) and THREADS (default: all cores) may be set in the environment;
+# BACKEND (default cpu) picks the backend and CONFIGS (default "124M small")
+# the shapes: e.g. BACKEND=vulkan CONFIGS=tiny on lavapipe. The PyTorch
+# comparison runs for the cpu backend only.
 set -euo pipefail
 build=${1:-build}; iters=${2:-6}
-peak=${PEAK_GFLOPS:-205}; threads=${THREADS:-$(nproc)}; backend=${BACKEND:-cpu}
+peak=${PEAK_GFLOPS:-205}; threads=${THREADS:-$(nproc)}
+backend=${BACKEND:-cpu}; configs=${CONFIGS:-124M small}
 kiln=$build/bin/kiln
 here=$(cd "$(dirname "$0")" && pwd)
 # Debian's python3-torch lives under the system interpreter, which may not be
@@ -36,10 +38,10 @@ run_config() {  # name layers hidden heads vocab seq micro
   local tps; tps=$(awk -v ms="$ms" -v B="$B" -v T="$T" 'BEGIN {printf "%.1f", B*T*1000/ms}')
   local fpt; fpt=$(flops_per_token "$L" "$C" "$V" "$T")
   local mfu; mfu=$(awk -v t="$tps" -v f="$fpt" -v p="$peak" 'BEGIN {printf "%.1f", 100*t*f/(p*1e9)}')
-  printf "%-6s kiln    %8.1f ms/step %8.1f tokens/s  MFU %5.1f%% (peak %s GFLOP/s, %s threads, backend %s)\n" \
-    "$name" "$ms" "$tps" "$mfu" "$peak" "$threads" "$backend"
-  [ "$backend" = cpu ] || return 0
-  if [ -n "$py" ]; then
+  printf "%-6s kiln %s %8.1f ms/step %8.1f tokens/s  MFU %5.1f%% (peak %s GFLOP/s, %s threads)\n" "$name" "$backend" "$ms" "$tps" "$mfu" "$peak" "$threads"
+  if [ "$backend" != cpu ]; then
+    return
+  elif [ -n "$py" ]; then
     local pt; pt=$(OMP_WAIT_POLICY=PASSIVE "$py" "$here/pytorch_gpt.py" --layers "$L" --hidden "$C" --heads "$H" \
       --vocab "$V" --seq "$T" --micro-batch "$B" --iters "$iters" --threads "$threads")
     local pt_ms; pt_ms=$(echo "$pt" | awk '{print $1}')
@@ -51,11 +53,11 @@ run_config() {  # name layers hidden heads vocab seq micro
   fi
 }
 
-# CONFIGS picks some of them (default: both), e.g. CONFIGS=small.
-for c in ${CONFIGS:-124M small}; do
+for c in $configs; do
   case $c in
     124M) run_config 124M 12 768 12 50304 64 4 ;;
     small) run_config small 6 384 6 50304 256 4 ;;
-    *) echo "train_throughput.sh: unknown config '$c' (known: 124M small)" >&2; exit 2 ;;
+    tiny) run_config tiny 2 64 4 512 64 4 ;;
+    *) echo "unknown config $c (124M, small, tiny)" >&2; exit 2 ;;
   esac
 done

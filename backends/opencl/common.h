@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "failure.h"
 #include "kiln/plugin.h"
 
 // Internal to the plugin: keep these out of its dynamic symbol table.
@@ -18,12 +19,8 @@
 namespace kiln::ocl {
 
 // Thrown anywhere in the plugin; plugin.cpp turns it into a kiln_error.
-struct Failure {
-  int32_t code;
-  std::string message;
-};
-
-[[noreturn]] inline void fail(int32_t code, std::string message) { throw Failure{code, std::move(message)}; }
+using backend::fail;
+using backend::Failure;
 
 // "CL_OUT_OF_RESOURCES (-5)" for a status code.
 std::string cl_status_name(cl_int status);

@@ -8,10 +8,14 @@
 #include <vector>
 
 #include "bytes.h"
+#include "common.h"
 
 #pragma GCC visibility push(hidden)
 
 namespace kiln::ocl {
+
+using backend::Reader;
+using backend::Writer;
 
 // Where an operand's memory is at execute time.
 enum class Mem : uint8_t {

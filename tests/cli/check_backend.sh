@@ -10,6 +10,7 @@ kiln=$1
 BACKENDS=(
   cpu
   opencl
+  vulkan
 )
 
 fail=0

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "failure.h"
 
 #pragma GCC visibility push(hidden)
 
-namespace kiln::ocl {
+namespace kiln::backend {
 
 class Writer {
  public:
@@ -72,6 +72,6 @@ class Reader {
   const char* what_;
 };
 
-}  // namespace kiln::ocl
+}  // namespace kiln::backend
 
 #pragma GCC visibility pop

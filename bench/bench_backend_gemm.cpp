@@ -1,11 +1,15 @@
 // GEMM throughput of a backend plugin through the kiln ABI, at the shapes
 // GPT training calls: each case is a one-node graph compiled and loaded by
 // the plugin, so the figure includes whatever the plugin does around the
-// library call (for OpenCL: argument setup, CLBlast's padding/transposes).
+// GEMM itself (for OpenCL: argument setup, CLBlast's padding/transposes; for
+// Vulkan: descriptor updates, command-buffer submission).
 //
-//   bench_opencl [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]
+//   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]
 //
-// Prints a Markdown table (what docs/OPENCL.md quotes): best-of-N GFLOP/s
+// e.g. --backend=vulkan --filter=default --rounds=2 on lavapipe (slow: CI
+// figures are for the record only).
+//
+// Prints a Markdown table (what docs/OPENCL.md and docs/VULKAN.md quote): best-of-N GFLOP/s
 // per shape. A first call per shape runs untimed (it compiles kernels: on
 // PoCL, CLBlast's first GEMM of a kind takes seconds). Every result is
 // checked against the reference interpreter before anything is timed.
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--filter=", 0) == 0)
       filter = a.substr(9);
     else {
-      std::fprintf(stderr, "usage: bench_opencl [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]\n");
+      std::fprintf(stderr, "usage: bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]\n");
       return 2;
     }
   }
@@ -152,7 +156,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   } catch (const kiln::Error& e) {
-    std::fprintf(stderr, "bench_opencl: %s\n", e.what());
+    std::fprintf(stderr, "bench_backend_gemm: %s\n", e.what());
     return 1;
   }
   return 0;

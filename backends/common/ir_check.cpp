@@ -1,9 +1,9 @@
-#include "lower.h"
+#include "ir_check.h"
 
 #include <algorithm>
 #include <sstream>
 
-namespace kiln::ocl {
+namespace kiln::backend {
 
 const char* op_name(kiln_op op) {
   switch (op) {
@@ -34,13 +34,13 @@ const char* op_name(kiln_op op) {
   return "unknown";
 }
 
-void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g) {
+void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g, const char* backend) {
   if (bytes == nullptr && size != 0) fail(KILN_ERR_INVALID_ARGUMENT, "compile: ir is NULL");
   std::string err = ir::decode(bytes, size, g);
   if (err.empty()) return;
   // An op code from a newer IR is a capability gap, not corruption.
   if (err.rfind("IR node has unknown op", 0) == 0)
-    fail(KILN_ERR_UNSUPPORTED, err + " (not supported by the opencl backend)");
+    fail(KILN_ERR_UNSUPPORTED, err + " (not supported by the " + backend + " backend)");
   fail(KILN_ERR_CORRUPT, err);
 }
 
@@ -445,4 +445,4 @@ std::vector<NodeInfo> analyze(const ir::DecodedGraph& g) {
   return out;
 }
 
-}  // namespace kiln::ocl
+}  // namespace kiln::backend

@@ -1,0 +1,57 @@
+// Shared by the backend plugins. Every node of a decoded graph checked against its op's definition in
+// kiln/ir.h and reduced to the sizes its kernels are specialised to. Code
+// generation trusts these sizes, so nothing reaches a kernel unchecked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "failure.h"
+#include "kiln/ir.h"
+#include "kiln/ir_decode.hpp"
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::backend {
+
+// PERMUTE after dropping size-1 dims and merging dims that stay adjacent:
+// output dim i has size out_dims[i] and input stride in_strides[i].
+struct PermutePlan {
+  int rank = 0;
+  int64_t out_dims[KILN_IR_MAX_RANK] = {};
+  int64_t in_strides[KILN_IR_MAX_RANK] = {};
+};
+
+struct NodeInfo {
+  kiln_op op = KILN_OP_FILL;
+  // Meaning per op:
+  //   elementwise, RESHAPE, PERMUTE, SUM_SQUARES:  count (elements)
+  //   ADD, MUL:                                    count, bcast (= numel(b))
+  //   MATMUL:                                      batch, m, n, k, trans_a, trans_b
+  //   EMBEDDING(_GRAD):                            rows (ids), cols (C), vocab
+  //   LAYERNORM(_GRAD), SOFTMAX_GRAD,
+  //   CROSS_ENTROPY(_GRAD), SUM_TO:                rows, cols
+  //   CAUSAL_SOFTMAX:                              rows (= batch * T), cols (T)
+  //   SPLIT:                                       rows (outer), parts, inner (per part)
+  //   CONCAT:                                      rows (outer), inners (per input), inner (output)
+  int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
+  int64_t parts = 0, inner = 0;
+  bool trans_a = false, trans_b = false, weight_decay = false;
+  std::vector<int64_t> inners;
+  PermutePlan permute;
+};
+
+// Throws Failure: KILN_ERR_INVALID_ARGUMENT naming the node for a malformed
+// node, KILN_ERR_UNSUPPORTED for an op this plugin does not know.
+std::vector<NodeInfo> analyze(const ir::DecodedGraph& g);
+
+// Decodes IR bytes, mapping decoder errors to kiln error codes; `backend`
+// names the plugin in the message for an op it does not know.
+void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g, const char* backend);
+
+const char* op_name(kiln_op op);
+
+}  // namespace kiln::backend
+
+#pragma GCC visibility pop

@@ -1,0 +1,200 @@
+#include "device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "version.h"
+
+namespace kiln::vk {
+
+namespace {
+
+std::mutex g_mutex;
+VkInstance g_instance = VK_NULL_HANDLE;
+std::vector<DeviceInfo>* g_devices = nullptr;
+std::string g_why_none;
+
+std::string version_string(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+int32_t kind_of(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return KILN_DEVICE_CPU;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return KILN_DEVICE_GPU;
+    default: return KILN_DEVICE_OTHER;
+  }
+}
+
+std::string vendor_name(uint32_t id) {
+  switch (id) {
+    case 0x10DE: return "NVIDIA";
+    case 0x1002: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x10005: return "Mesa";
+    default: {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "vendor 0x%x", id);
+      return buf;
+    }
+  }
+}
+
+DeviceInfo describe(VkPhysicalDevice pd) {
+  VkPhysicalDeviceDriverProperties driver{};
+  driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  VkPhysicalDeviceProperties2 props2{};
+  props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  VkPhysicalDeviceProperties basic{};
+  vkGetPhysicalDeviceProperties(pd, &basic);
+  const bool has_driver_props = basic.apiVersion >= VK_API_VERSION_1_2;
+  if (has_driver_props) props2.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(pd, &props2);
+  const VkPhysicalDeviceProperties& p = props2.properties;
+  DeviceInfo d;
+  d.physical = pd;
+  d.name = p.deviceName;
+  d.vendor_id = p.vendorID;
+  d.device_id = p.deviceID;
+  d.api_version = p.apiVersion;
+  d.vendor = vendor_name(p.vendorID);
+  d.driver_version = "Vulkan " + version_string(p.apiVersion);
+  if (has_driver_props)
+    d.driver_version += std::string(" ") + driver.driverName + " " + driver.driverInfo;
+  else
+    d.driver_version += " driver " + std::to_string(p.driverVersion);
+  std::memcpy(d.pipeline_cache_uuid, p.pipelineCacheUUID, VK_UUID_SIZE);
+  d.kind = kind_of(p.deviceType);
+  d.max_storage_range = p.limits.maxStorageBufferRange;
+  d.storage_alignment = std::max<uint64_t>(4, p.limits.minStorageBufferOffsetAlignment);
+  for (int i = 0; i < 3; ++i) d.max_groups[i] = p.limits.maxComputeWorkGroupCount[i];
+  d.max_storage_buffers = p.limits.maxPerStageDescriptorStorageBuffers;
+  d.max_push_bytes = p.limits.maxPushConstantsSize;
+  d.max_shared_bytes = p.limits.maxComputeSharedMemorySize;
+  d.max_invocations = p.limits.maxComputeWorkGroupInvocations;
+
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  std::string heaps;
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    const VkMemoryHeap& h = mem.memoryHeaps[i];
+    if (h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d.memory_bytes = std::max<uint64_t>(d.memory_bytes, h.size);
+    heaps += std::to_string(h.size) + "/" + std::to_string(h.flags) + ",";
+  }
+
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qs.data());
+  d.queue_family = UINT32_MAX;
+  for (uint32_t i = 0; i < nq; ++i)
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      d.queue_family = i;
+      break;
+    }
+
+  std::string uuid;
+  for (uint8_t b : d.pipeline_cache_uuid) uuid += std::to_string(b) + ".";
+  d.fingerprint = fingerprint_hex(std::to_string(p.deviceType) + "|" + std::to_string(p.vendorID) + "|" +
+                                  std::to_string(p.deviceID) + "|" + d.name + "|" + std::to_string(p.driverVersion) +
+                                  "|" + d.driver_version + "|" + heaps + "|" + uuid + "|" + kCompilerVersion);
+  return d;
+}
+
+void enumerate() {
+  g_devices = new std::vector<DeviceInfo>();
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.pApplicationName = "kiln";
+  app.pEngineName = "kiln";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{};
+  ci.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  ci.pApplicationInfo = &app;
+  VkResult r = vkCreateInstance(&ci, nullptr, &g_instance);
+  if (r != VK_SUCCESS) {
+    g_instance = VK_NULL_HANDLE;
+    g_why_none = r == VK_ERROR_INCOMPATIBLE_DRIVER
+                     ? "no Vulkan driver (ICD) found: install mesa-vulkan-drivers (lavapipe) or a GPU driver, "
+                       "or check VK_DRIVER_FILES/VK_ICD_FILENAMES"
+                     : "creating a Vulkan instance failed: " + vk_result_name(r);
+    return;
+  }
+  uint32_t n = 0;
+  r = vkEnumeratePhysicalDevices(g_instance, &n, nullptr);
+  std::vector<VkPhysicalDevice> pds(n);
+  if (r == VK_SUCCESS && n > 0) r = vkEnumeratePhysicalDevices(g_instance, &n, pds.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    g_why_none = "enumerating Vulkan devices failed: " + vk_result_name(r);
+    return;
+  }
+  std::string skipped;
+  for (uint32_t i = 0; i < n; ++i) {
+    DeviceInfo d = describe(pds[i]);
+    if (d.api_version < VK_API_VERSION_1_1 || d.queue_family == UINT32_MAX) {
+      skipped += (skipped.empty() ? "" : ", ") + d.name;
+      continue;
+    }
+    g_devices->push_back(std::move(d));
+  }
+  if (g_devices->empty())
+    g_why_none = skipped.empty() ? "the Vulkan loader found no device: install mesa-vulkan-drivers (lavapipe) or a "
+                                   "GPU driver"
+                                 : "no Vulkan 1.1 device with a compute queue (skipped: " + skipped + ")";
+}
+
+}  // namespace
+
+const std::vector<DeviceInfo>& devices() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_devices == nullptr) enumerate();
+  return *g_devices;
+}
+
+std::string no_devices_reason() {
+  devices();
+  return g_why_none;
+}
+
+const DeviceInfo& device_at(int32_t index) {
+  const auto& all = devices();
+  if (index < 0 || static_cast<size_t>(index) >= all.size())
+    fail(KILN_ERR_INVALID_ARGUMENT,
+         "vulkan device index " + std::to_string(index) + " out of range (" + std::to_string(all.size()) + " devices)");
+  return all[static_cast<size_t>(index)];
+}
+
+VkInstance instance() {
+  devices();
+  return g_instance;
+}
+
+LogicalDevice::LogicalDevice(const DeviceInfo& info) {
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo q{};
+  q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  q.queueFamilyIndex = info.queue_family;
+  q.queueCount = 1;
+  q.pQueuePriorities = &priority;
+  VkDeviceCreateInfo ci{};
+  ci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &q;
+  vk_check(vkCreateDevice(info.physical, &ci, nullptr, &device), "vkCreateDevice on " + info.name);
+  vkGetDeviceQueue(device, info.queue_family, 0, &queue);
+}
+
+LogicalDevice::~LogicalDevice() {
+  if (device != VK_NULL_HANDLE) {
+    vkDeviceWaitIdle(device);
+    vkDestroyDevice(device, nullptr);
+  }
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,61 @@
+// The Vulkan physical devices this process can see (through one instance
+// created on first use and kept for the process), in the loader's order,
+// with what compile and the runtime need to know about each.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "fingerprint.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::vk {
+
+struct DeviceInfo {
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  std::string name, vendor, driver_version;
+  uint32_t vendor_id = 0, device_id = 0, api_version = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
+  int32_t kind = KILN_DEVICE_OTHER;  // kiln_device_kind
+  uint64_t memory_bytes = 0;         // the largest device-local heap
+  uint32_t queue_family = 0;         // a queue family with compute
+  uint64_t max_storage_range = 0;    // maxStorageBufferRange
+  uint64_t storage_alignment = 4;    // minStorageBufferOffsetAlignment
+  uint32_t max_groups[3] = {65535, 65535, 65535};
+  uint32_t max_storage_buffers = 4;  // per stage
+  uint32_t max_push_bytes = 128;
+  uint32_t max_shared_bytes = 16384;
+  uint32_t max_invocations = 128;
+  // 64 hex digits over what determines compiled pipelines: device type,
+  // ids, heaps, driver version, pipelineCacheUUID and the compiler version.
+  std::string fingerprint;
+};
+
+// Enumerated once. No loader, no ICD or no device is an empty list.
+const std::vector<DeviceInfo>& devices();
+// Why devices() is empty, in one line naming the fix; empty when it is not.
+std::string no_devices_reason();
+// Throws KILN_ERR_INVALID_ARGUMENT for an index outside devices().
+const DeviceInfo& device_at(int32_t index);
+
+VkInstance instance();
+
+// A logical device with one compute queue on a physical device; compile
+// uses one of its own (it needs no opened kiln_device).
+struct LogicalDevice {
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  explicit LogicalDevice(const DeviceInfo& info);
+  ~LogicalDevice();
+  LogicalDevice(const LogicalDevice&) = delete;
+  LogicalDevice& operator=(const LogicalDevice&) = delete;
+};
+
+using backend::fingerprint_hex;
+
+}  // namespace kiln::vk
+
+#pragma GCC visibility pop

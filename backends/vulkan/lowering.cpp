@@ -1,0 +1,589 @@
+#include "lowering.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+namespace kiln::vk {
+
+namespace {
+
+constexpr uint32_t kGroup = 256;  // invocations per workgroup of the 1-D kernels
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint32_t u32(uint64_t v, const char* what) {
+  if (v > 0xFFFFFFFFull) fail(KILN_ERR_UNSUPPORTED, std::string("vulkan: ") + what + " exceeds 32 bits");
+  return static_cast<uint32_t>(v);
+}
+uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+
+class Lowerer {
+ public:
+  Lowerer(const ir::DecodedGraph& g, const DeviceInfo& d) : g_(g), d_(d) {
+    uint64_t range = std::min<uint64_t>(d.max_storage_range, 0xFFFFFFFFull);
+    // KILN_VULKAN_MAX_BINDING_BYTES lowers the window size, so tests can
+    // exercise the chunked paths with small tensors.
+    if (const char* env = std::getenv("KILN_VULKAN_MAX_BINDING_BYTES"); env != nullptr && *env != '\0') {
+      const uint64_t v = std::strtoull(env, nullptr, 10);
+      if (v >= 512) range = std::min(range, v);
+    }
+    // A window's start is rounded down to the offset alignment at execute:
+    // leave room for that.
+    limit_ = (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
+    if (limit_ < 256) fail(KILN_ERR_UNSUPPORTED, "vulkan: maxStorageBufferRange is too small");
+    const bool big_tiles = d.max_invocations >= 256 && d.max_shared_bytes >= 8192;
+    group_ = d.max_invocations >= 256 ? 256 : 128;
+    gemm_tile_ = big_tiles ? 64 : 32;
+  }
+
+  Schedule finish(const std::vector<uint64_t>& slot_bytes) {
+    s_.num_slots = static_cast<uint32_t>(slot_bytes.size());
+    s_.slot_bytes = slot_bytes;
+    place_barriers();
+    return std::move(s_);
+  }
+
+  void node(size_t index, const ir::DecodedNode& n, const NodeInfo& p);
+
+ private:
+  Ref at(uint32_t value) const {
+    const ir::DecodedValue& v = g_.values[value];
+    return Ref{Mem::Slot, v.slot, v.offset};
+  }
+  static Ref plus(Ref r, uint64_t bytes) {
+    r.offset += bytes;
+    return r;
+  }
+  Ref scratch(uint64_t bytes) {
+    Ref r{Mem::Scratch, 0, scratch_used_};
+    scratch_used_ += (bytes + 63) / 64 * 64;
+    s_.scratch_bytes = std::max(s_.scratch_bytes, scratch_used_);
+    return r;
+  }
+  uint32_t check(const std::string& message) {
+    s_.checks.push_back(message);
+    return static_cast<uint32_t>(s_.checks.size() - 1);
+  }
+  uint32_t pipeline(const std::string& shader, std::vector<uint32_t> spec) {
+    auto it = std::find(s_.shaders.begin(), s_.shaders.end(), shader);
+    const auto si = static_cast<uint32_t>(it - s_.shaders.begin());
+    if (it == s_.shaders.end()) s_.shaders.push_back(shader);
+    for (size_t i = 0; i < s_.pipelines.size(); ++i)
+      if (s_.pipelines[i].shader == si && s_.pipelines[i].spec == spec) return static_cast<uint32_t>(i);
+    s_.pipelines.push_back(Pipeline{si, std::move(spec)});
+    return static_cast<uint32_t>(s_.pipelines.size() - 1);
+  }
+  Binding window(Ref r, uint64_t bytes, bool writes) const {
+    if (bytes > limit_)
+      fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": a " + std::to_string(bytes) +
+                                     "-byte operand cannot be split below the device's storage-buffer range");
+    return Binding{r, bytes, writes};
+  }
+  void emit(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint32_t gx,
+            uint32_t gy = 1, uint32_t gz = 1) {
+    Dispatch d;
+    d.pipeline = pipe;
+    d.node = node_;
+    d.groups[0] = gx;
+    d.groups[1] = gy;
+    d.groups[2] = gz;
+    d.push.assign(bindings.size(), 0);
+    d.push.insert(d.push.end(), args.begin(), args.end());
+    d.bindings = std::move(bindings);
+    s_.dispatches.push_back(std::move(d));
+  }
+  // count invocations of a 1-D kernel, as a 2-D grid of workgroups.
+  void emit_1d(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t count,
+               uint32_t group = 0) {
+    if (group == 0) group = group_;
+    const uint64_t groups = std::max<uint64_t>(1, ceil_div(count, group));
+    const uint64_t gx = std::min<uint64_t>(groups, d_.max_groups[0]);
+    const uint64_t gy = ceil_div(groups, gx);
+    if (gy > d_.max_groups[1]) fail(KILN_ERR_UNSUPPORTED, "vulkan: too many workgroups");
+    emit(pipe, std::move(bindings), args, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy));
+  }
+
+  // The largest number of elements (a multiple of `multiple`) one window holds.
+  uint64_t chunk_elems(uint64_t multiple = 1) const {
+    const uint64_t n = std::min<uint64_t>(limit_ / 4, uint64_t{1} << 31) / multiple * multiple;
+    if (n == 0) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": a broadcast operand is too large");
+    return n;
+  }
+
+  // One operand of a row-wise op: a window of `row_bytes` per row, or the
+  // whole `bytes` when row_bytes is 0 (e.g. gamma, a flag).
+  struct Operand {
+    Ref ref;
+    uint64_t row_bytes = 0;
+    uint64_t bytes = 0;
+    bool writes = false;
+  };
+  using ArgsFn = std::function<std::vector<uint32_t>(uint64_t r0, uint64_t nr)>;
+  // Splits `rows` into chunks whose row windows fit; per chunk one dispatch
+  // of one workgroup per row (per_row) or of `invocations` invocations of a
+  // 1-D kernel.
+  void rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& ops, const ArgsFn& args, bool per_row,
+               uint64_t invocations = 0);
+  // Workgroup size of a kernel with one workgroup per row of `cols`: a power
+  // of two no wider than the row needs (big workgroups with barriers cost
+  // much on CPU implementations such as lavapipe), 16 to group_.
+  uint32_t row_group(uint64_t cols) const {
+    uint32_t g = 16;
+    while (g < group_ && g < cols) g *= 2;
+    return g;
+  }
+  void emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t rows);
+
+  void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f);
+  void column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale);
+  void embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
+  void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
+  void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
+  void adamw(const ir::DecodedNode& n, const NodeInfo& p);
+  void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
+  void matmul(const ir::DecodedNode& n, const NodeInfo& p);
+  void permute(const ir::DecodedNode& n, const NodeInfo& p);
+  void place_barriers();
+
+  const ir::DecodedGraph& g_;
+  const DeviceInfo& d_;
+  Schedule s_;
+  uint64_t limit_ = 0;
+  uint64_t scratch_used_ = 0;
+  int32_t node_ = -1;
+  uint32_t gemm_tile_ = 64;
+  uint32_t group_ = kGroup;  // invocations per workgroup of the 1-D and row kernels
+};
+
+// y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
+// A broadcast b (bcast elements) is bound whole and chunks start at
+// multiples of bcast so that i % bcast stays right.
+void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f) {
+  const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
+  // b as large as a is no broadcast: it is chunked like a.
+  const bool broadcast = (op == 1 || op == 2) && bcast < count;
+  const uint64_t chunk = chunk_elems(broadcast ? bcast : 1);
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t n = std::min(chunk, count - e0);
+    Binding wy = window(plus(at(y), e0 * 4), n * 4, true);
+    Binding wa = a >= 0 ? window(plus(at(static_cast<uint32_t>(a)), e0 * 4), n * 4, false) : Binding{wy.ref, wy.bytes};
+    Binding wb = wa;
+    wb.writes = false;
+    if (b >= 0) {
+      wb = broadcast ? window(at(static_cast<uint32_t>(b)), bcast * 4, false)
+                     : window(plus(at(static_cast<uint32_t>(b)), e0 * 4), n * 4, false);
+    }
+    emit_1d(pipe, {wy, wa, wb}, {u32(n, "count"), u32(broadcast ? bcast : n, "bcast"), fbits(f)}, n);
+  }
+}
+
+// dst[r * dst_stride + i] = src[r * src_stride + i], chunked over rows.
+void Lowerer::copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride) {
+  const uint32_t pipe = pipeline("copy2d", {group_});
+  const uint64_t max_elems = chunk_elems();
+  const uint64_t widest = std::max(src_stride, dst_stride);
+  if (inner > max_elems) {
+    // One row exceeds a window: copy it in column bands.
+    for (uint64_t c0 = 0; c0 < inner; c0 += max_elems) {
+      const uint64_t w = std::min(max_elems, inner - c0);
+      if (rows == 1)
+        copy2d(plus(dst, c0 * 4), plus(src, c0 * 4), w, 1, 1, 1);
+      else
+        copy2d(plus(dst, c0 * 4), plus(src, c0 * 4), rows, w, src_stride, dst_stride);
+    }
+    return;
+  }
+  uint64_t chunk = 1 + (max_elems - inner) / widest;
+  chunk = std::min(chunk, (uint64_t{1} << 31) / inner);
+  for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const uint64_t nr = std::min(chunk, rows - r0);
+    Binding wd = window(plus(dst, r0 * dst_stride * 4), ((nr - 1) * dst_stride + inner) * 4, true);
+    Binding ws = window(plus(src, r0 * src_stride * 4), ((nr - 1) * src_stride + inner) * 4, false);
+    emit_1d(pipe, {wd, ws},
+            {u32(nr * inner, "count"), u32(inner, "inner"), u32(src_stride, "stride"), u32(dst_stride, "stride")},
+            nr * inner);
+  }
+}
+
+void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const backend::PermutePlan& plan = p.permute;
+  if (plan.rank <= 1) {  // nothing moves: a plain copy
+    copy2d(at(n.outputs[0]), at(n.inputs[0]), count, 1, 1, 1);
+    return;
+  }
+  std::vector<uint32_t> args{u32(count, "count"), static_cast<uint32_t>(plan.rank)};
+  for (int i = 0; i < 6; ++i) args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.out_dims[i]), "dim") : 1);
+  for (int i = 0; i < 6; ++i)
+    args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
+  emit_1d(pipeline("permute", {group_}),
+          {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
+}
+
+// C = op(A) @ op(B), batched. Each operand is stored as [batch][rows][cols]
+// (A: rows m or k if transposed; B: rows k or n if transposed; C: rows m).
+// When whole matrices do not fit a window, one matrix at a time is split
+// along m, n and k so that every operand's window (a band of its stored
+// rows) fits; k chunks after the first accumulate into C.
+void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t batch = static_cast<uint64_t>(p.batch), M = static_cast<uint64_t>(p.m), N = static_cast<uint64_t>(p.n),
+                 K = static_cast<uint64_t>(p.k);
+  const bool ta = p.trans_a, tb = p.trans_b;
+  const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
+  const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
+  // 64x64 tiles (4x4 per invocation, 256 invocations) where the product is
+  // big enough to fill them; 32x32 (64 invocations) otherwise.
+  const uint32_t T = (M >= 64 && N >= 64) ? gemm_tile_ : 32;
+  const uint32_t pipe = pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u});
+  const uint64_t max_elems = limit_ / 4;
+  const Ref A = at(n.inputs[0]), B = at(n.inputs[1]), C = at(n.outputs[0]);
+
+  auto band = [](Ref base, uint64_t matrix, uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr, uint64_t ld,
+                 uint64_t c0, uint64_t nc) {
+    // Window over matrices [z0, z0+nz), stored rows [r0, r0+nr), cols [c0, c0+nc).
+    Ref r = plus(base, (z0 * matrix + r0 * ld + c0) * 4);
+    return std::pair<Ref, uint64_t>{r, ((nz - 1) * matrix + (nr - 1) * ld + nc) * 4};
+  };
+  auto launch = [&](uint64_t z0, uint64_t nz, uint64_t m0, uint64_t mc, uint64_t n0, uint64_t nc, uint64_t k0,
+                    uint64_t kc) {
+    auto [ra, ba] = ta ? band(A, size_a, z0, nz, k0, kc, lda, m0, mc) : band(A, size_a, z0, nz, m0, mc, lda, k0, kc);
+    auto [rb, bb] = tb ? band(B, size_b, z0, nz, n0, nc, ldb, k0, kc) : band(B, size_b, z0, nz, k0, kc, ldb, n0, nc);
+    auto [rc, bc] = band(C, size_c, z0, nz, m0, mc, ldc, n0, nc);
+    emit(pipe, {window(rc, bc, true), window(ra, ba, false), window(rb, bb, false)},
+         {u32(mc, "m"), u32(nc, "n"), u32(kc, "k"), u32(lda, "lda"), u32(ldb, "ldb"), u32(ldc, "ldc"),
+          u32(size_a, "matrix"), u32(size_b, "matrix"), u32(size_c, "matrix"), k0 > 0 ? 1u : 0u},
+         u32(ceil_div(nc, T), "groups"), u32(ceil_div(mc, T), "groups"), static_cast<uint32_t>(nz));
+  };
+
+  const uint64_t largest = std::max({size_a, size_b, size_c});
+  if (largest <= max_elems) {
+    const uint64_t per = std::min<uint64_t>(max_elems / largest, d_.max_groups[2]);
+    for (uint64_t z0 = 0; z0 < batch; z0 += per) launch(z0, std::min(per, batch - z0), 0, M, 0, N, 0, K);
+    return;
+  }
+  // Rows of a band per chunk: A bands over m (or k), B over k (or n), C over m.
+  auto rows_fit = [&](uint64_t ld) { return std::max<uint64_t>(1, max_elems / ld); };
+  uint64_t mchunk = std::min(M, rows_fit(ldc)), nchunk = N, kchunk = K;
+  if (!ta) mchunk = std::min(mchunk, rows_fit(lda));
+  if (ta) kchunk = std::min(kchunk, rows_fit(lda));
+  if (tb) nchunk = std::min(nchunk, rows_fit(ldb));
+  if (!tb) kchunk = std::min(kchunk, rows_fit(ldb));
+  for (uint64_t z = 0; z < batch; ++z)
+    for (uint64_t m0 = 0; m0 < M; m0 += mchunk)
+      for (uint64_t n0 = 0; n0 < N; n0 += nchunk)
+        for (uint64_t k0 = 0; k0 < K; k0 += kchunk)
+          launch(z, 1, m0, std::min(mchunk, M - m0), n0, std::min(nchunk, N - n0), k0, std::min(kchunk, K - k0));
+}
+
+void Lowerer::emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args,
+                        uint64_t rows) {
+  const uint64_t gx = std::min<uint64_t>(std::max<uint64_t>(rows, 1), d_.max_groups[0]);
+  const uint64_t gy = ceil_div(std::max<uint64_t>(rows, 1), gx);
+  if (gy > d_.max_groups[1]) fail(KILN_ERR_UNSUPPORTED, "vulkan: too many rows");
+  emit(pipe, std::move(bindings), args, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy));
+}
+
+void Lowerer::rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& ops, const ArgsFn& args, bool per_row,
+                      uint64_t invocations) {
+  uint64_t chunk = rows;
+  for (const Operand& o : ops)
+    if (o.row_bytes > 0) chunk = std::min(chunk, limit_ / o.row_bytes);
+  if (chunk == 0) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": one row exceeds a storage window");
+  for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const uint64_t nr = std::min(chunk, rows - r0);
+    std::vector<Binding> b;
+    for (const Operand& o : ops)
+      b.push_back(o.row_bytes > 0 ? window(plus(o.ref, r0 * o.row_bytes), nr * o.row_bytes, o.writes)
+                                  : window(o.ref, o.bytes, o.writes));
+    if (per_row)
+      emit_rows(pipe, std::move(b), args(r0, nr), nr);
+    else
+      emit_1d(pipe, std::move(b), args(r0, nr), invocations);
+  }
+}
+
+// y[c] (+)= column sums over rows (colsum.comp), chunked over rows; chunks
+// after the first accumulate.
+void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale) {
+  const uint32_t pipe = pipeline("colsum", {group_, static_cast<uint32_t>(mode)});
+  std::vector<Operand> ops{{y, 0, cols * 4, true}, {x, cols * 4, 0, false}};
+  if (mode == 1) {
+    ops.push_back({x2, cols * 4, 0, false});
+    ops.push_back({stats, 8, 0, false});
+  } else {
+    ops.push_back(ops[1]);
+    ops.push_back(ops[1]);
+  }
+  rows_op(
+      pipe, rows, ops,
+      [&](uint64_t r0, uint64_t nr) {
+        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(scale), r0 > 0 ? 1u : 0u};
+      },
+      false, cols);
+}
+
+void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                 vocab = static_cast<uint64_t>(p.vocab);
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + (grad ? "embedding_grad" : "embedding") +
+                                     "): an id is outside [0, " + std::to_string(vocab) + ")");
+  const Ref table = grad ? at(n.outputs[0]) : at(n.inputs[0]);
+  const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
+  const Ref ids = at(n.inputs[1]);
+  const Ref flag{Mem::Flag, 0, 0};
+  if (grad) elementwise(0, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
+  const uint32_t pipe = pipeline(grad ? "embedding_grad" : "embedding", {group_});
+  const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
+  // The gather also splits its ids and y into chunks of rows; the gradient
+  // needs every id in one dispatch (it finds first occurrences).
+  const uint64_t row_chunk = grad ? rows : std::max<uint64_t>(1, limit_ / (cols * 4));
+  for (uint64_t r0 = 0; r0 < rows; r0 += row_chunk) {
+    const uint64_t nr = std::min(row_chunk, rows - r0);
+    const uint64_t count = nr * cols;
+    u32(count, "elements");
+    for (uint64_t v0 = 0; v0 < vocab; v0 += band) {
+      const uint64_t vr = std::min(band, vocab - v0);
+      std::vector<uint32_t> args{u32(count, "count"), u32(cols, "cols"), u32(vocab, "vocab"), u32(v0, "v0"),
+                                 u32(vr, "rows")};
+      if (grad) args.push_back(u32(rows, "rows"));
+      args.push_back(v0 == 0 ? check_index : 0xFFFFFFFFu);
+      // Binding 0 is what the shader writes: dtable's band, or y.
+      Binding band_window = window(plus(table, v0 * cols * 4), vr * cols * 4, grad);
+      Binding rows_window = window(plus(other, r0 * cols * 4), count * 4, !grad);
+      if (!grad) std::swap(band_window, rows_window);
+      emit_1d(pipe, {band_window, rows_window, window(plus(ids, r0 * 4), nr * 4, false), window(flag, 4, true)}, args,
+              count);
+    }
+  }
+}
+
+void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+  const uint32_t check_index =
+      check("node " + std::to_string(index) + " (" + (grad ? "cross_entropy_grad" : "cross_entropy") +
+            "): a target is outside [0, " + std::to_string(cols) + ")");
+  const uint32_t pipe = pipeline("cross_entropy", {row_group(cols), grad ? 1u : 0u});
+  const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
+  const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
+  const Operand dloss = grad ? Operand{at(n.inputs[2]), 0, 4, false} : Operand{targets, 4, 0, false};
+  const float inv_n = 1.0f / static_cast<float>(rows);
+  rows_op(
+      pipe, rows,
+      {{out, grad ? cols * 4 : 4, 0, true},
+       {logits, cols * 4, 0, false},
+       {targets, 4, 0, false},
+       dloss,
+       {Ref{Mem::Flag, 0, 0}, 0, 4, true}},
+      [&](uint64_t, uint64_t nr) {
+        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(inv_n), check_index};
+      },
+      true);
+  if (!grad) column_sum(0, at(n.outputs[0]), 1, rows, out, out, out, inv_n);
+}
+
+void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const uint64_t chunk = chunk_elems();
+  std::vector<std::pair<uint64_t, uint64_t>> parts;  // (first element, groups)
+  uint64_t total = 0;
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0);
+    const uint64_t groups = std::min<uint64_t>(256, ceil_div(m, uint64_t{group_} * 4));
+    parts.emplace_back(e0, groups);
+    total += groups;
+  }
+  const Ref partial = scratch(total * 4);
+  const uint32_t pipe = pipeline("sum_squares", {group_});
+  uint64_t at_partial = 0;
+  for (const auto& [e0, groups] : parts) {
+    const uint64_t m = std::min(chunk, count - e0);
+    emit(pipe,
+         {window(plus(partial, at_partial * 4), groups * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false)},
+         {u32(m, "count")}, static_cast<uint32_t>(groups));
+    at_partial += groups;
+  }
+  column_sum(0, at(n.outputs[0]), 1, total, partial, partial, partial, 1.0f);
+}
+
+void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const uint32_t pipe = pipeline("adamw", {group_, p.weight_decay ? 1u : 0u});
+  const uint64_t chunk = chunk_elems();
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0);
+    auto w = [&](uint32_t value, bool writes) { return window(plus(at(value), e0 * 4), m * 4, writes); };
+    emit_1d(pipe,
+            {w(n.inputs[0], false), w(n.inputs[1], false), w(n.inputs[2], false), w(n.inputs[3], false),
+             window(at(n.inputs[4]), 20, false), w(n.outputs[0], true), w(n.outputs[1], true), w(n.outputs[2], true)},
+            {u32(m, "count"), fbits(n.fattrs[0]), fbits(n.fattrs[1]), fbits(n.fattrs[2])}, m);
+  }
+}
+
+void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
+  node_ = static_cast<int32_t>(index);
+  scratch_used_ = 0;
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  switch (n.op) {
+    case KILN_OP_FILL: return elementwise(0, n.outputs[0], -1, -1, count, 1, n.fattrs[0]);
+    case KILN_OP_ADD: return elementwise(1, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    case KILN_OP_MUL: return elementwise(2, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    case KILN_OP_SCALE: return elementwise(3, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
+    case KILN_OP_GELU: return elementwise(4, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_GELU_GRAD: return elementwise(5, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_MATMUL: return matmul(n, p);
+    case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
+    case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
+    case KILN_OP_LAYERNORM:
+    case KILN_OP_LAYERNORM_GRAD: {
+      const bool grad = n.op == KILN_OP_LAYERNORM_GRAD;
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+      const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline("layernorm", {row_group(cols), grad ? 1u : 0u}), rows,
+          {{at(n.outputs[0]), row, 0, true},
+           {at(n.inputs[0]), row, 0, false},
+           {at(n.inputs[1]), 0, row, false},
+           grad ? Operand{at(n.inputs[2]), row, 0, false} : Operand{at(n.inputs[2]), 0, row, false},
+           grad ? Operand{stats, 8, 0, true} : Operand{at(n.inputs[0]), row, 0, false}},
+          [&](uint64_t, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(n.fattrs[0])};
+          },
+          true);
+      if (grad) {
+        column_sum(1, at(n.outputs[1]), cols, rows, at(n.inputs[2]), at(n.inputs[0]), stats, 1.0f);
+        column_sum(0, at(n.outputs[2]), cols, rows, at(n.inputs[2]), at(n.inputs[2]), at(n.inputs[2]), 1.0f);
+      }
+      return;
+    }
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_SOFTMAX_GRAD: {
+      const bool grad = n.op == KILN_OP_SOFTMAX_GRAD;
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline("softmax", {row_group(cols), grad ? 1u : 0u}), rows,
+          {{at(n.outputs[0]), row, 0, true},
+           {at(n.inputs[0]), row, 0, false},
+           {at(n.inputs[grad ? 1 : 0]), row, 0, false}},
+          [&](uint64_t r0, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), u32(r0 % cols, "row"), fbits(n.fattrs[0])};
+          },
+          true);
+      return;
+    }
+    case KILN_OP_CROSS_ENTROPY: return cross_entropy(index, n, p, false);
+    case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy(index, n, p, true);
+    case KILN_OP_SUM_TO: {
+      const Ref x = at(n.inputs[0]);
+      return column_sum(0, at(n.outputs[0]), static_cast<uint64_t>(p.cols), static_cast<uint64_t>(p.rows), x, x, x,
+                        1.0f);
+    }
+    case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
+    case KILN_OP_ADAMW: return adamw(n, p);
+    case KILN_OP_RESHAPE: {
+      const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
+      if (src.slot == dst.slot && src.offset == dst.offset) return;  // same memory: nothing to do
+      const uint64_t bytes = count * 4;
+      if (src.slot == dst.slot && src.offset < dst.offset + bytes && dst.offset < src.offset + bytes)
+        fail(KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(index) + " (reshape): overlapping copy");
+      return copy2d(dst, src, count, 1, 1, 1);
+    }
+    case KILN_OP_PERMUTE: return permute(n, p);
+    case KILN_OP_SPLIT: {
+      const uint64_t rows = static_cast<uint64_t>(p.rows), inner = static_cast<uint64_t>(p.inner),
+                     parts = static_cast<uint64_t>(p.parts);
+      for (uint64_t i = 0; i < parts; ++i)
+        copy2d(at(n.outputs[i]), plus(at(n.inputs[0]), i * inner * 4), rows, inner, parts * inner, inner);
+      return;
+    }
+    case KILN_OP_CONCAT: {
+      const uint64_t rows = static_cast<uint64_t>(p.rows), inner = static_cast<uint64_t>(p.inner);
+      uint64_t col = 0;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const uint64_t w = static_cast<uint64_t>(p.inners[i]);
+        copy2d(plus(at(n.outputs[0]), col * 4), at(n.inputs[i]), rows, w, w, inner);
+        col += w;
+      }
+      return;
+    }
+    default: break;
+  }
+  fail(KILN_ERR_UNSUPPORTED, std::string("node ") + std::to_string(index) + ": op " + backend::op_name(n.op) +
+                                 " is not supported by the vulkan backend");
+}
+
+// A barrier goes before a dispatch that reads or writes memory an earlier
+// dispatch (since the last barrier) wrote, or writes memory one read:
+// independent dispatches (e.g. the parts of a SPLIT) run without one.
+void Lowerer::place_barriers() {
+  struct Range {
+    Mem mem;
+    uint32_t slot;
+    uint64_t lo, hi;
+  };
+  auto overlaps = [](const Range& a, const Range& b) {
+    return a.mem == b.mem && a.slot == b.slot && a.lo < b.hi && b.lo < a.hi;
+  };
+  std::vector<Range> reads, writes;
+  for (Dispatch& d : s_.dispatches) {
+    bool conflict = false;
+    for (const Binding& b : d.bindings) {
+      const Range r{b.ref.mem, b.ref.slot, b.ref.offset, b.ref.offset + b.bytes};
+      for (const Range& w : writes) conflict = conflict || overlaps(r, w);
+      if (b.writes)
+        for (const Range& rd : reads) conflict = conflict || overlaps(r, rd);
+    }
+    if (conflict) {
+      d.barrier = true;
+      reads.clear();
+      writes.clear();
+    }
+    for (const Binding& b : d.bindings)
+      (b.writes ? writes : reads).push_back(Range{b.ref.mem, b.ref.slot, b.ref.offset, b.ref.offset + b.bytes});
+  }
+}
+
+}  // namespace
+
+bool op_lowered(int32_t op) {
+  switch (op) {
+    case KILN_OP_EMBEDDING:
+    case KILN_OP_EMBEDDING_GRAD:
+    case KILN_OP_LAYERNORM:
+    case KILN_OP_LAYERNORM_GRAD:
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_SOFTMAX_GRAD:
+    case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_CROSS_ENTROPY_GRAD:
+    case KILN_OP_SUM_TO:
+    case KILN_OP_SUM_SQUARES:
+    case KILN_OP_ADAMW:
+    case KILN_OP_FILL:
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD:
+    case KILN_OP_MATMUL:
+    case KILN_OP_RESHAPE:
+    case KILN_OP_PERMUTE:
+    case KILN_OP_SPLIT:
+    case KILN_OP_CONCAT: return true;
+    default: return false;
+  }
+}
+
+Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device) {
+  Lowerer l(g, device);
+  std::vector<uint64_t> slot_bytes(g.num_slots, 0);
+  if (!slot_bytes.empty()) slot_bytes[0] = g.arena_bytes;
+  for (const ir::DecodedValue& v : g.values)
+    slot_bytes[v.slot] = std::max<uint64_t>(slot_bytes[v.slot], v.offset + v.bytes());
+  for (size_t i = 0; i < g.nodes.size(); ++i) l.node(i, g.nodes[i], info[i]);
+  return l.finish(slot_bytes);
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,38 @@
+#version 450
+// EMBEDDING_GRAD after dtable is zero-filled: for each (i, c) where i is the
+// first occurrence of its id, dtable[id, c] = sum of dy[j, c] over all j
+// with ids[j] == id, in order of j. No atomics, no races: every row of
+// dtable has exactly one writer, and the sum order is fixed.
+// dtable may be bound in bands of vocabulary rows, as in embedding.comp.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(std430, set = 0, binding = 0) buffer Dtable { float dtable[]; };
+layout(std430, set = 0, binding = 1) buffer Dy { float dy[]; };
+layout(std430, set = 0, binding = 2) buffer Ids { int ids[]; };
+layout(std430, set = 0, binding = 3) buffer Flag { int flag; };
+
+layout(push_constant) uniform Push {
+  uint base[4];
+  uint count, cols, vocab, v0, vrows, rows;
+  int check;
+} p;
+
+void main() {
+  uint e = global_index();
+  if (e >= p.count) return;
+  uint i = e / p.cols, c = e % p.cols;
+  int id = ids[p.base[2] + i];
+  if (id < 0 || uint(id) >= p.vocab) {
+    if (p.check >= 0 && c == 0) atomicMin(flag, p.check);
+    return;
+  }
+  uint v = uint(id);
+  if (v < p.v0 || v >= p.v0 + p.vrows) return;
+  for (uint j = 0; j < i; ++j)
+    if (ids[p.base[2] + j] == id) return;  // not the first occurrence
+  float s = 0.0;
+  for (uint j = i; j < p.rows; ++j)
+    if (ids[p.base[2] + j] == id) s += dy[p.base[1] + j * p.cols + c];
+  dtable[p.base[0] + (v - p.v0) * p.cols + c] = s;
+}

@@ -1,0 +1,59 @@
+#version 450
+// LAYERNORM (GRAD = false): one workgroup per row, y = (x - mean) * rstd *
+// gamma + beta with the biased variance. LAYERNORM_GRAD (GRAD = true): dx,
+// and each row's mean and rstd into stats (for the dgamma column sums).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 1) const bool GRAD = false;
+
+layout(std430, set = 0, binding = 0) buffer Out { float outv[]; };    // y or dx
+layout(std430, set = 0, binding = 1) buffer X { float x[]; };
+layout(std430, set = 0, binding = 2) buffer Gamma { float gamma[]; };
+layout(std430, set = 0, binding = 3) buffer BetaDy { float bd[]; };   // beta or dy
+layout(std430, set = 0, binding = 4) buffer Stats { float stats[]; }; // GRAD: [rows][2]
+
+layout(push_constant) uniform Push {
+  uint base[5];
+  uint rows, cols;
+  float eps;
+} p;
+
+void main() {
+  uint r = flat_group();
+  if (r >= p.rows) return;  // whole workgroups leave together
+  uint t = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
+  uint row = r * p.cols;
+  float s = 0.0;
+  for (uint j = t; j < p.cols; j += n) s += x[p.base[1] + row + j];
+  float mean = group_sum(s) / float(p.cols);
+  float v = 0.0;
+  for (uint j = t; j < p.cols; j += n) {
+    float d = x[p.base[1] + row + j] - mean;
+    v += d * d;
+  }
+  float rstd = 1.0 / sqrt(group_sum(v) / float(p.cols) + p.eps);
+  if (!GRAD) {
+    for (uint j = t; j < p.cols; j += n)
+      outv[p.base[0] + row + j] = (x[p.base[1] + row + j] - mean) * rstd * gamma[p.base[2] + j] + bd[p.base[3] + j];
+    return;
+  }
+  float sg = 0.0, sgx = 0.0;
+  for (uint j = t; j < p.cols; j += n) {
+    float xh = (x[p.base[1] + row + j] - mean) * rstd;
+    float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
+    sg += g;
+    sgx += g * xh;
+  }
+  float mean_g = group_sum(sg) / float(p.cols);
+  float mean_gx = group_sum(sgx) / float(p.cols);
+  for (uint j = t; j < p.cols; j += n) {
+    float xh = (x[p.base[1] + row + j] - mean) * rstd;
+    float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
+    outv[p.base[0] + row + j] = rstd * (g - mean_g - xh * mean_gx);
+  }
+  if (t == 0) {
+    stats[p.base[4] + 2 * r] = mean;
+    stats[p.base[4] + 2 * r + 1] = rstd;
+  }
+}

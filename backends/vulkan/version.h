@@ -1,0 +1,8 @@
+// The code generator's identity. It keys the compile cache and is checked
+// when executable bytes are loaded: bump it whenever the shaders, the
+// lowering, the schedule or the executable format change.
+#pragma once
+
+namespace kiln::vk {
+inline constexpr const char* kCompilerVersion = "vulkan-1";
+}  // namespace kiln::vk
