@@ -41,6 +41,8 @@ for b in "${backends[@]}"; do
   printf '%-8s %10s %10s %7.1f%% %12.2f %12.2f %7.2fx %14s\n' "$b" "$cold" "$warm" "$(echo "100 * $warm / $cold" | bc -l)" \
     "$np1" "$np2" "$(echo "$np1 / $np2" | bc -l)" "$counts"
   grep "compile cache:" "$tmp/warm.log" | sed "s/^/  $b warm: /"
+  # Per-unit compile times: the largest unit bounds the parallel speedup.
+  "$kiln" cache ls --cache-dir "$tmp/c1-$b" | sed "s/^/  /"
   if [ "$b" = opencl ] && [ -x "$build/bin/opencl_kernel_counts" ]; then
     "$build/bin/opencl_kernel_counts" "$tmp/c2-$b" | tail -1 | sed "s/^/  /"
   fi

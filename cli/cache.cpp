@@ -103,8 +103,8 @@ void remove_file(const std::string& path, int* count) {
 int cmd_ls(const cache::Store& store) {
   uint64_t total = 0;
   std::vector<std::string> entries = store.files(".entry");
-  std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %8s  %s\n", "KEY", "BACKEND", "COMPILER", "DEVICE", "SIZE", "AGE",
-              "GRAPH");
+  std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %8s  %8s  %s\n", "KEY", "BACKEND", "COMPILER", "DEVICE", "SIZE", "AGE",
+              "COMPILE", "GRAPH");
   for (const std::string& path : entries) {
     FileInfo f = info(path);
     total += f.bytes;
@@ -122,9 +122,11 @@ int cmd_ls(const cache::Store& store) {
     const nlohmann::json port_shapes = summary.value("ports", nlohmann::json::object());
     for (auto& [name, shape] : port_shapes.items())
       if (name == "tokens" || name == "x" || ports.empty()) ports = name + shape.dump();
-    std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %7.0fs  %s nodes, %s\n", key.c_str(), p.backend.c_str(),
+    const nlohmann::json seconds = meta.value("compile_seconds", nlohmann::json(0.0));
+    std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %7.0fs  %7.2fs  %s nodes, %s\n", key.c_str(), p.backend.c_str(),
                 p.compiler_version.c_str(), p.device_fingerprint.substr(0, 12).c_str(), human_bytes(f.bytes).c_str(),
-                f.age_s, summary.value("nodes", nlohmann::json(0)).dump().c_str(), ports.c_str());
+                f.age_s, seconds.is_number() ? seconds.get<double>() : 0.0,
+                summary.value("nodes", nlohmann::json(0)).dump().c_str(), ports.c_str());
   }
   std::vector<std::string> failed = store.files(".failed"), locks = store.files(".lock");
   for (const std::string& path : failed)
