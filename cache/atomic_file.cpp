@@ -46,7 +46,7 @@ void write_file_atomically(const std::string& path, const void* data, size_t siz
       std::string why = errno_text();
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + why);
+      throw Error(std::string("cannot write ").append(tmp).append(": ").append(why));
     }
     p += n;
     left -= static_cast<size_t>(n);
@@ -80,7 +80,7 @@ std::vector<uint8_t> read_file(const std::string& path) {
     if (n < 0) {
       std::string why = errno_text();
       ::close(fd);
-      throw Error("cannot read " + path + ": " + why);
+      throw Error(std::string("cannot read ").append(path).append(": ").append(why));
     }
     if (n == 0) break;
     out.insert(out.end(), buf, buf + n);

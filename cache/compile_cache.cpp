@@ -169,7 +169,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
       return std::nullopt;
     }
   }
-  const CacheConfig cfg = config();
+  const CacheConfig& cfg = config();
   if (cfg.dir.empty()) {
     if (cfg.require_precompiled)
       throw Error("--require-precompiled: the compile cache is not usable, so graph " + key.substr(0, 16) +
@@ -199,7 +199,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
 Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   const KeyParts parts = key_parts_for(r);
   const std::string key = compute_key(parts);
-  const CacheConfig cfg = config();
+  const CacheConfig& cfg = config();
   if (cfg.dir.empty() || !writable()) {
     *message = "the compile cache is not writable";
     return Outcome::Failed;

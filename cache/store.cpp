@@ -94,9 +94,9 @@ std::string Store::quarantine(const std::string& path, const std::string& why) c
   try {
     make_dirs(quarantine_dir());
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const std::string dest = quarantine_dir() + "/" + fs::path(path).filename().string() + "." +
-                             std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count()) + "." +
-                             std::to_string(::getpid());
+    std::string dest = quarantine_dir() + "/" + fs::path(path).filename().string() + "." +
+                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count()) + "." +
+                       std::to_string(::getpid());
     if (::rename(path.c_str(), dest.c_str()) != 0) return {};
     const std::string note = why + "\n";
     write_file_atomically(dest + ".why", note.data(), note.size());

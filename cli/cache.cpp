@@ -263,7 +263,7 @@ int run_cache(const std::vector<std::string>& args) {
     std::fputs(kCacheUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
-  const std::string sub = args[0];
+  const std::string& sub = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   std::string key;
   if (sub == "explain" && !rest.empty() && rest[0].rfind("--", 0) != 0) {

@@ -179,7 +179,7 @@ void write_ir(const fs::path& dir) {
     if (kiln_error* e = api->compile(&c)) {
       std::string m = api->error_message(e);
       api->error_destroy(e);
-      throw std::runtime_error("cpu compile of " + name + " failed: " + m);
+      throw std::runtime_error(std::string("cpu compile of ").append(name).append(" failed: ").append(m));
     }
     write_file(dir / (name + ".cpuexe"), c.executable, c.executable_size);
     api->executable_bytes_free(c.executable);
@@ -376,7 +376,7 @@ void write_tiny_vocab(const fs::path& dir) {
     auto best =
         std::max_element(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     const auto [a, b] = best->first;
-    merges += a + " " + b + "\n";
+    merges.append(a).append(" ").append(b).append("\n");
     if (!vocab.contains(a + b)) vocab[a + b] = next_id++;
     std::map<std::vector<std::string>, int> merged;
     for (const auto& [w, n] : words) {
