@@ -12,5 +12,7 @@ int run_generate(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
 int run_preprocess(const std::vector<std::string>& args);
 int run_check_backend(const std::vector<std::string>& args);
+int run_precompile(const std::vector<std::string>& args);
+int run_cache(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

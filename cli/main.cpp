@@ -20,6 +20,8 @@ const char* kUsage =
     "  preprocess     tokenize JSONL into Megatron .bin/.idx (tools/preprocess_data.py flags)\n"
     "  devices        list backends, their devices, and plugin files that were skipped\n"
     "  check-backend  run the conformance suite against a backend (name or plugin path)\n"
+    "  precompile     compile every graph 'kiln train <same flags>' will run into the compile cache\n"
+    "  cache          inspect and maintain the compile cache (ls, verify, clear, gc, explain)\n"
     "\n"
     "Run 'kiln <command> --help' for a command's flags.\n";
 
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
     if (command == "devices") return kiln::cli::run_devices(args);
     if (command == "preprocess") return kiln::cli::run_preprocess(args);
     if (command == "check-backend") return kiln::cli::run_check_backend(args);
+    if (command == "precompile") return kiln::cli::run_precompile(args);
+    if (command == "cache") return kiln::cli::run_cache(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const kiln::Error& e) {

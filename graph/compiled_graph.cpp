@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "cache/compile_cache.h"
 #include "core/log.h"
+#include "graph/graph_summary.h"
 #include "graph/passes.h"
 #include "graph/serialize.h"
 
@@ -13,22 +15,26 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
   ir_ = serialize(graph_, plan_);
   const Plugin& plugin = device_.plugin();
 
-  kiln_compile_args compile{};
-  compile.struct_size = sizeof(compile);
-  compile.ir = ir_.data();
-  compile.ir_size = ir_.size();
-  compile.options = nullptr;
-  compile.device_index = device_.index();
-  check(plugin, plugin.api->compile(&compile), "compile");
+  // Through the compile cache (cache/compile_cache.h): a hit loads without
+  // compiling; in precompile's extract mode nothing compiles or loads.
+  cache::CompileRequest request;
+  request.plugin = &plugin;
+  request.device_index = device_.index();
+  request.device_fingerprint = device_.properties().fingerprint;
+  request.ir = &ir_;
+  request.summary = graph_summary(graph_);
+  std::optional<std::vector<uint8_t>> executable = cache::obtain(request);
+  if (!executable) {
+    slots_.resize(plan_.slot_ports.size());  // bind() still works; run() refuses
+    return;
+  }
 
   kiln_load_args load{};
   load.struct_size = sizeof(load);
   load.device = device_.handle();
-  load.executable = compile.executable;
-  load.executable_size = compile.executable_size;
-  kiln_error* err = plugin.api->load(&load);
-  plugin.api->executable_bytes_free(compile.executable);
-  check(plugin, err, "load");
+  load.executable = executable->data();
+  load.executable_size = executable->size();
+  check(plugin, plugin.api->load(&load), "load");
   loaded_ = load.loaded;
 
   slots_.resize(plan_.slot_ports.size());
@@ -73,6 +79,7 @@ std::shared_ptr<DeviceBuffer> CompiledGraph::buffer(const std::string& name) {
 }
 
 void CompiledGraph::run() {
+  if (!loaded_) throw Error("graph was only extracted for precompilation (kiln precompile), not compiled");
   std::vector<kiln_buffer*> handles(slots_.size());
   for (size_t s = 0; s < slots_.size(); ++s) {
     if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));

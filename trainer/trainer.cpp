@@ -18,6 +18,7 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/megatron_log.h"
 #include "trainer/model_state.h"
+#include "trainer/run_graphs.h"
 #include "trainer/step_graphs.h"
 #include "trainer/token_source.h"
 
@@ -178,19 +179,20 @@ int train(const TrainConfig& cfg) {
   logger().info("data: {}", data->describe());
 
   auto t0 = Clock::now();
-  AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
-                   static_cast<float>(cfg.adam_eps)};
+  // The same list `kiln precompile` extracts (trainer/run_graphs.h).
+  RunGraphs graphs = build_run_graphs(cfg);
   // The first micro-batch of a step writes the gradients, later ones add.
-  graph::Executable first_micro_batch(*device, build_train_step(model, B, GradMode::Overwrite));
+  graph::Executable first_micro_batch(*device, graphs.first_micro_batch);
   std::unique_ptr<graph::Executable> next_micro_batch;
-  if (micro_batches > 1)
-    next_micro_batch = std::make_unique<graph::Executable>(*device, build_train_step(model, B, GradMode::Accumulate));
-  graph::Executable grad_norm(*device, build_grad_norm(model));
-  graph::Executable optimizer(*device, build_optimizer_step(model, adam));
+  if (graphs.next_micro_batch)
+    next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs.next_micro_batch);
+  graph::Executable grad_norm(*device, graphs.grad_norm);
+  graph::Executable optimizer(*device, graphs.optimizer);
   std::unique_ptr<graph::Executable> eval;
-  if (cfg.eval_iters > 0) eval = std::make_unique<graph::Executable>(*device, build_eval_step(model, B));
+  if (graphs.eval) eval = std::make_unique<graph::Executable>(*device, *graphs.eval);
   logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
                 std::chrono::duration<double>(Clock::now() - t0).count());
+  log_compile_cache_use();
   log_split({{"train step (first micro-batch)", &first_micro_batch, 1},
              {"train step (later micro-batches)", next_micro_batch.get(), micro_batches - 1},
              {"grad norm", &grad_norm, 1},

@@ -22,7 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "cache/entry_format.h"
+#include "cache/key.h"
+#include "core/hash.h"
 #include "graph/graph.h"
+#include "graph/graph_summary.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 #include "graph/serialize.h"
@@ -175,10 +179,47 @@ void write_ir(const fs::path& dir) {
     if (kiln_error* e = api->compile(&c)) {
       std::string m = api->error_message(e);
       api->error_destroy(e);
-      throw std::runtime_error("cpu compile of " + name + " failed: " + m);
+      throw std::runtime_error(std::string("cpu compile of ").append(name).append(" failed: ").append(m));
     }
     write_file(dir / (name + ".cpuexe"), c.executable, c.executable_size);
     api->executable_bytes_free(c.executable);
+  }
+}
+
+// ---------------------------------------------------------------- cache entries
+
+// Compile-cache entries as kiln writes them (cache/entry_format.h), for the
+// small graphs the CPU plugin compiles above; metadata without times or
+// host names, so the corpus is deterministic.
+void write_cache_entries(const fs::path& dir) {
+  const kiln_plugin_api* api = kiln_plugin_get_api();
+  std::map<std::string, Graph> graphs = op_graphs();
+  for (const auto& [name, g] : graphs) {
+    const std::vector<uint8_t> ir = serialize(g);
+    if (ir.size() > 2048) continue;
+    kiln_compile_args c{};
+    c.struct_size = sizeof(c);
+    c.ir = ir.data();
+    c.ir_size = ir.size();
+    if (kiln_error* e = api->compile(&c)) {
+      api->error_destroy(e);
+      throw std::runtime_error("cpu compile of " + name + " failed");
+    }
+    kiln::cache::KeyParts parts;
+    parts.backend = "cpu";
+    parts.compiler_version = api->compiler_version();
+    parts.device_fingerprint = std::string(64, '0');
+    parts.ir_hash = kiln::sha256_hex(ir.data(), ir.size());
+    kiln::cache::Entry entry;
+    entry.key = kiln::cache::compute_key(parts);
+    entry.ir = ir;
+    entry.executable.assign(c.executable, c.executable + c.executable_size);
+    api->executable_bytes_free(c.executable);
+    entry.metadata =
+        nlohmann::json{{"key_parts", kiln::cache::key_parts_json(parts)}, {"summary", kiln::graph::graph_summary(g)}}
+            .dump();
+    const std::vector<uint8_t> bytes = kiln::cache::encode_entry(entry);
+    write_file(dir / (name + ".entry"), bytes.data(), bytes.size());
   }
 }
 
@@ -335,7 +376,7 @@ void write_tiny_vocab(const fs::path& dir) {
     auto best =
         std::max_element(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     const auto [a, b] = best->first;
-    merges += a + " " + b + "\n";
+    merges.append(a).append(" ").append(b).append("\n");
     if (!vocab.contains(a + b)) vocab[a + b] = next_id++;
     std::map<std::vector<std::string>, int> merged;
     for (const auto& [w, n] : words) {
@@ -361,12 +402,16 @@ void write_tiny_vocab(const fs::path& dir) {
 
 int main(int argc, char** argv) {
   try {
+    if (argc == 3 && std::string(argv[1]) == "cache-entries") {
+      write_cache_entries(fs::path(argv[2]) / "corpus" / "cache_entry");
+      return 0;
+    }
     if (argc == 4 && std::string(argv[1]) == "pack-mmidx") {
       pack_mmidx(argv[2], argv[3]);
       return 0;
     }
     if (argc != 2) {
-      std::fprintf(stderr, "usage: %s OUT_DIR | pack-mmidx PREFIX OUT_FILE\n", argv[0]);
+      std::fprintf(stderr, "usage: %s OUT_DIR | pack-mmidx PREFIX OUT_FILE | cache-entries OUT_DIR\n", argv[0]);
       return 2;
     }
     const fs::path out(argv[1]);
@@ -377,6 +422,7 @@ int main(int argc, char** argv) {
     write_safetensors_corpus(out / "corpus" / "safetensors", tmp);
     write_meta(out / "corpus" / "checkpoint_meta");
     write_jsonl(out / "corpus" / "jsonl");
+    write_cache_entries(out / "corpus" / "cache_entry");
     write_tiny_vocab(out / "data");
     fs::remove_all(tmp);
     return 0;

@@ -13,7 +13,7 @@ build=$(cd "${1:-build-fuzz}" && pwd)
 secs=${2:-60}
 shift $(( $# > 2 ? 2 : $# ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ir mmidx safetensors checkpoint_meta jsonl)
+[ ${#targets[@]} -gt 0 ] || targets=(ir mmidx safetensors checkpoint_meta jsonl cache_entry)
 parallel=${KILN_FUZZ_JOBS:-2}
 
 work=$(mktemp -d)

@@ -1,10 +1,35 @@
-// Prints the canonical hash of each training graph for a small GPT config.
-// The hash-stability test runs this in two processes (with different
+// Prints, for each training graph of a small GPT config, its canonical hash
+// and the compile-cache key it gets on a fixed backend/device (cache/key.h
+// over the IR exactly as graph::CompiledGraph serializes it). The
+// hash-stability test runs this in two processes (with different
 // environment and allocation patterns) and requires identical output.
 #include <cstdio>
 
+#include "cache/key.h"
+#include "core/hash.h"
+#include "graph/memory_plan.h"
+#include "graph/passes.h"
 #include "graph/serialize.h"
 #include "trainer/step_graphs.h"
+
+namespace {
+
+std::string cache_key(const kiln::graph::Graph& graph) {
+  const kiln::graph::Graph g = kiln::graph::eliminate_dead_code(graph);
+  const std::vector<uint8_t> ir = kiln::graph::serialize(g, kiln::graph::plan_memory(g));
+  kiln::cache::KeyParts parts;
+  parts.backend = "cpu";
+  parts.compiler_version = "cpu-1";
+  parts.device_fingerprint = std::string(64, 'f');
+  parts.ir_hash = kiln::sha256_hex(ir.data(), ir.size());
+  return kiln::cache::compute_key(parts);
+}
+
+void print(const char* name, const kiln::graph::Graph& g) {
+  std::printf("%s %s %s\n", name, kiln::graph::graph_hash(g).c_str(), cache_key(g).c_str());
+}
+
+}  // namespace
 
 int main() {
   kiln::trainer::GptConfig cfg;
@@ -12,9 +37,9 @@ int main() {
   cfg.hidden_size = 32;
   cfg.num_attention_heads = 4;
   cfg.seq_length = 16;
-  std::printf("train_step %s\n", kiln::graph::graph_hash(kiln::trainer::build_train_step(cfg, 4)).c_str());
-  std::printf("eval_step %s\n", kiln::graph::graph_hash(kiln::trainer::build_eval_step(cfg, 4)).c_str());
-  std::printf("optimizer %s\n", kiln::graph::graph_hash(kiln::trainer::build_optimizer_step(cfg, {})).c_str());
-  std::printf("grad_norm %s\n", kiln::graph::graph_hash(kiln::trainer::build_grad_norm(cfg)).c_str());
+  print("train_step", kiln::trainer::build_train_step(cfg, 4));
+  print("eval_step", kiln::trainer::build_eval_step(cfg, 4));
+  print("optimizer", kiln::trainer::build_optimizer_step(cfg, {}));
+  print("grad_norm", kiln::trainer::build_grad_norm(cfg));
   return 0;
 }

@@ -1,0 +1,22 @@
+// Publishing files so that readers see either nothing or the whole file:
+// write a temp file in the destination's directory (same filesystem), fsync
+// it, rename it over the destination, fsync the directory. A process killed
+// at any point leaves at most a temp file ("*.tmp.<host>.<pid>.<rand>"),
+// which no reader looks at and `kiln cache clear`/`gc` removes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::cache {
+
+// Throws kiln::Error naming the path and the errno text.
+void write_file_atomically(const std::string& path, const void* data, size_t size);
+// Whole file; throws kiln::Error if it cannot be read.
+std::vector<uint8_t> read_file(const std::string& path);
+// mkdir -p; throws kiln::Error naming the directory.
+void make_dirs(const std::string& dir);
+bool is_temp_file(const std::string& filename);
+
+}  // namespace kiln::cache

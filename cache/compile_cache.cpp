@@ -1,0 +1,267 @@
+#include "cache/compile_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+
+#include "cache/store.h"
+#include "core/hash.h"
+#include "core/log.h"
+
+namespace kiln::cache {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct State {
+  std::mutex mutex;
+  CacheConfig config;
+  bool writable = false;
+  CacheStats stats;
+  int extract_depth = 0;
+  std::vector<ExtractedTask> extracted;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+nlohmann::json entry_metadata(const KeyParts& parts, const CompileRequest& r, double compile_seconds,
+                              size_t executable_bytes) {
+  return {{"key_parts", key_parts_json(parts)},
+          {"summary", r.summary},
+          {"compile_seconds", compile_seconds},
+          {"created_unix", static_cast<int64_t>(std::time(nullptr))},
+          {"host", this_host()},
+          {"ir_bytes", r.ir->size()},
+          {"executable_bytes", executable_bytes}};
+}
+
+// Compiles, publishes (best effort: an unwritable cache only warns) and
+// clears an old failure marker. Writes a marker for a deterministic error.
+std::vector<uint8_t> compile_and_publish(const Store* store, const KeyParts& parts, const std::string& key,
+                                         const CompileRequest& r) {
+  auto t0 = Clock::now();
+  std::vector<uint8_t> exe;
+  try {
+    exe = compile_with_plugin(*r.plugin, r.device_index, *r.ir);
+  } catch (const CompileError& e) {
+    if (store && e.deterministic) {
+      try {
+        store->write_failed(parts, key, std::string(e.what()) + "\n");
+      } catch (const Error& w) {
+        logger().warn("compile cache: cannot record the failure of {}: {}", key, w.what());
+      }
+    }
+    throw;
+  }
+  const double seconds = since(t0);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().stats.compiled;
+    state().stats.compile_seconds += seconds;
+  }
+  if (store) {
+    Entry entry{key, *r.ir, exe, entry_metadata(parts, r, seconds, exe.size()).dump()};
+    try {
+      store->publish(parts, entry);
+      ::unlink(store->failed_path(parts, key).c_str());
+    } catch (const Error& e) {
+      logger().warn("compile cache: cannot store {}: {}; going on uncached", key, e.what());
+    }
+  }
+  return exe;
+}
+
+std::optional<std::vector<uint8_t>> lookup(const Store& store, const KeyParts& parts, const std::string& key) {
+  auto t0 = Clock::now();
+  const std::string path = store.entry_path(parts, key);
+  std::optional<Entry> e = store.read(path, key);
+  if (!e) return std::nullopt;
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for `kiln cache gc` (best effort)
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().stats.hits;
+  state().stats.lookup_seconds += since(t0);
+  return std::move(e->executable);
+}
+
+std::string failed_message(const Store& store, const KeyParts& parts, const std::string& key, const std::string& log) {
+  std::string first = log.substr(0, log.find('\n'));
+  return "compiling graph " + key.substr(0, 16) + " failed before (" + first + "; marker " +
+         store.failed_path(parts, key) + "); pass --retry-failed to try again";
+}
+
+}  // namespace
+
+KeyParts key_parts_for(const CompileRequest& r) {
+  KeyParts p;
+  p.backend = r.plugin->name;
+  if (r.plugin->has(&kiln_plugin_api::compiler_version)) {
+    const char* v = r.plugin->api->compiler_version();
+    p.compiler_version = v ? v : "";
+  }
+  p.device_fingerprint = r.device_fingerprint;
+  p.options = "{}";  // the host passes no codegen options yet (kiln_compile_args.options = NULL)
+  p.ir_hash = sha256_hex(r.ir->data(), r.ir->size());
+  return p;
+}
+
+void configure(const CacheConfig& config) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.config = config;
+  s.writable = false;
+  if (config.dir.empty()) return;
+  Store store(config.dir);
+  std::string why = store.check_writable();
+  if (why.empty()) {
+    s.writable = true;
+    return;
+  }
+  struct stat st {};
+  if (::stat((config.dir + "/v1").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    logger().warn("compile cache {} is not writable ({}); reading it only, new compilations are not stored", config.dir,
+                  why);
+  } else {
+    logger().warn("compile cache {} is not usable ({}); running uncached", config.dir, why);
+    s.config.dir.clear();
+  }
+}
+
+const CacheConfig& config() { return state().config; }
+bool writable() { return state().writable; }
+
+CacheStats stats() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().stats;
+}
+
+ExtractScope::ExtractScope() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().extract_depth++ == 0) state().extracted.clear();
+}
+ExtractScope::~ExtractScope() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().extract_depth;
+}
+std::vector<ExtractedTask> ExtractScope::tasks() const {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().extracted;
+}
+
+std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
+  const KeyParts parts = key_parts_for(r);
+  const std::string key = compute_key(parts);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().extract_depth > 0) {
+      state().extracted.push_back({r.plugin->name, r.device_index, *r.ir, parts, key, r.summary});
+      return std::nullopt;
+    }
+  }
+  const CacheConfig& cfg = config();
+  if (cfg.dir.empty()) {
+    if (cfg.require_precompiled)
+      throw Error("--require-precompiled: the compile cache is not usable, so graph " + key.substr(0, 16) +
+                  " would compile; fix --cache-dir");
+    return compile_and_publish(nullptr, parts, key, r);
+  }
+  Store store(cfg.dir);
+  if (auto exe = lookup(store, parts, key)) return exe;
+  if (cfg.require_precompiled)
+    throw Error("--require-precompiled: graph " + key.substr(0, 16) + " is not in the compile cache " + cfg.dir + ": " +
+                explain_miss(cfg.dir, parts, key, r.summary) + "; run kiln precompile with the same arguments");
+  if (!cfg.retry_failed)
+    if (std::optional<std::string> log = store.read_failed(parts, key))
+      throw Error(failed_message(store, parts, key, *log));
+  if (!writable()) return compile_and_publish(nullptr, parts, key, r);
+
+  // Another process may be compiling this key: wait for it rather than
+  // duplicate the work, then take what it published.
+  const std::string entry_path = store.entry_path(parts, key);
+  std::error_code ec;
+  std::filesystem::create_directories(store.entry_dir(parts, key), ec);
+  std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
+  if (auto exe = lookup(store, parts, key)) return exe;
+  return compile_and_publish(&store, parts, key, r);
+}
+
+Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
+  const KeyParts parts = key_parts_for(r);
+  const std::string key = compute_key(parts);
+  const CacheConfig& cfg = config();
+  if (cfg.dir.empty() || !writable()) {
+    *message = "the compile cache is not writable";
+    return Outcome::Failed;
+  }
+  Store store(cfg.dir);
+  const std::string entry_path = store.entry_path(parts, key);
+  if (store.read(entry_path, key)) return Outcome::AlreadyCached;
+  if (!cfg.retry_failed)
+    if (std::optional<std::string> log = store.read_failed(parts, key)) {
+      *message = failed_message(store, parts, key, *log);
+      return Outcome::FailedBefore;
+    }
+  std::error_code ec;
+  std::filesystem::create_directories(store.entry_dir(parts, key), ec);
+  std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
+  if (store.read(entry_path, key)) return Outcome::AlreadyCached;
+  try {
+    compile_and_publish(&store, parts, key, r);
+  } catch (const CompileError& e) {
+    *message = e.what();
+    return Outcome::Failed;
+  }
+  if (!exists(entry_path)) {
+    *message = "compiled, but the entry could not be stored";
+    return Outcome::Failed;
+  }
+  return Outcome::Compiled;
+}
+
+std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir) {
+  kiln_compile_args compile{};
+  compile.struct_size = sizeof(compile);
+  compile.ir = ir.data();
+  compile.ir_size = ir.size();
+  compile.options = nullptr;
+  compile.device_index = device_index;
+  kiln_error* err = plugin.api->compile(&compile);
+  if (err) {
+    const int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(err)
+                                                                  : static_cast<int32_t>(KILN_ERR_INTERNAL);
+    try {
+      check(plugin, err, "compile");
+    } catch (const Error& e) {
+      // Out of memory may pass on a quieter machine: no failure marker.
+      throw CompileError(e.what(), code != KILN_ERR_OUT_OF_MEMORY);
+    }
+  }
+  std::vector<uint8_t> exe(compile.executable, compile.executable + compile.executable_size);
+  plugin.api->executable_bytes_free(compile.executable);
+  return exe;
+}
+
+std::string device_fingerprint(const Plugin& plugin, int index) {
+  kiln_device_properties props{};
+  props.struct_size = sizeof(props);
+  kiln_device_properties_args args{};
+  args.struct_size = sizeof(args);
+  args.device_index = index;
+  args.properties = &props;
+  check(plugin, plugin.api->device_properties(&args), "device_properties");
+  props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
+  return props.fingerprint;
+}
+
+}  // namespace kiln::cache

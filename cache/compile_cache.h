@@ -1,0 +1,100 @@
+// The process-wide compile cache: the one place every backend's graphs go
+// through between canonical IR and executable bytes (graph/compiled_graph
+// calls obtain()). Look up; on a miss take the key's lock, compile with the
+// plugin, publish the entry. `kiln precompile` uses the same functions in
+// extract mode (record, compile nothing) and in its worker processes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/key.h"
+#include "cache/lock.h"
+#include "core/backend.h"
+
+namespace kiln::cache {
+
+struct CacheConfig {
+  std::string dir;  // empty: no cache (every graph compiles)
+  bool require_precompiled = false;
+  bool retry_failed = false;
+  LockPolicy lock;
+};
+
+struct CacheStats {
+  int64_t hits = 0;            // executables loaded from the cache
+  int64_t compiled = 0;        // compilations this process ran
+  double lookup_seconds = 0;   // reading + verifying hits
+  double compile_seconds = 0;  // compiling misses
+};
+
+// One compilation as the host asks for it.
+struct CompileRequest {
+  const Plugin* plugin = nullptr;
+  int device_index = 0;
+  std::string device_fingerprint;
+  const std::vector<uint8_t>* ir = nullptr;
+  nlohmann::json summary;  // graph/graph_summary.h: structure hash and port shapes, for messages
+};
+
+KeyParts key_parts_for(const CompileRequest& request);
+
+// Sets the cache for this process. An unusable directory is a warning: the
+// run goes on uncached (or read-only, when entries can be read but not
+// written).
+void configure(const CacheConfig& config);
+const CacheConfig& config();
+bool writable();
+CacheStats stats();
+
+// While an ExtractScope lives, obtain() records each request and returns
+// nullopt instead of compiling (kiln precompile's extract mode).
+struct ExtractedTask {
+  std::string backend;
+  int device_index = 0;
+  std::vector<uint8_t> ir;
+  KeyParts parts;
+  std::string key;
+  nlohmann::json summary;
+};
+class ExtractScope {
+ public:
+  ExtractScope();
+  ~ExtractScope();
+  ExtractScope(const ExtractScope&) = delete;
+  ExtractScope& operator=(const ExtractScope&) = delete;
+  // Every request recorded so far, in order, duplicates included.
+  std::vector<ExtractedTask> tasks() const;
+};
+
+// Executable bytes for the request: from the cache, or compiled now (and
+// stored). nullopt only in extract mode. Throws kiln::Error for a compile
+// error, a known-failed key (without retry_failed) and, with
+// require_precompiled, any miss (naming the key part that differs from the
+// nearest cached entry).
+std::optional<std::vector<uint8_t>> obtain(const CompileRequest& request);
+
+// A precompile worker's job: make the entry for `request` exist.
+enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
+Outcome compile_into_cache(const CompileRequest& request, std::string* message);
+
+// The plugin's compile, nothing else. Throws CompileError.
+struct CompileError : Error {
+  CompileError(const std::string& what, bool deterministic) : Error(what), deterministic(deterministic) {}
+  bool deterministic;  // the plugin rejected the graph (not out of memory)
+};
+std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir);
+
+// The device fingerprint of device `index` without opening it.
+std::string device_fingerprint(const Plugin& plugin, int index);
+
+// Why `key` is not cached: the key parts that differ from the nearest entry
+// in the cache at `dir` (one line).
+std::string explain_miss(const std::string& dir, const KeyParts& parts, const std::string& key,
+                         const nlohmann::json& summary);
+
+}  // namespace kiln::cache

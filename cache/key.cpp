@@ -1,0 +1,49 @@
+#include "cache/key.h"
+
+#include "core/hash.h"
+
+namespace kiln::cache {
+
+std::string compute_key(const KeyParts& p) {
+  // Length-prefixed fields: no two different part lists share a preimage.
+  std::string s = "kiln-compile-key-v1";
+  for (const std::string* f : {&p.backend, &p.compiler_version, &p.device_fingerprint, &p.options, &p.ir_hash}) {
+    // append() rather than operator+ chains: GCC 12 warns falsely on those
+    // at -O3 (-Wrestrict, GCC bug 105329).
+    s.append("|").append(std::to_string(f->size())).append(":").append(*f);
+  }
+  return sha256_hex(s.data(), s.size());
+}
+
+nlohmann::json key_parts_json(const KeyParts& p) {
+  return {{"backend", p.backend},
+          {"compiler_version", p.compiler_version},
+          {"device_fingerprint", p.device_fingerprint},
+          {"options", p.options},
+          {"ir_hash", p.ir_hash}};
+}
+
+KeyParts key_parts_from_json(const nlohmann::json& j) {
+  KeyParts p;
+  auto get = [&](const char* k, std::string& out) {
+    if (j.is_object() && j.contains(k) && j.at(k).is_string()) out = j.at(k).get<std::string>();
+  };
+  get("backend", p.backend);
+  get("compiler_version", p.compiler_version);
+  get("device_fingerprint", p.device_fingerprint);
+  get("options", p.options);
+  get("ir_hash", p.ir_hash);
+  return p;
+}
+
+std::string path_component(const std::string& s) {
+  std::string out = s.empty() ? "unknown" : s;
+  for (char& c : out)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+          c == '-'))
+      c = '_';
+  if (out == "." || out == "..") out = "_";
+  return out;
+}
+
+}  // namespace kiln::cache

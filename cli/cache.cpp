@@ -1,0 +1,300 @@
+// `kiln cache ls | verify [--fix] | clear [--failed|--locks|--all] |
+//  gc [--max-size N] [--max-age T] | explain KEY`: inspecting and
+// maintaining the compile cache (docs/CACHE.md).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "cache/atomic_file.h"
+#include "cache/lock.h"
+#include "cache/store.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "trainer/flags.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kCacheUsage =
+    "usage: kiln cache <ls|verify|clear|gc|explain> [flags]\n"
+    "  ls                         list entries, failure markers and locks\n"
+    "  verify [--fix]             check every entry; --fix quarantines corrupt ones, removes stale locks\n"
+    "  clear [--failed|--locks|--all]  remove failure markers, locks, or everything (default: --all)\n"
+    "  gc [--max-size S] [--max-age T]  drop least recently used entries above S (e.g. 2G) or older than T (e.g. 7d)\n"
+    "  explain KEY                show an entry's key parts, graph, sizes and state (KEY may be a prefix)\n"
+    "every subcommand takes --cache-dir DIR (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)\n";
+
+struct FileInfo {
+  std::string path;
+  uint64_t bytes = 0;
+  double age_s = 0;  // since last modification (the last use, for entries)
+};
+
+FileInfo info(const std::string& path) {
+  FileInfo f{path};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    f.bytes = static_cast<uint64_t>(st.st_size);
+    f.age_s = std::difftime(std::time(nullptr), st.st_mtime);
+  }
+  return f;
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b < 1024)
+    std::snprintf(buf, sizeof(buf), "%lu B", static_cast<unsigned long>(b));
+  else if (b < (1u << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(b) / 1024);
+  else
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  return buf;
+}
+
+// Reads and verifies an entry; on failure `why` says what is wrong.
+std::optional<cache::Entry> load(const std::string& path, std::string* why) {
+  try {
+    std::vector<uint8_t> bytes = cache::read_file(path);
+    cache::Entry e = cache::decode_entry(bytes.data(), bytes.size());
+    *why = cache::verify_entry(e, cache::key_of_path(path));
+    if (why->empty()) return e;
+  } catch (const Error& err) {
+    *why = err.what();
+  }
+  return std::nullopt;
+}
+
+// "2G", "512M", "100K", "12345" -> bytes.
+uint64_t parse_size(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit = end ? end : "";
+  double mult = unit.empty() || unit == "B" ? 1
+                : unit == "K"               ? 1024.0
+                : unit == "M"               ? 1048576.0
+                : unit == "G"               ? 1073741824.0
+                                            : -1;
+  if (end == s.c_str() || mult < 0 || v < 0)
+    throw Error("--max-size '" + s + "' is not a size; use bytes or a K, M or G suffix (e.g. 2G)");
+  return static_cast<uint64_t>(v * mult);
+}
+
+// "7d", "12h", "30m", "45s", "3600" (seconds) -> seconds.
+double parse_age(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit = end ? end : "";
+  double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
+  if (end == s.c_str() || mult < 0 || v < 0)
+    throw Error("--max-age '" + s + "' is not a duration; use seconds or an s, m, h or d suffix (e.g. 7d)");
+  return v * mult;
+}
+
+void remove_file(const std::string& path, int* count) {
+  if (::unlink(path.c_str()) == 0) ++*count;
+}
+
+int cmd_ls(const cache::Store& store) {
+  uint64_t total = 0;
+  std::vector<std::string> entries = store.files(".entry");
+  std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %8s  %8s  %s\n", "KEY", "BACKEND", "COMPILER", "DEVICE", "SIZE", "AGE",
+              "COMPILE", "GRAPH");
+  for (const std::string& path : entries) {
+    FileInfo f = info(path);
+    total += f.bytes;
+    std::string why;
+    std::optional<cache::Entry> e = load(path, &why);
+    const std::string key = cache::key_of_path(path).substr(0, 16);
+    if (!e) {
+      std::printf("%-16s  CORRUPT: %s\n", key.c_str(), why.c_str());
+      continue;
+    }
+    nlohmann::json meta = nlohmann::json::parse(e->metadata);
+    cache::KeyParts p = cache::key_parts_from_json(meta.value("key_parts", nlohmann::json::object()));
+    const nlohmann::json summary = meta.value("summary", nlohmann::json::object());
+    std::string ports;
+    const nlohmann::json port_shapes = summary.value("ports", nlohmann::json::object());
+    for (auto& [name, shape] : port_shapes.items())
+      if (name == "tokens" || name == "x" || ports.empty()) ports = name + shape.dump();
+    const nlohmann::json seconds = meta.value("compile_seconds", nlohmann::json(0.0));
+    std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %7.0fs  %7.2fs  %s nodes, %s\n", key.c_str(), p.backend.c_str(),
+                p.compiler_version.c_str(), p.device_fingerprint.substr(0, 12).c_str(), human_bytes(f.bytes).c_str(),
+                f.age_s, seconds.is_number() ? seconds.get<double>() : 0.0,
+                summary.value("nodes", nlohmann::json(0)).dump().c_str(), ports.c_str());
+  }
+  std::vector<std::string> failed = store.files(".failed"), locks = store.files(".lock");
+  for (const std::string& path : failed)
+    std::printf("%-16s  FAILED (kiln cache explain %s)\n", cache::key_of_path(path).substr(0, 16).c_str(),
+                cache::key_of_path(path).substr(0, 16).c_str());
+  for (const std::string& path : locks) {
+    std::optional<cache::LockHolder> h = cache::read_lock(path);
+    std::printf("%-16s  LOCKED by %s pid %ld (heartbeat %.0f s ago)\n", cache::key_of_path(path).substr(0, 16).c_str(),
+                h ? h->host.c_str() : "?", h ? h->pid : 0L, h ? h->heartbeat_age_s : 0.0);
+  }
+  std::printf("%zu entries, %s; %zu failed; %zu locked; cache %s\n", entries.size(), human_bytes(total).c_str(),
+              failed.size(), locks.size(), store.root().c_str());
+  return 0;
+}
+
+int cmd_verify(const cache::Store& store, bool fix) {
+  int ok = 0, bad = 0, fixed = 0;
+  for (const std::string& path : store.files(".entry")) {
+    std::string why;
+    if (load(path, &why)) {
+      ++ok;
+      continue;
+    }
+    ++bad;
+    std::printf("corrupt: %s: %s\n", path.c_str(), why.c_str());
+    if (fix && !store.quarantine(path, why).empty()) ++fixed;
+  }
+  int stale = 0, temps = 0;
+  if (fix) {
+    for (const std::string& path : store.files(".lock")) {
+      std::optional<cache::LockHolder> h = cache::read_lock(path);
+      if (h && cache::lock_is_stale(*h, cache::LockPolicy{})) remove_file(path, &stale);
+    }
+    for (const std::string& path : store.files(""))
+      if (cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
+  }
+  std::printf("%d entries ok, %d corrupt%s\n", ok, bad,
+              fix ? (", " + std::to_string(fixed) + " quarantined, " + std::to_string(stale) + " stale locks and " +
+                     std::to_string(temps) + " abandoned temp files removed")
+                        .c_str()
+                  : "");
+  return fix ? (bad - fixed > 0 ? 1 : 0) : (bad > 0 ? 1 : 0);
+}
+
+int cmd_clear(const cache::Store& store, bool failed, bool locks) {
+  int n = 0;
+  const bool all = !failed && !locks;
+  for (const std::string& path : store.files("")) {
+    const bool is_failed = path.ends_with(".failed"), is_lock = path.ends_with(".lock");
+    if (all || (failed && is_failed) || (locks && is_lock)) remove_file(path, &n);
+  }
+  if (all) {
+    std::error_code ec;
+    fs::remove_all(store.quarantine_dir(), ec);
+  }
+  std::printf("removed %d files from %s\n", n, store.root().c_str());
+  return 0;
+}
+
+int cmd_gc(const cache::Store& store, const std::string& max_size, const std::string& max_age) {
+  if (max_size.empty() && max_age.empty())
+    throw Error("kiln cache gc needs --max-size and/or --max-age (e.g. --max-size 2G)");
+  std::vector<FileInfo> entries;
+  for (const std::string& p : store.files(".entry")) entries.push_back(info(p));
+  // Oldest use first.
+  std::sort(entries.begin(), entries.end(), [](const FileInfo& a, const FileInfo& b) { return a.age_s > b.age_s; });
+  uint64_t total = 0;
+  for (const FileInfo& f : entries) total += f.bytes;
+  int removed = 0;
+  uint64_t freed = 0;
+  const double age_limit = max_age.empty() ? -1 : parse_age(max_age);
+  const uint64_t size_limit = max_size.empty() ? UINT64_MAX : parse_size(max_size);
+  for (const FileInfo& f : entries) {
+    const bool too_old = age_limit >= 0 && f.age_s > age_limit;
+    if (!too_old && total - freed <= size_limit) continue;
+    int n = 0;
+    remove_file(f.path, &n);
+    if (n) {
+      ++removed;
+      freed += f.bytes;
+    }
+  }
+  int temps = 0;
+  for (const std::string& path : store.files(""))
+    if (cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
+  std::printf("removed %d entries (%s) and %d abandoned temp files; %s left in %s\n", removed,
+              human_bytes(freed).c_str(), temps, human_bytes(total - freed).c_str(), store.root().c_str());
+  return 0;
+}
+
+int cmd_explain(const cache::Store& store, const std::string& key) {
+  if (key.empty()) throw Error("kiln cache explain needs a KEY (or a prefix of one, from 'kiln cache ls')");
+  int shown = 0;
+  for (const std::string& path : store.files("")) {
+    const std::string k = cache::key_of_path(path);
+    if (k.rfind(key, 0) != 0 || cache::is_temp_file(path)) continue;
+    ++shown;
+    std::printf("%s\n", path.c_str());
+    if (path.ends_with(".entry")) {
+      std::string why;
+      std::optional<cache::Entry> e = load(path, &why);
+      if (!e) {
+        std::printf("  state: CORRUPT (%s); 'kiln cache verify --fix' quarantines it\n", why.c_str());
+        continue;
+      }
+      nlohmann::json meta = nlohmann::json::parse(e->metadata);
+      std::printf("  state: ok (checksum, key and IR hash verified)\n  key: %s\n", e->key.c_str());
+      const nlohmann::json parts = meta.value("key_parts", nlohmann::json::object());
+      for (auto& [name, v] : parts.items())
+        std::printf("  %s: %s\n", name.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+      std::printf("  IR: %zu bytes, executable: %zu bytes\n", e->ir.size(), e->executable.size());
+      for (const char* f : {"compile_seconds", "created_unix", "host", "summary"})
+        if (meta.contains(f)) std::printf("  %s: %s\n", f, meta[f].dump().c_str());
+    } else if (path.ends_with(".failed")) {
+      std::vector<uint8_t> log = cache::read_file(path);
+      std::printf("  state: FAILED (deterministic compile error; kiln precompile --retry-failed retries it)\n  log: %s",
+                  std::string(log.begin(), log.end()).c_str());
+    } else if (path.ends_with(".lock")) {
+      std::optional<cache::LockHolder> h = cache::read_lock(path);
+      if (h)
+        std::printf("  state: LOCKED by %s pid %ld, heartbeat %.0f s ago%s\n", h->host.c_str(), h->pid,
+                    h->heartbeat_age_s, cache::lock_is_stale(*h, cache::LockPolicy{}) ? " (stale)" : "");
+    }
+  }
+  if (shown == 0)
+    throw Error("no cache file has a key starting with '" + key + "' in " + store.root() + "; see 'kiln cache ls'");
+  return 0;
+}
+
+}  // namespace
+
+int run_cache(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kCacheUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string& sub = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::string key;
+  if (sub == "explain" && !rest.empty() && rest[0].rfind("--", 0) != 0) {
+    key = rest[0];
+    rest.erase(rest.begin());
+  }
+  trainer::Flags flags("cache " + sub);
+  std::string dir, max_size, max_age;
+  bool fix = false, failed = false, locks = false, all = false;
+  flags.add("--cache-dir", &dir,
+            "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
+  if (sub == "verify")
+    flags.add("--fix", &fix, "quarantine corrupt entries, remove stale locks and abandoned temp files");
+  if (sub == "clear") {
+    flags.add("--failed", &failed, "remove only failure markers");
+    flags.add("--locks", &locks, "remove only lock files (make sure no kiln process is compiling)");
+    flags.add("--all", &all, "remove everything (the default)");
+  }
+  if (sub == "gc") {
+    flags.add("--max-size", &max_size, "keep at most this much (bytes, or K/M/G suffix), dropping least recently used");
+    flags.add("--max-age", &max_age, "drop entries unused for longer (seconds, or s/m/h/d suffix)");
+  }
+  if (!flags.parse(rest)) return 0;
+  if (dir.empty()) dir = cache::default_cache_dir();
+  const cache::Store store(dir);
+  if (sub == "ls") return cmd_ls(store);
+  if (sub == "verify") return cmd_verify(store, fix);
+  if (sub == "clear") return cmd_clear(store, failed && !all, locks && !all);
+  if (sub == "gc") return cmd_gc(store, max_size, max_age);
+  if (sub == "explain") return cmd_explain(store, key);
+  throw Error("unknown cache subcommand '" + sub + "'; use ls, verify, clear, gc or explain");
+}
+
+}  // namespace kiln::cli

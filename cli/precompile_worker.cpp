@@ -1,0 +1,49 @@
+// `kiln precompile --worker TASK.json`: one compilation in its own process,
+// so a crashing driver or a timeout kills one task, not the precompile run.
+// Exit status: 0 compiled, 10 already cached (by another process), 11 a
+// cached failure marker (no --retry-failed), 1 the compile failed (marker
+// written when the error is deterministic); a signal means it crashed.
+#include <fstream>
+
+#include "cache/atomic_file.h"
+#include "cache/compile_cache.h"
+#include "cli/precompile_task.h"
+#include "core/log.h"
+#include "core/registry.h"
+
+namespace kiln::cli {
+
+int run_precompile_worker(const std::string& task_file, const cache::CacheConfig& config) {
+  nlohmann::json task;
+  try {
+    std::ifstream in(task_file);
+    task = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error("precompile worker: cannot read task " + task_file + ": " + e.what());
+  }
+  const std::string backend = task.at("backend").get<std::string>();
+  std::shared_ptr<const Plugin> plugin = Registry::instance().find(backend);
+  if (!plugin) {
+    PluginRecord r = Registry::instance().load_file(task.at("plugin_path").get<std::string>());
+    if (!r.loaded) throw Error("precompile worker: backend " + backend + " is not available: " + r.reason);
+    plugin = r.plugin;
+  }
+  const std::vector<uint8_t> ir = cache::read_file(task.at("ir_file").get<std::string>());
+  cache::configure(config);
+  cache::CompileRequest request;
+  request.plugin = plugin.get();
+  request.device_index = task.at("device_index").get<int>();
+  request.device_fingerprint = cache::device_fingerprint(*plugin, request.device_index);
+  request.ir = &ir;
+  request.summary = task.at("summary");
+  std::string message;
+  switch (cache::compile_into_cache(request, &message)) {
+    case cache::Outcome::Compiled: return kWorkerCompiled;
+    case cache::Outcome::AlreadyCached: return kWorkerAlreadyCached;
+    case cache::Outcome::FailedBefore: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailedBefore;
+    case cache::Outcome::Failed: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailed;
+  }
+  return kWorkerFailed;
+}
+
+}  // namespace kiln::cli

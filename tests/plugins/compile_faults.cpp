@@ -1,0 +1,88 @@
+// Test plugin "faults": the real cpu plugin (dlopened from the path baked in
+// at build time) with a compile step that can be made to misbehave, for the
+// compile-cache tests. Never built into the product; lives in its own
+// directory so the default plugin search never finds it.
+//
+// Debug environment variables (read at each compile):
+//   KILN_TEST_COMPILE_REJECT=1     compile fails with KILN_ERR_UNSUPPORTED
+//                                  (a deterministic error: cached as .failed)
+//   KILN_TEST_COMPILE_SLEEP_MS=N   compile sleeps N ms first (to kill it midway)
+//   KILN_TEST_COMPILE_CRASH=1      compile aborts the process (a crashing driver)
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "kiln/plugin.h"
+
+#ifndef KILN_TEST_CPU_PLUGIN
+#error "KILN_TEST_CPU_PLUGIN must name the cpu plugin file"
+#endif
+
+namespace {
+
+const kiln_plugin_api* real_api() {
+  static const kiln_plugin_api* api = [] {
+    void* lib = dlopen(KILN_TEST_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return static_cast<const kiln_plugin_api*>(nullptr);
+    auto get = reinterpret_cast<kiln_plugin_get_api_fn>(dlsym(lib, KILN_PLUGIN_GET_API_SYMBOL));
+    return get ? get() : nullptr;
+  }();
+  return api;
+}
+
+// Errors of our own are told apart from the cpu plugin's by this table.
+struct OwnError {
+  char message[160];
+};
+OwnError g_reject = {"the faults test plugin rejects this graph (KILN_TEST_COMPILE_REJECT=1)"};
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void error_destroy(kiln_error* e) {
+  if (reinterpret_cast<OwnError*>(e) != &g_reject) real_api()->error_destroy(e);
+}
+const char* error_message(const kiln_error* e) {
+  if (reinterpret_cast<const OwnError*>(e) == &g_reject) return g_reject.message;
+  return real_api()->error_message(e);
+}
+int32_t error_code(const kiln_error* e) {
+  if (reinterpret_cast<const OwnError*>(e) == &g_reject) return KILN_ERR_UNSUPPORTED;
+  return real_api()->error_code(e);
+}
+const char* compiler_version() { return "faults-1"; }
+
+kiln_error* compile(kiln_compile_args* args) {
+  if (const char* ms = std::getenv("KILN_TEST_COMPILE_SLEEP_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  if (env_on("KILN_TEST_COMPILE_CRASH")) std::abort();
+  if (env_on("KILN_TEST_COMPILE_REJECT")) return reinterpret_cast<kiln_error*>(&g_reject);
+  return real_api()->compile(args);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
+  static kiln_plugin_api table = [] {
+    kiln_plugin_api t{};
+    const kiln_plugin_api* real = real_api();
+    if (!real) return t;  // struct_size 0: the loader skips us with a reason
+    std::memcpy(&t, real, std::min(sizeof(t), real->struct_size));
+    t.struct_size = sizeof(t);
+    t.name = "faults";
+    t.error_destroy = error_destroy;
+    t.error_message = error_message;
+    t.error_code = error_code;
+    t.compiler_version = compiler_version;
+    t.compile = compile;
+    return t;
+  }();
+  return &table;
+}

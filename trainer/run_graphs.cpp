@@ -1,0 +1,41 @@
+#include "trainer/run_graphs.h"
+
+#include "cache/compile_cache.h"
+#include "core/log.h"
+#include "trainer/step_graphs.h"
+
+namespace kiln::trainer {
+
+RunGraphs build_run_graphs(const TrainConfig& cfg) {
+  const int64_t B = cfg.micro_batch_size;
+  AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
+                   static_cast<float>(cfg.adam_eps)};
+  RunGraphs g{build_train_step(cfg.model, B, GradMode::Overwrite), std::nullopt, build_grad_norm(cfg.model),
+              build_optimizer_step(cfg.model, adam), std::nullopt};
+  // Every micro-batch has B samples (the global batch is a multiple of
+  // B x data-parallel size, checked by TrainConfig::finalize), so there is
+  // no partial last micro-batch shape to build.
+  if (cfg.num_micro_batches() > 1) g.next_micro_batch = build_train_step(cfg.model, B, GradMode::Accumulate);
+  if (cfg.eval_iters > 0) g.eval = build_eval_step(cfg.model, B);
+  return g;
+}
+
+std::vector<std::pair<std::string, const graph::Graph*>> RunGraphs::list() const {
+  std::vector<std::pair<std::string, const graph::Graph*>> out = {
+      {"train step (first micro-batch)", &first_micro_batch}};
+  if (next_micro_batch) out.emplace_back("train step (later micro-batches)", &*next_micro_batch);
+  out.emplace_back("grad norm", &grad_norm);
+  out.emplace_back("optimizer", &optimizer);
+  if (eval) out.emplace_back("eval step", &*eval);
+  return out;
+}
+
+void log_compile_cache_use() {
+  const cache::CacheStats s = cache::stats();
+  const std::string& dir = cache::config().dir;
+  logger().info("compile cache: {} graphs from the cache (loading took {:.3f} s), {} compiled ({:.2f} s){}", s.hits,
+                s.lookup_seconds, s.compiled, s.compile_seconds,
+                dir.empty() ? std::string(", no cache") : ", cache " + dir + (cache::writable() ? "" : " (read-only)"));
+}
+
+}  // namespace kiln::trainer
