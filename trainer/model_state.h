@@ -27,6 +27,10 @@ class ModelState {
   // for a seed. Zeroes gradients and moments.
   void initialize(uint64_t seed);
 
+  // The device buffer behind a port (a parameter, grad.<param>, ...), for
+  // the host-side collectives of the distributed trainer.
+  DeviceBuffer& buffer(const std::string& port) const { return *buffers_.at(port); }
+
   // Binds every persistent tensor the executable has a port for.
   void bind(graph::Executable& exe) const;
 

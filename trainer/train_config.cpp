@@ -52,6 +52,17 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--device", &device, "device index within the backend");
   f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores)");
   f.add("--metrics-file", &metrics_file, "append one JSON object per logged step to this file");
+  f.add("--distributed-timeout-minutes", &distributed_timeout_minutes,
+        "end the job when a collective waits longer than this (a rank died or hangs)");
+  f.add("--ddp-bucket-size", &ddp_bucket_size, "gradient all-reduce bucket size, in elements");
+  f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
+        "every N steps, check that parameters are bit-identical on all ranks (0: off)");
+  f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)");
+  f.add("--save-trigger-file", &save_trigger_file,
+        "if this file exists (checked every --log-interval steps), save and delete it (default <save>/kiln-save-now)");
+  f.add("--exit-trigger-file", &exit_trigger_file,
+        "if this file exists (checked every --log-interval steps), save and exit 0 (default <save>/kiln-exit-now)");
+  f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
 }
 
 void TrainConfig::finalize(const Flags& f) {
@@ -65,8 +76,9 @@ void TrainConfig::finalize(const Flags& f) {
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
   if (tensor_model_parallel_size != 1)
-    throw Error("--tensor-model-parallel-size " + std::to_string(tensor_model_parallel_size) +
-                " needs the distributed trainer, which this build does not have; use 1");
+    throw Error(
+        "--tensor-model-parallel-size " + std::to_string(tensor_model_parallel_size) +
+        " is not supported yet (kiln's distributed trainer is data-parallel only); use 1 and scale with mpirun -np N");
   if (global_batch_size == 0) global_batch_size = micro_batch_size * data_parallel_size;
   if (global_batch_size <= 0 || global_batch_size % (micro_batch_size * data_parallel_size) != 0)
     throw Error("--global-batch-size " + std::to_string(global_batch_size) +
@@ -78,7 +90,8 @@ void TrainConfig::finalize(const Flags& f) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
-  LrSchedule(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // validates
+  const LrSchedule validated(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // throws if invalid
+  (void)validated;
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");
   if (eval_iters < 0) throw Error("--eval-iters must not be negative");
@@ -103,6 +116,11 @@ void TrainConfig::finalize(const Flags& f) {
   if (!load.empty() && !std::filesystem::exists(load))
     throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
+  if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
+  if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
+  if (check_weight_hash_interval < 0)
+    throw Error("--check-weight-hash-across-dp-replicas-interval must not be negative");
+  if (exit_duration_in_mins < 0) throw Error("--exit-duration-in-mins must not be negative");
 }
 
 void TrainConfig::finalize_data(const Flags& f) {
@@ -130,11 +148,16 @@ void TrainConfig::finalize_data(const Flags& f) {
   data::Blend blend = data::parse_blend(data_path);
   for (const std::string& prefix : blend.prefixes)
     for (const char* ext : {".idx", ".bin"})
-      if (!std::filesystem::exists(prefix + ext))
-        throw Error("--data-path " + prefix + ": " + prefix + ext +
-                    " does not exist; pass the prefix of a "
-                    "Megatron .bin/.idx pair without the extension (kiln preprocess writes "
-                    "<output-prefix>_text_document.bin/.idx)");
+      if (const std::string file = prefix + ext; !std::filesystem::exists(file)) {
+        std::string message = "--data-path ";
+        message += prefix;
+        message += ": ";
+        message += file;
+        message +=
+            " does not exist; pass the prefix of a Megatron .bin/.idx pair without the extension (kiln "
+            "preprocess writes <output-prefix>_text_document.bin/.idx)";
+        throw Error(message);
+      }
   if (eval_iters > 0 && !data::split_matrix(split_vec)[1])
     throw Error("--split " + split + " leaves no documents for validation, but --eval-iters is " +
                 std::to_string(eval_iters) +

@@ -55,6 +55,15 @@ struct TrainConfig {
   int64_t num_threads = 0;   // 0: all cores
   std::string metrics_file;  // JSONL, one object per logged iteration
 
+  // Distributed and fault-tolerant runs (docs/DISTRIBUTED.md).
+  double distributed_timeout_minutes = 10;  // a collective waiting longer ends the job
+  int64_t ddp_bucket_size = 40000000;       // gradient all-reduce bucket, in elements
+  int64_t check_weight_hash_interval = 0;   // compare parameter hashes across ranks every N steps
+  double exit_duration_in_mins = 0;         // save and exit after this long (0: never)
+  std::string save_trigger_file;            // default <save>/kiln-save-now
+  std::string exit_trigger_file;            // default <save>/kiln-exit-now
+  std::string tensorboard_dir;
+
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
   void register_flags(Flags& flags);

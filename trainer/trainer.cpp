@@ -3,6 +3,11 @@
 // for each (gradients accumulate on the device), take the global gradient
 // norm, skip the step if anything is non-finite, else run AdamW; log, eval
 // and checkpoint at their intervals.
+//
+// Data parallel (mpirun -np N): each rank runs its share of every global
+// batch's micro-batches, then one gradient all-reduce makes every rank's
+// gradients (and so its step) identical; a small all-reduce per step
+// carries the loss and any save/exit request (trainer/job_control.h).
 #include "trainer/trainer.h"
 
 #include <chrono>
@@ -15,11 +20,14 @@
 #include "core/registry.h"
 #include "graph/executor.h"
 #include "trainer/checkpoint_io.h"
+#include "trainer/dist/gradient_allreduce.h"
+#include "trainer/job_control.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/megatron_log.h"
 #include "trainer/model_state.h"
 #include "trainer/run_graphs.h"
 #include "trainer/step_graphs.h"
+#include "trainer/tensorboard.h"
 #include "trainer/token_source.h"
 
 namespace kiln::trainer {
@@ -106,16 +114,20 @@ float read_scalar(graph::Executable& exe, const std::string& port) {
   return v;
 }
 
-double evaluate(graph::Executable& eval, const TokenSource& data, const TrainConfig& cfg, Batch& batch) {
+// Each rank evaluates its share of eval_iters x DP micro-batches.
+double evaluate(graph::Executable& eval, const TokenSource& data, const TrainConfig& cfg, Batch& batch,
+                dist::Comm& comm) {
   double sum = 0;
+  const int64_t B = cfg.micro_batch_size, dp = comm.size();
   for (int64_t i = 0; i < cfg.eval_iters; ++i) {
-    fill_batch(data, Split::Valid, i * cfg.micro_batch_size, cfg.micro_batch_size, cfg.model.seq_length, batch);
+    fill_batch(data, Split::Valid, (i * dp + comm.rank()) * B, B, cfg.model.seq_length, batch);
     eval.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
     eval.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
     eval.run();
     sum += read_scalar(eval, "loss");
   }
-  return sum / static_cast<double>(cfg.eval_iters);
+  comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
+  return sum / static_cast<double>(cfg.eval_iters * dp);
 }
 
 // The ops a backend lacks run on the cpu backend (graph/executor.h): say
@@ -155,10 +167,19 @@ void log_split(const std::vector<StepGraph>& graphs) {
 
 }  // namespace
 
-int train(const TrainConfig& cfg) {
+int train(const TrainConfig& cfg) { return train(cfg, *dist::make_single_process_comm()); }
+
+int train(const TrainConfig& cfg, dist::Comm& comm) {
   const GptConfig& model = cfg.model;
   const int64_t B = cfg.micro_batch_size, T = model.seq_length;
-  const int64_t micro_batches = cfg.num_micro_batches();
+  const int64_t micro_batches = cfg.num_micro_batches();  // per rank
+  const int64_t dp = comm.size(), rank = comm.rank();
+  // Gradients and losses are summed over every micro-batch of every rank.
+  const double batch_terms = static_cast<double>(micro_batches * dp);
+  if (dp != cfg.data_parallel_size)
+    throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " but " +
+                std::to_string(dp) + " ranks");
+  comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
 
   // ---- everything that can fail on user input, before any real work
   LoadedCheckpoint resume;
@@ -177,6 +198,9 @@ int train(const TrainConfig& cfg) {
                 model.hidden_size, model.num_attention_heads, T, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
   logger().info("data: {}", data->describe());
+  if (dp > 1)
+    logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", dp, micro_batches,
+                  micro_batches == 1 ? "" : "es", B);
 
   auto t0 = Clock::now();
   // The same list `kiln precompile` extracts (trainer/run_graphs.h).
@@ -216,6 +240,8 @@ int train(const TrainConfig& cfg) {
   for (graph::Executable* exe : {&first_micro_batch, &grad_norm, &optimizer}) state.bind(*exe);
   if (next_micro_batch) state.bind(*next_micro_batch);
   if (eval) state.bind(*eval);
+  dist::GradientAllReduce gradient_allreduce(comm, state, cfg.ddp_bucket_size);
+  if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce.buckets());
 
   auto save = [&](int64_t it) {
     nlohmann::json meta = {{"config", model_config_json(model)},
@@ -239,17 +265,30 @@ int train(const TrainConfig& cfg) {
                              {"weight_decay", cfg.weight_decay},
                              {"step", it}}}};
     auto s0 = Clock::now();
-    save_checkpoint(cfg.save, it, state.save_model(), state.save_optimizer(), meta);
-    std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
-                static_cast<long>(it), cfg.save.c_str(), std::chrono::duration<double>(Clock::now() - s0).count());
-    std::fflush(stdout);
+    // Parameters and optimizer state are identical on every data-parallel
+    // rank, so rank 0 holds the whole (unsharded) checkpoint and writes it;
+    // save_checkpoint updates the latest file only once it is durable. The
+    // others wait, so nobody exits or moves on before it is.
+    if (rank == 0) {
+      save_checkpoint(cfg.save, it, state.save_model(), state.save_optimizer(), meta);
+      std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
+                  static_cast<long>(it), cfg.save.c_str(), std::chrono::duration<double>(Clock::now() - s0).count());
+      std::fflush(stdout);
+    }
+    comm.barrier("checkpoint save at iteration " + std::to_string(it));
   };
 
+  // Megatron prints (and so records) on the last rank only.
+  const bool reporter = comm.is_last_rank();
   std::unique_ptr<std::ofstream> metrics;
-  if (!cfg.metrics_file.empty()) {
+  if (!cfg.metrics_file.empty() && reporter) {
     metrics = std::make_unique<std::ofstream>(cfg.metrics_file, std::ios::app);
     if (!*metrics) throw Error("cannot open --metrics-file " + cfg.metrics_file + " for appending");
   }
+
+  std::unique_ptr<TensorBoardWriter> tensorboard;
+  if (!cfg.tensorboard_dir.empty() && reporter) tensorboard = std::make_unique<TensorBoardWriter>(cfg.tensorboard_dir);
+  JobControl control(cfg, static_cast<int>(rank));
 
   // ---- the loop
   Batch batch;
@@ -257,23 +296,33 @@ int train(const TrainConfig& cfg) {
   int64_t nan_in_a_row = 0;
   auto interval_start = Clock::now();
   while (iteration < cfg.train_iters) {
-    // Forward + backward over every micro-batch; gradients accumulate in
-    // place in the grad.* buffers.
+    // Forward + backward over this rank's micro-batches; gradients
+    // accumulate in place in the grad.* buffers. As Megatron's sampler,
+    // micro-batch m of the global batch is samples [m x B x DP, +B x DP),
+    // and rank r takes the r-th B of them.
     double loss_sum = 0;
     for (int64_t m = 0; m < micro_batches; ++m) {
       graph::Executable& train_step = m == 0 ? first_micro_batch : *next_micro_batch;
-      fill_batch(*data, Split::Train, consumed + m * B, B, T, batch);
+      fill_batch(*data, Split::Train, consumed + (m * dp + rank) * B, B, T, batch);
       train_step.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
       train_step.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
       train_step.run();
       loss_sum += read_scalar(train_step, "loss");
     }
-    const double loss = loss_sum / static_cast<double>(micro_batches);
+    // Sum the loss and any save/exit request over ranks, then the gradients.
+    double shared[1 + JobControl::kSlots] = {loss_sum};
+    control.local_requests(iteration + 1, std::span<double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
+    comm.start_sum(shared);
+    gradient_allreduce.start();
+    comm.wait("loss and gradient all-reduce at iteration " + std::to_string(iteration + 1));
+    gradient_allreduce.finish();
+    const double loss = shared[0] / batch_terms;
+    const JobControl::Decision request =
+        control.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 
     // Gradients were summed over micro-batches: the norm of their mean.
     grad_norm.run();
-    const double norm =
-        std::sqrt(static_cast<double>(read_scalar(grad_norm, "grad_sq"))) / static_cast<double>(micro_batches);
+    const double norm = std::sqrt(static_cast<double>(read_scalar(grad_norm, "grad_sq"))) / batch_terms;
     const double lr = schedule.lr(iteration);
 
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
@@ -293,7 +342,7 @@ int train(const TrainConfig& cfg) {
       const float hparams[5] = {static_cast<float>(lr), static_cast<float>(cfg.weight_decay),
                                 static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
                                 static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
-                                static_cast<float>(clip / static_cast<double>(micro_batches))};
+                                static_cast<float>(clip / batch_terms)};
       optimizer.buffer("hparams")->write(hparams, sizeof(hparams));
       optimizer.run();
       stats.add(loss, norm);
@@ -316,22 +365,45 @@ int train(const TrainConfig& cfg) {
       line.grad_norm = stats.mean_norm();
       line.skipped = stats.skipped;
       line.nan = stats.nan;
-      std::printf("%s\n", format_iteration(line).c_str());
-      std::fflush(stdout);
+      if (reporter) {
+        std::printf("%s\n", format_iteration(line).c_str());
+        std::fflush(stdout);
+      }
       if (metrics) *metrics << iteration_json(line).dump() << "\n" << std::flush;
+      if (tensorboard) tensorboard->add_iteration(line);
       stats = IntervalStats{};
       interval_start = Clock::now();
     }
     if (eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters)) {
-      double vloss = evaluate(*eval, *data, cfg, batch);
-      std::printf("%s", format_validation(iteration, vloss).c_str());
-      std::fflush(stdout);
+      double vloss = evaluate(*eval, *data, cfg, batch, comm);
+      if (reporter) {
+        std::printf("%s", format_validation(iteration, vloss).c_str());
+        std::fflush(stdout);
+      }
+      if (tensorboard) tensorboard->add_scalar("lm loss validation", vloss, iteration);
       interval_start = Clock::now();  // evaluation time is not iteration time
     }
-    if (!cfg.save.empty() &&
-        ((cfg.save_interval > 0 && iteration % cfg.save_interval == 0) || iteration == cfg.train_iters)) {
+    if (cfg.check_weight_hash_interval > 0 && iteration % cfg.check_weight_hash_interval == 0)
+      dist::check_parameters_identical(comm, state, iteration);
+    const bool scheduled_save =
+        (cfg.save_interval > 0 && iteration % cfg.save_interval == 0) || iteration == cfg.train_iters;
+    if (!cfg.save.empty() && (scheduled_save || request.save)) {
+      if (reporter && request.save && !scheduled_save)
+        std::printf(" [%s] %s: saving a checkpoint at iteration %ld\n", megatron_timestamp().c_str(),
+                    request.reason.c_str(), static_cast<long>(iteration));
       save(iteration);
       interval_start = Clock::now();
+    }
+    if (request.exit) {
+      if (reporter) {
+        std::printf(" [%s] %s: exiting at iteration %ld %s\n", megatron_timestamp().c_str(), request.reason.c_str(),
+                    static_cast<long>(iteration),
+                    cfg.save.empty()
+                        ? "WITHOUT a checkpoint (no --save given)"
+                        : ("with its checkpoint in " + cfg.save + "; resume with --load " + cfg.save).c_str());
+        std::fflush(stdout);
+      }
+      return 0;
     }
   }
   return 0;

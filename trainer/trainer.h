@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/dist/comm.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
@@ -11,6 +12,9 @@ namespace kiln::trainer {
 // kiln::Error for user errors (all detected before the first step where
 // possible).
 int train(const TrainConfig& cfg);
+// The same, as one rank of a data-parallel job (cfg.data_parallel_size ==
+// comm.size()); the single-process form above is this with one rank.
+int train(const TrainConfig& cfg, dist::Comm& comm);
 
 // The model configuration as stored in checkpoint metadata, and back.
 nlohmann::json model_config_json(const GptConfig& cfg);

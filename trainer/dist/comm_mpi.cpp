@@ -1,0 +1,187 @@
+// Comm over MPI: nonblocking collectives completed by polling against a
+// deadline, with heartbeats so a timed-out rank can name the peers that are
+// not waiting with it (see comm.h).
+// The C API only: OpenMPI and MPICH otherwise pull in their C++ bindings.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "core/error.h"
+#include "trainer/dist/comm_mpi.h"
+
+namespace kiln::trainer::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kHeartbeatTag = 7;
+constexpr double kHeartbeatSeconds = 1.0;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class MpiComm : public Comm {
+ public:
+  MpiComm() {
+    MPI_Comm_dup(MPI_COMM_WORLD, &collectives_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &heartbeats_);
+    MPI_Comm_rank(collectives_, &rank_);
+    MPI_Comm_size(collectives_, &size_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void start_sum(std::span<float> data) override {
+    pending_.emplace_back();
+    MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, collectives_,
+                   &pending_.back());
+  }
+  void start_sum(std::span<double> data) override {
+    pending_.emplace_back();
+    MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_DOUBLE, MPI_SUM, collectives_,
+                   &pending_.back());
+  }
+  void start_barrier() override {
+    pending_.emplace_back();
+    MPI_Ibarrier(collectives_, &pending_.back());
+  }
+
+  void wait(const std::string& what) override {
+    ++generation_;  // the same on every rank: each wait() is one collective step
+    if (pending_.empty()) return;
+    const auto start = Clock::now();
+    auto next_beat =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
+    std::vector<bool> heard(static_cast<size_t>(size_), false);
+    heard[static_cast<size_t>(rank_)] = true;
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) break;
+      drain_heartbeats(heard);
+      if (Clock::now() >= next_beat) {
+        send_heartbeats();
+        next_beat = Clock::now() +
+                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
+      }
+      if (seconds_since(start) > timeout_seconds_) abort(timeout_message(what, heard));
+      // Spin briefly (collectives between ranks on one node take
+      // microseconds), then yield the core to the compute threads.
+      if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(polls > 2000 ? 1000 : 50));
+    }
+    pending_.clear();
+    reap_heartbeat_sends();
+  }
+
+  std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) override {
+    std::vector<uint64_t> out(static_cast<size_t>(size_));
+    pending_.emplace_back();
+    MPI_Iallgather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, collectives_, &pending_.back());
+    wait(what);
+    return out;
+  }
+
+  [[noreturn]] void abort(const std::string& message) override {
+    std::fprintf(stderr, "kiln: error: rank %d: %s\n", rank_, message.c_str());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
+
+  void set_timeout_seconds(double seconds) override { timeout_seconds_ = seconds; }
+
+  void finalize() {
+    barrier("the final barrier");
+    // Heartbeats still queued are from this last wait; drop them.
+    std::vector<bool> heard(static_cast<size_t>(size_), false);
+    drain_heartbeats(heard);
+    for (HeartbeatSend& s : beat_sends_) MPI_Cancel(&s.request);
+    for (HeartbeatSend& s : beat_sends_) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
+    beat_sends_.clear();
+    MPI_Comm_free(&heartbeats_);
+    MPI_Comm_free(&collectives_);
+    MPI_Finalize();
+  }
+
+ private:
+  void send_heartbeats() {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      // Each send owns its buffer: one may still be in flight next time.
+      beat_sends_.push_back({MPI_REQUEST_NULL, std::make_unique<uint64_t>(generation_)});
+      MPI_Isend(beat_sends_.back().value.get(), 1, MPI_UINT64_T, peer, kHeartbeatTag, heartbeats_,
+                &beat_sends_.back().request);
+    }
+    reap_heartbeat_sends();
+  }
+
+  void reap_heartbeat_sends() {
+    std::vector<HeartbeatSend> still;
+    for (HeartbeatSend& s : beat_sends_) {
+      int done = 0;
+      MPI_Test(&s.request, &done, MPI_STATUS_IGNORE);
+      if (!done) still.push_back(std::move(s));
+    }
+    beat_sends_.swap(still);
+  }
+
+  // A heartbeat counts only if its sender is waiting in this same
+  // collective; older ones were queued while this rank was busy.
+  void drain_heartbeats(std::vector<bool>& heard) {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, heartbeats_, &flag, &status);
+      if (!flag) return;
+      uint64_t generation = 0;
+      MPI_Recv(&generation, 1, MPI_UINT64_T, status.MPI_SOURCE, kHeartbeatTag, heartbeats_, MPI_STATUS_IGNORE);
+      if (generation == generation_) heard[static_cast<size_t>(status.MPI_SOURCE)] = true;
+    }
+  }
+
+  std::string timeout_message(const std::string& what, const std::vector<bool>& heard) const {
+    std::string silent;
+    for (int r = 0; r < size_; ++r)
+      if (!heard[static_cast<size_t>(r)]) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.0f", timeout_seconds_);
+    std::string m = what + " did not complete within " + seconds + " s (--distributed-timeout-minutes); ";
+    if (!silent.empty())
+      m += "rank " + silent + " sent no heartbeat while this rank waited: it died or hangs; ending the job";
+    else
+      m += "every rank is waiting but the collective did not finish; ending the job";
+    return m;
+  }
+
+  MPI_Comm collectives_ = MPI_COMM_NULL, heartbeats_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  double timeout_seconds_ = 600;
+  struct HeartbeatSend {
+    MPI_Request request;
+    std::unique_ptr<uint64_t> value;
+  };
+  uint64_t generation_ = 0;
+  std::vector<MPI_Request> pending_;
+  std::vector<HeartbeatSend> beat_sends_;
+};
+
+}  // namespace
+
+bool mpi_available() { return true; }
+
+std::unique_ptr<Comm> init_mpi_comm() {
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    throw Error("MPI_Init_thread failed; check the mpirun/srun launch (try: mpirun -np 1 kiln devices)");
+  return std::make_unique<MpiComm>();
+}
+
+void finalize_mpi_comm(std::unique_ptr<Comm> comm) { static_cast<MpiComm&>(*comm).finalize(); }
+
+}  // namespace kiln::trainer::dist

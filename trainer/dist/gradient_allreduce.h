@@ -1,0 +1,46 @@
+// Data parallelism's one collective: after the local micro-batches, every
+// rank's grad.<param> buffers hold its partial sums; this replaces them with
+// the sum over all ranks. Gradients are packed into buckets of about
+// --ddp-bucket-size elements so each MPI call moves a large message; each
+// bucket's reduction starts as soon as it is read from the device, so
+// reading the next bucket overlaps it. The caller scales by 1/(micro-batches x DP) in the optimizer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/dist/comm.h"
+#include "trainer/model_state.h"
+
+namespace kiln::trainer::dist {
+
+class GradientAllReduce {
+ public:
+  GradientAllReduce(Comm& comm, const ModelState& state, int64_t bucket_elements);
+  // Reads the gradients and starts their reduction; the caller completes it
+  // with comm.wait() (together with any other collective it started), then
+  // finish() writes the sums back to the device.
+  void start();
+  void finish();
+  size_t buckets() const { return buckets_.size(); }
+
+ private:
+  struct Slice {
+    DeviceBuffer* buffer;
+    size_t offset, count;  // in floats, within the bucket
+  };
+  struct Bucket {
+    std::vector<Slice> slices;
+    std::vector<float> host;
+  };
+  Comm& comm_;
+  std::vector<Bucket> buckets_;
+};
+
+// Megatron's --check-weight-hash-across-dp-replicas-interval: a hash of
+// every parameter's bytes, compared across ranks; throws kiln::Error naming
+// the ranks that differ.
+void check_parameters_identical(Comm& comm, const ModelState& state, int64_t iteration);
+
+}  // namespace kiln::trainer::dist
