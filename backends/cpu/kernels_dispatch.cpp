@@ -48,6 +48,12 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_ADAMW:
       return adamw(ctx, fin(0), fin(1), fin(2), fin(3), fin(4), fout(0), fout(1), fout(2), nd.n, fa(0), fa(1), fa(2),
                    nd.flag);
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_COUNT_: break;
   }
 }

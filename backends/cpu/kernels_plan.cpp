@@ -33,6 +33,12 @@ const char* op_name(kiln_op op) {
     case KILN_OP_CONCAT: return "concat";
     case KILN_OP_SUM_SQUARES: return "sum_squares";
     case KILN_OP_ADAMW: return "adamw";
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_COUNT_: break;
   }
   return "unknown";
@@ -426,6 +432,12 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       p->n = c.in(0).numel();
       p->flag = n.iattrs[0] != 0;
       return;
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_COUNT_: break;
   }
   throw Invalid{"unsupported op"};

@@ -534,6 +534,12 @@ void eval_node(const Ctx& c) {
     case KILN_OP_CONCAT: return op_concat(c);
     case KILN_OP_SUM_SQUARES: return op_sum_squares(c);
     case KILN_OP_ADAMW: return op_adamw(c);
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_COUNT_: break;
   }
   c.fail("unknown op " + std::to_string(static_cast<int>(c.node.op)));
