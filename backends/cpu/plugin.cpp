@@ -35,7 +35,7 @@
 
 // Bump whenever generated code or the executable format changes: it keys the
 // compile cache.
-#define KILN_CPU_COMPILER_VERSION "cpu-1"
+#define KILN_CPU_COMPILER_VERSION "cpu-2"  // 2: the tensor-parallel ops
 
 struct kiln_error {
   int32_t code;

@@ -18,7 +18,7 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 
 
 "$kiln" train "${common[@]}" --train-iters 20 --metrics-file "$tmp/one.jsonl" >"$tmp/one.log"
 mpi 2 "$kiln" train "${common[@]}" --train-iters 20 --tensor-model-parallel-size 2 \
-  --metrics-file "$tmp/tp2.jsonl" >"$tmp/tp2.log"
+  --metrics-file "$tmp/tp2.jsonl" >"$tmp/tp2.log" 2>&1
 same_trajectory "$tmp/one.jsonl" "$tmp/tp2.jsonl" 20 "TP=2 vs 1 process"
 grep -q "tensor parallel: 2 ranks per model replica" "$tmp/tp2.log" ||
   { echo "TP=2 run did not report its layout:"; cat "$tmp/tp2.log"; exit 1; }
