@@ -10,8 +10,8 @@
 namespace kiln::cli {
 
 int run_train(const std::vector<std::string>& args) {
-  // Under mpirun/srun this is one rank of a data-parallel job; alone, a
-  // single process that never touches MPI.
+  // Under mpirun/srun this is one rank of a data- and tensor-parallel job;
+  // alone, a single process that never touches MPI.
   trainer::dist::World world;
   trainer::dist::Comm& comm = world.comm();
   // Info logs from one rank only (the last, which prints Megatron's lines).
@@ -23,7 +23,12 @@ int run_train(const std::vector<std::string>& args) {
   cache_flags.register_flags(flags);
   try {
     if (!flags.parse(args)) return 0;
-    cfg.data_parallel_size = comm.size();
+    // Megatron's layout: world = data-parallel x tensor-parallel ranks.
+    if (cfg.tensor_model_parallel_size <= 0 || comm.size() % cfg.tensor_model_parallel_size != 0)
+      throw Error("--tensor-model-parallel-size " + std::to_string(cfg.tensor_model_parallel_size) +
+                  " does not divide the " + std::to_string(comm.size()) + " ranks of this job; launch a multiple of " +
+                  "it (mpirun -np N)");
+    cfg.data_parallel_size = comm.size() / cfg.tensor_model_parallel_size;
     cfg.finalize(flags);
     cache::configure(cache_flags.config());
     return trainer::train(cfg, comm);

@@ -14,6 +14,7 @@
 #include "graph/autodiff.h"
 
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -191,6 +192,26 @@ Grads vjp_sum_squares(Graph& g, const VjpArgs& a) {
   return {g.scale(g.reshape(prod, xs), 2.0f)};
 }
 
+// Tensor parallelism. y = sum over the group of x, where every rank goes on
+// with the same y (Megatron's reduce-from-tensor-parallel-region): each
+// rank's dy is already the whole gradient, so dx = dy. A max carries no
+// gradient; it only ever feeds the stop-gradient rowmax below.
+Grads vjp_all_reduce(Graph&, const VjpArgs& a) {
+  if (a.node.iattrs.at(0) != 0) fail("the loss is differentiated through an all_reduce max, which has no gradient");
+  return {a.dy[0]};
+}
+
+// The vocab-parallel cross-entropy's parts. The loss does not depend on
+// rowmax (it cancels), so it gets no gradient; the targets are integers.
+Grads vjp_cross_entropy_shard(Graph& g, const VjpArgs& a) {
+  Grads d = none_for(a);
+  if (a.need[0]) d[0] = g.cross_entropy_shard_grad(a.in(0), a.in(1), a.in(2), a.dy[0]);
+  return d;
+}
+Grads vjp_cross_entropy_from_sums(Graph& g, const VjpArgs& a) {
+  return {g.cross_entropy_from_sums_grad(a.in(0), a.dy[0])};
+}
+
 Grads vjp(Graph& g, const VjpArgs& a, int node_index) {
   switch (a.node.op) {
     case KILN_OP_ADD: return vjp_add(g, a);
@@ -208,6 +229,12 @@ Grads vjp(Graph& g, const VjpArgs& a, int node_index) {
     case KILN_OP_SPLIT: return vjp_split(g, a);
     case KILN_OP_CONCAT: return vjp_concat(g, a);
     case KILN_OP_SUM_SQUARES: return vjp_sum_squares(g, a);
+    case KILN_OP_ALL_REDUCE: return vjp_all_reduce(g, a);
+    case KILN_OP_CROSS_ENTROPY_SHARD: return vjp_cross_entropy_shard(g, a);
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return vjp_cross_entropy_from_sums(g, a);
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_FILL:
     case KILN_OP_GELU_GRAD:
     case KILN_OP_EMBEDDING_GRAD:
@@ -225,7 +252,8 @@ bool is_f32(const Graph& g, ValueId v) { return g.value(v).dtype == KILN_F32; }
 
 }  // namespace
 
-std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt) {
+std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
+                              const std::set<ValueId>& all_reduce_gradient_of) {
   const size_t num_values = g.values().size();
   const size_t num_nodes = g.nodes().size();  // only the forward nodes present now
   auto check_id = [&](ValueId v, const char* what) {
@@ -263,7 +291,10 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
     std::vector<ValueId> dy;
     bool any_dy = false;
     for (ValueId v : node.outputs) {
-      dy.push_back(grad[static_cast<size_t>(v)]);
+      // Every consumer of v has added its part by now: v's gradient is whole.
+      ValueId& dv = grad[static_cast<size_t>(v)];
+      if (dv != kNone && all_reduce_gradient_of.count(v)) dv = g.all_reduce(dv);
+      dy.push_back(dv);
       any_dy = any_dy || dy.back() != kNone;
     }
     if (!any_dy) continue;  // the loss does not depend on this node

@@ -5,6 +5,7 @@
 // Models never write backward passes by hand.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -17,6 +18,13 @@ namespace kiln::graph {
 // shape. Throws kiln::Error if the loss path goes through ADAMW or a *_GRAD
 // op (no second derivatives), or if CONCAT of unequal parts would need more
 // than 255 chunks to express its gradient.
-std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt);
+//
+// `all_reduce_gradient_of`: values whose whole gradient is summed over the
+// tensor-parallel group (an ALL_REDUCE node) before it flows on to their
+// producer -- Megatron's copy-to-tensor-parallel-region, the input of a
+// column-parallel layer that each rank uses with only its shard of the
+// weights. Such a value must not be a graph input.
+std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
+                              const std::set<ValueId>& all_reduce_gradient_of = {});
 
 }  // namespace kiln::graph

@@ -56,14 +56,19 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
   split_.primary = device_.backend();
 
   std::array<int, KILN_OP_COUNT_> support{};  // 0 unknown, 1 yes, 2 no
-  std::vector<int> device_of(nodes.size(), 0);
+  std::vector<int> device_of(nodes.size(), kPrimaryDevice);
   std::set<kiln_op> missing;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const kiln_op op = nodes[i].op;
+    if (op == KILN_OP_ALL_REDUCE) {  // never a device op
+      device_of[i] = kHostCollective;
+      ++split_.collectives;
+      continue;
+    }
     int& known = support.at(static_cast<size_t>(op));
     if (known == 0) known = backend_supports(device_.plugin(), op) ? 1 : 2;
     if (known == 2) {
-      device_of[i] = 1;
+      device_of[i] = kFallbackDevice;
       missing.insert(op);
     }
   }
@@ -71,7 +76,7 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
 
   std::vector<Segment> segments;
   std::vector<SegmentGraph> pieces;
-  if (missing.empty()) {
+  if (missing.empty() && split_.collectives == 0) {
     // The common case: one piece, exactly the caller's graph.
     Segment all{0, {}};
     for (size_t i = 0; i < nodes.size(); ++i) all.nodes.push_back(static_cast<int>(i));
@@ -81,18 +86,20 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
     segments.push_back(std::move(all));
     pieces.push_back(std::move(whole));
   } else {
-    const std::string lacks = op_list(split_.fallback_ops);
-    if (device_.backend() == "cpu")
-      throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
-    try {
-      fallback_ = fallback_device();
-    } catch (const Error& e) {
-      throw Error(
-          fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
-                      "unavailable: {}",
-                      device_.backend(), lacks, e.what()));
+    if (!missing.empty()) {
+      const std::string lacks = op_list(split_.fallback_ops);
+      if (device_.backend() == "cpu")
+        throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
+      try {
+        fallback_ = fallback_device();
+      } catch (const Error& e) {
+        throw Error(
+            fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
+                        "unavailable: {}",
+                        device_.backend(), lacks, e.what()));
+      }
+      split_.fallback = fallback_->backend();
     }
-    split_.fallback = fallback_->backend();
     // The whole graph passes the same checks (in-place updates above all) as
     // when it compiles as one piece; the pieces alone could not see them.
     plan_memory(graph_);
@@ -101,12 +108,17 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
   }
 
   for (size_t s = 0; s < pieces.size(); ++s) {
-    Device& d = segments[s].device == 0 ? device_ : *fallback_;
+    const int where = segments[s].device;
+    if (where == kHostCollective) {
+      segments_.push_back(nullptr);
+      continue;
+    }
+    Device& d = where == kPrimaryDevice ? device_ : *fallback_;
     segments_.push_back(std::make_unique<CompiledGraph>(d, pieces[s].graph));
-    (segments[s].device == 0 ? split_.primary_nodes : split_.fallback_nodes) +=
+    (where == kPrimaryDevice ? split_.primary_nodes : split_.fallback_nodes) +=
         static_cast<int64_t>(segments[s].nodes.size());
+    ++split_.segments;
   }
-  split_.segments = static_cast<int64_t>(segments_.size());
   plan_steps(pieces, segments);
   if (!split_.fallback.empty())
     logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
@@ -140,6 +152,29 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
   };
 
   for (size_t s = 0; s < pieces.size(); ++s) {
+    if (segments[s].device == kHostCollective) {
+      // Each collective reads its input where it was made (a device buffer)
+      // and writes the result to a buffer on the primary device.
+      for (int i : segments[s].nodes) {
+        const Node& node = graph_.nodes()[static_cast<size_t>(i)];
+        const ValueId x = node.inputs.at(0), y = node.outputs.at(0);
+        const auto& from = at[static_cast<size_t>(x)];
+        const Ref src = !empty(from[0]) ? from[0] : from[1];
+        if (empty(src)) throw Error(fmt::format("graph split: value %{} is reduced before it is made", x));
+        const uint64_t bytes = value_bytes(graph_, y);
+        Ref dst;
+        const Port* port = nullptr;
+        for (const Port& p : graph_.outputs())
+          if (p.value == y) port = &p;
+        if (port)
+          dst = Ref{port->updates.empty() ? port->name : port->updates, nullptr};
+        else
+          dst = Ref{{}, std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(bytes, 4))};
+        at[static_cast<size_t>(y)][0] = dst;
+        steps_.push_back({-1, src, dst, bytes, static_cast<int>(node.iattrs.at(0))});
+      }
+      continue;
+    }
     const int d = segments[s].device, other = 1 - d;
     const SegmentGraph& piece = pieces[s];
     CompiledGraph& seg = *segments_[s];
@@ -231,9 +266,16 @@ void Executable::run() {
       segments_[static_cast<size_t>(step.segment)]->run();
       continue;
     }
-    // Through host memory: the two devices may belong to different plugins.
+    // Through host memory: the two devices may belong to different plugins,
+    // and collectives run on the host.
     staging_.resize(step.bytes);
     resolve(step.src).read(staging_.data(), step.bytes);
+    if (step.reduce >= 0) {
+      if (!collectives_)
+        throw Error("graph has an all_reduce but runs without a process group (internal: set_collectives)");
+      collectives_->all_reduce(std::span<float>(reinterpret_cast<float*>(staging_.data()), step.bytes / 4),
+                               step.reduce == 1 ? Graph::Reduction::Max : Graph::Reduction::Sum);
+    }
     resolve(step.dst).write(staging_.data(), step.bytes);
   }
 }

@@ -7,6 +7,10 @@
 // through the registry, and the values crossing between the two devices are
 // copied through host memory at the segment boundaries.
 //
+// Collective nodes (ALL_REDUCE) are cut out the same way: the executor runs
+// them on the host between the compiled pieces, through the Collectives the
+// caller sets (graph/collectives.h).
+//
 // Each named port has one buffer on the primary device: either one the
 // caller binds (parameters and optimizer state shared between graphs stay
 // resident this way) or one allocated on first use. Callers read and write
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "graph/collectives.h"
 #include "graph/compiled_graph.h"
 #include "graph/graph.h"
 #include "graph/partition.h"
@@ -31,6 +36,7 @@ struct ExecutionSplit {
   std::string fallback;  // "cpu" when some ops fall back, else empty
   int64_t primary_nodes = 0;
   int64_t fallback_nodes = 0;
+  int64_t collectives = 0;            // ALL_REDUCE nodes, run by the host
   int64_t segments = 0;               // compiled pieces, run in order
   uint64_t bytes_per_run = 0;         // copied between the devices by each run()
   std::vector<kiln_op> fallback_ops;  // distinct ops the primary lacks
@@ -50,6 +56,10 @@ class Executable {
   // The buffer behind a port (allocated on first use if not bound).
   std::shared_ptr<DeviceBuffer> buffer(const std::string& name);
 
+  // The process group behind the graph's collectives; must outlive run().
+  // A graph with collectives cannot run without one.
+  void set_collectives(Collectives* collectives) { collectives_ = collectives; }
+
   void run();
 
   // The graph as compiled: dead nodes removed, ports kept.
@@ -67,6 +77,7 @@ class Executable {
     int segment = -1;  // >= 0: run this segment; else copy src -> dst
     Ref src, dst;
     uint64_t bytes = 0;
+    int reduce = -1;  // >= 0: all-reduce (a Graph::Reduction) between the copy's read and write
   };
   struct PortBinding {
     int segment;
@@ -83,7 +94,8 @@ class Executable {
   std::shared_ptr<Device> fallback_;  // declared before the segments: closed after them
   Graph graph_;
   ExecutionSplit split_;
-  std::vector<std::unique_ptr<CompiledGraph>> segments_;
+  std::vector<std::unique_ptr<CompiledGraph>> segments_;  // null for host collective segments
+  Collectives* collectives_ = nullptr;
   std::vector<Step> steps_;
   std::vector<PortBinding> port_bindings_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name

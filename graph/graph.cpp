@@ -45,6 +45,12 @@ const char* op_name(kiln_op op) {
     case KILN_OP_CONCAT: return "concat";
     case KILN_OP_SUM_SQUARES: return "sum_squares";
     case KILN_OP_ADAMW: return "adamw";
+    case KILN_OP_ALL_REDUCE: return "all_reduce";
+    case KILN_OP_ROW_MAX: return "row_max";
+    case KILN_OP_CROSS_ENTROPY_SHARD: return "cross_entropy_shard";
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: return "cross_entropy_shard_grad";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return "cross_entropy_from_sums";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: return "cross_entropy_from_sums_grad";
     case KILN_OP_COUNT_: break;
   }
   return "unknown";
@@ -107,7 +113,9 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in, con
     case KILN_OP_EMBEDDING:
     case KILN_OP_EMBEDDING_GRAD:
     case KILN_OP_CROSS_ENTROPY:
-    case KILN_OP_CROSS_ENTROPY_GRAD: all_f32_except({1}); break;
+    case KILN_OP_CROSS_ENTROPY_GRAD:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: all_f32_except({1}); break;
     default: all_f32_except({}); break;
   }
   if (op == KILN_OP_CONCAT)
@@ -283,6 +291,34 @@ std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& in, con
       expect_same(op, in[0], in[3]);
       if (in[4].shape != Shape{5}) fail(op, "hparams must be [5]");
       return {in[0], in[0], in[0]};
+    case KILN_OP_ALL_REDUCE:
+      expect_arity(op, in, 1);
+      need_i(1);
+      if (ia[0] != 0 && ia[0] != 1) fail(op, "reduction must be 0 (sum) or 1 (max)");
+      return {in[0]};
+    case KILN_OP_ROW_MAX: {
+      expect_arity(op, in, 1);
+      if (in[0].shape.size() < 2) fail(op, "x must have rank >= 2, got " + to_string(in[0].shape));
+      return {{KILN_F32, Shape(in[0].shape.begin(), in[0].shape.end() - 1)}};
+    }
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: {
+      expect_arity(op, in, op == KILN_OP_CROSS_ENTROPY_SHARD ? 3 : 4);
+      if (in[0].shape.size() != 2) fail(op, "logits must be [N, V]");
+      const int64_t n = in[0].shape[0];
+      if (in[1].dtype != KILN_I32 || in[1].shape != Shape{n}) fail(op, "targets must be i32 [N]");
+      if (in[2].shape != Shape{n}) fail(op, "rowmax must be [N]");
+      if (op == KILN_OP_CROSS_ENTROPY_SHARD) return {{KILN_F32, {n, 2}}};
+      if (in[3].shape != Shape{n, 2}) fail(op, "dsums must be [N, 2]");
+      return {in[0]};
+    }
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
+      expect_arity(op, in, op == KILN_OP_CROSS_ENTROPY_FROM_SUMS ? 1 : 2);
+      if (in[0].shape.size() != 2 || in[0].shape[1] != 2) fail(op, "sums must be [N, 2]");
+      if (op == KILN_OP_CROSS_ENTROPY_FROM_SUMS) return {{KILN_F32, {1}}};
+      if (in[1].shape != Shape{1}) fail(op, "dloss must be [1]");
+      return {in[0]};
     case KILN_OP_COUNT_: break;
   }
   fail(op, "unknown op");
@@ -393,6 +429,20 @@ ValueId Graph::concat(std::vector<ValueId> xs, int64_t axis) {
   return add_node(KILN_OP_CONCAT, std::move(xs), {axis})[0];
 }
 ValueId Graph::sum_squares(ValueId x) { return add_node(KILN_OP_SUM_SQUARES, {x})[0]; }
+ValueId Graph::all_reduce(ValueId x, Reduction r) {
+  return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0})[0];
+}
+ValueId Graph::row_max(ValueId x) { return add_node(KILN_OP_ROW_MAX, {x})[0]; }
+ValueId Graph::cross_entropy_shard(ValueId logits, ValueId targets, ValueId rowmax) {
+  return add_node(KILN_OP_CROSS_ENTROPY_SHARD, {logits, targets, rowmax})[0];
+}
+ValueId Graph::cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums) {
+  return add_node(KILN_OP_CROSS_ENTROPY_SHARD_GRAD, {logits, targets, rowmax, dsums})[0];
+}
+ValueId Graph::cross_entropy_from_sums(ValueId sums) { return add_node(KILN_OP_CROSS_ENTROPY_FROM_SUMS, {sums})[0]; }
+ValueId Graph::cross_entropy_from_sums_grad(ValueId sums, ValueId dloss) {
+  return add_node(KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD, {sums, dloss})[0];
+}
 std::vector<ValueId> Graph::adamw(ValueId p, ValueId g, ValueId m, ValueId v, ValueId hp, float beta1, float beta2,
                                   float eps, bool wd) {
   return add_node(KILN_OP_ADAMW, {p, g, m, v, hp}, {wd ? 1 : 0}, {beta1, beta2, eps});

@@ -89,6 +89,15 @@ class Graph {
   ValueId sum_squares(ValueId x);
   std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v, ValueId hparams, float beta1,
                              float beta2, float eps, bool apply_weight_decay);
+  // Tensor parallelism (ir.h): a collective over the group, and the
+  // vocab-parallel cross-entropy in its parts.
+  enum class Reduction { Sum, Max };
+  ValueId all_reduce(ValueId x, Reduction r = Reduction::Sum);
+  ValueId row_max(ValueId x);
+  ValueId cross_entropy_shard(ValueId logits, ValueId targets, ValueId rowmax);
+  ValueId cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums);
+  ValueId cross_entropy_from_sums(ValueId sums);
+  ValueId cross_entropy_from_sums_grad(ValueId sums, ValueId dloss);
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.

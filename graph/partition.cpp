@@ -40,28 +40,36 @@ std::vector<Segment> partition(const Graph& g, const std::vector<int>& device_of
 
   // List scheduling: keep taking ready nodes of the current device (lowest
   // original index first, so a one-device graph keeps its order) and switch
-  // devices only when the current one has nothing ready.
+  // devices only when the current one has nothing ready, to the device whose
+  // next ready node comes first in the original order.
   using MinHeap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
-  MinHeap ready[2];
+  std::vector<MinHeap> ready(static_cast<size_t>(kMaxDevices));
+  auto queue_of = [&](int node) -> MinHeap& {
+    const int d = device_of_node[static_cast<size_t>(node)];
+    if (d < 0 || d >= kMaxDevices) throw Error("partition: device " + std::to_string(d) + " out of range");
+    return ready[static_cast<size_t>(d)];
+  };
   for (size_t i = 0; i < n; ++i)
-    if (indegree[i] == 0) ready[device_of_node[i] != 0].push(static_cast<int>(i));
+    if (indegree[i] == 0) queue_of(static_cast<int>(i)).push(static_cast<int>(i));
   std::vector<Segment> segments;
   int current = -1;
   for (size_t scheduled = 0; scheduled < n; ++scheduled) {
-    if (current < 0 || ready[current].empty()) {
-      if (ready[0].empty() && ready[1].empty())
-        throw Error("partition: the graph's in-place updates leave no valid node order");
-      if (current < 0)
-        current = ready[1].empty() || (!ready[0].empty() && ready[0].top() < ready[1].top()) ? 0 : 1;
-      else
-        current = 1 - current;
+    if (current < 0 || ready[static_cast<size_t>(current)].empty()) {
+      int next = -1;
+      for (int d = 0; d < kMaxDevices; ++d)
+        if (!ready[static_cast<size_t>(d)].empty() &&
+            (next < 0 || ready[static_cast<size_t>(d)].top() < ready[static_cast<size_t>(next)].top()))
+          next = d;
+      if (next < 0) throw Error("partition: the graph's in-place updates leave no valid node order");
+      current = next;
       segments.push_back({current, {}});
     }
-    const int node = ready[current].top();
-    ready[current].pop();
+    MinHeap& here = ready[static_cast<size_t>(current)];
+    const int node = here.top();
+    here.pop();
     segments.back().nodes.push_back(node);
     for (int s : succ[static_cast<size_t>(node)])
-      if (--indegree[static_cast<size_t>(s)] == 0) ready[device_of_node[static_cast<size_t>(s)] != 0].push(s);
+      if (--indegree[static_cast<size_t>(s)] == 0) queue_of(s).push(s);
   }
   return segments;
 }

@@ -1,5 +1,6 @@
-// Splitting a graph between two devices: the primary backend, and the CPU
-// backend for the ops the primary lacks (plugin.h's op_supported).
+// Splitting a graph between the devices that run it: the primary backend,
+// the CPU backend for the ops the primary lacks (plugin.h's op_supported),
+// and the host for collectives (graph/collectives.h).
 //
 // partition() reorders the nodes (any order that respects data dependences
 // and in-place write-after-read is valid) so that each device's nodes form
@@ -17,12 +18,18 @@
 
 namespace kiln::graph {
 
+// Node classes: where a segment's nodes run.
+constexpr int kPrimaryDevice = 0;   // the backend the graph was built for
+constexpr int kFallbackDevice = 1;  // the CPU backend, for ops the primary lacks
+constexpr int kHostCollective = 2;  // collectives (ALL_REDUCE), run by the host
+constexpr int kMaxDevices = 3;
+
 struct Segment {
-  int device = 0;          // 0: the primary backend, 1: the fallback
+  int device = 0;          // one of the classes above
   std::vector<int> nodes;  // indices into the graph's nodes, in run order
 };
 
-// device_of_node[i] is 0 or 1 for node i. Throws if the graph's in-place
+// device_of_node[i] is node i's class (above). Throws if the graph's in-place
 // updates leave no valid order (they never do for a graph the memory planner
 // accepts).
 std::vector<Segment> partition(const Graph& g, const std::vector<int>& device_of_node);

@@ -4,11 +4,15 @@
 
 #include "trainer/rng.h"
 #include "trainer/step_graphs.h"
+#include "trainer/tensor_parallel.h"
 
 namespace kiln::trainer {
 
-ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer)
-    : device_(device), cfg_(cfg), specs_(gpt_parameters(cfg)) {
+ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank, dist::Comm* tp_group)
+    : device_(device), cfg_(cfg), tp_rank_(tp_rank), tp_group_(tp_group), specs_(gpt_parameters(cfg)) {
+  if (cfg.tensor_parallel > 1 && (!tp_group || tp_group->size() != cfg.tensor_parallel))
+    throw Error("internal: a tensor-parallel model state needs its group of " + std::to_string(cfg.tensor_parallel) +
+                " ranks");
   auto add = [&](const std::string& port, const graph::Shape& shape) {
     shapes_[port] = shape;
     buffers_[port] = std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * 4);
@@ -33,6 +37,21 @@ void ModelState::write(const std::string& port, const std::vector<float>& v) {
   buffers_.at(port)->write(v.data(), v.size() * 4);
 }
 
+std::vector<float> ModelState::read_full(const ParamSpec& spec, const std::string& port) const {
+  const std::vector<float> mine = read(port);
+  if (spec.shard_dim < 0 || cfg_.tensor_parallel == 1) return mine;
+  // Each rank fills its slice of a zero tensor; the group's sum is the
+  // whole (exactly: every element is one rank's value plus zeros).
+  std::vector<float> full(static_cast<size_t>(graph::numel(spec.full_shape)), 0.0f);
+  put_shard(spec, mine, full, cfg_.tensor_parallel, tp_rank_);
+  tp_group_->sum(std::span<float>(full), "tensor-parallel gather of " + port + " for a checkpoint");
+  return full;
+}
+
+void ModelState::write_shard(const ParamSpec& spec, const std::string& port, const std::vector<float>& full) {
+  write(port, take_shard(spec, full, cfg_.tensor_parallel, tp_rank_));
+}
+
 void ModelState::zero(const std::string& port) {
   if (buffers_.count(port)) write(port, std::vector<float>(static_cast<size_t>(graph::numel(shapes_.at(port))), 0.0f));
 }
@@ -45,7 +64,8 @@ void ModelState::initialize(uint64_t seed) {
     // One stream per parameter: adding a layer does not reshuffle the
     // initial values of the others.
     Rng rng(seed, i);
-    std::vector<float> v(static_cast<size_t>(graph::numel(s.shape)));
+    // The full tensor on every rank, so any layout starts from the same model.
+    std::vector<float> v(static_cast<size_t>(graph::numel(s.full_shape)));
     for (float& x : v) {
       switch (s.init) {
         case ParamSpec::Init::Normal: x = static_cast<float>(rng.normal() * std); break;
@@ -54,7 +74,7 @@ void ModelState::initialize(uint64_t seed) {
         case ParamSpec::Init::Ones: x = 1.0f; break;
       }
     }
-    write(s.name, v);
+    write_shard(s, s.name, v);
     zero(grad_name(s.name));
     zero(exp_avg_name(s.name));
     zero(exp_avg_sq_name(s.name));
@@ -68,7 +88,7 @@ void ModelState::bind(graph::Executable& exe) const {
 
 std::map<std::string, SafeTensor> ModelState::save_model() const {
   std::map<std::string, SafeTensor> out;
-  for (const auto& s : specs_) out[s.name] = SafeTensor::from_f32(s.shape, read(s.name));
+  for (const auto& s : specs_) out[s.name] = SafeTensor::from_f32(s.full_shape, read_full(s, s.name));
   return out;
 }
 
@@ -76,8 +96,8 @@ std::map<std::string, SafeTensor> ModelState::save_optimizer() const {
   std::map<std::string, SafeTensor> out;
   for (const auto& s : specs_) {
     if (!buffers_.count(exp_avg_name(s.name))) continue;
-    out[s.name + ".exp_avg"] = SafeTensor::from_f32(s.shape, read(exp_avg_name(s.name)));
-    out[s.name + ".exp_avg_sq"] = SafeTensor::from_f32(s.shape, read(exp_avg_sq_name(s.name)));
+    out[s.name + ".exp_avg"] = SafeTensor::from_f32(s.full_shape, read_full(s, exp_avg_name(s.name)));
+    out[s.name + ".exp_avg_sq"] = SafeTensor::from_f32(s.full_shape, read_full(s, exp_avg_sq_name(s.name)));
   }
   return out;
 }
@@ -98,14 +118,16 @@ const SafeTensor& expect(const std::map<std::string, SafeTensor>& t, const std::
 }  // namespace
 
 void ModelState::load_model(const std::map<std::string, SafeTensor>& t) {
-  for (const auto& s : specs_) write(s.name, expect(t, s.name, s.shape, "model.safetensors").to_f32());
+  for (const auto& s : specs_) write_shard(s, s.name, expect(t, s.name, s.full_shape, "model.safetensors").to_f32());
 }
 
 void ModelState::load_optimizer(const std::map<std::string, SafeTensor>& t) {
   for (const auto& s : specs_) {
     if (!buffers_.count(exp_avg_name(s.name))) continue;
-    write(exp_avg_name(s.name), expect(t, s.name + ".exp_avg", s.shape, "optimizer.safetensors").to_f32());
-    write(exp_avg_sq_name(s.name), expect(t, s.name + ".exp_avg_sq", s.shape, "optimizer.safetensors").to_f32());
+    write_shard(s, exp_avg_name(s.name),
+                expect(t, s.name + ".exp_avg", s.full_shape, "optimizer.safetensors").to_f32());
+    write_shard(s, exp_avg_sq_name(s.name),
+                expect(t, s.name + ".exp_avg_sq", s.full_shape, "optimizer.safetensors").to_f32());
     zero(grad_name(s.name));
   }
 }

@@ -11,14 +11,22 @@
 
 #include "core/backend.h"
 #include "graph/executor.h"
+#include "trainer/dist/comm.h"
 #include "trainer/gpt.h"
 #include "trainer/safetensors.h"
 
 namespace kiln::trainer {
 
+// With tensor parallelism (cfg.tensor_parallel > 1) each rank holds its
+// shards (ParamSpec::shape); initialisation and checkpoints still deal in
+// full tensors: initialize() draws the full tensor and keeps the rank's
+// part, save_*() assembles full tensors over the tensor-parallel group
+// (every rank of the group must call them together), load_*() takes the
+// rank's part of full ones. So a checkpoint is the same whatever the layout.
 class ModelState {
  public:
-  ModelState(Device& device, const GptConfig& cfg, bool with_optimizer);
+  ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank = 0,
+             dist::Comm* tp_group = nullptr);
 
   const std::vector<ParamSpec>& params() const { return specs_; }
 
@@ -42,11 +50,16 @@ class ModelState {
 
  private:
   std::vector<float> read(const std::string& port) const;
+  // The full tensor of a parameter-shaped port, gathered over the group.
+  std::vector<float> read_full(const ParamSpec& spec, const std::string& port) const;
+  void write_shard(const ParamSpec& spec, const std::string& port, const std::vector<float>& full);
   void write(const std::string& port, const std::vector<float>& values);
   void zero(const std::string& port);
 
   Device& device_;
   GptConfig cfg_;
+  int64_t tp_rank_ = 0;
+  dist::Comm* tp_group_ = nullptr;
   std::vector<ParamSpec> specs_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> buffers_;
   std::map<std::string, graph::Shape> shapes_;

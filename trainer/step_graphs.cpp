@@ -7,21 +7,14 @@ namespace kiln::trainer {
 using graph::Graph;
 using graph::ValueId;
 
-namespace {
-ValueId loss_of(Graph& g, const GptForward& f, const GptConfig& cfg, int64_t B) {
-  ValueId targets = g.input("targets", KILN_I32, {B, cfg.seq_length});
-  return g.cross_entropy(f.logits, g.reshape(targets, {B * cfg.seq_length}));
-}
-}  // namespace
-
 Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
-  ValueId loss = loss_of(g, f, cfg, B);
+  ValueId loss = gpt_loss(g, f, cfg, B);
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   std::vector<ValueId> wrt;
   for (const auto& s : specs) wrt.push_back(f.params.at(s.name));
-  std::vector<ValueId> grads = graph::backward(g, loss, wrt);
+  std::vector<ValueId> grads = graph::backward(g, loss, wrt, f.all_reduce_gradient_of);
   g.output("loss", loss);
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
@@ -35,18 +28,22 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
 Graph build_eval_step(const GptConfig& cfg, int64_t B) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
-  g.output("loss", loss_of(g, f, cfg, B));
+  g.output("loss", gpt_loss(g, f, cfg, B));
   return g;
 }
 
 Graph build_grad_norm(const GptConfig& cfg) {
   Graph g;
-  ValueId total = -1;
+  // With tensor parallelism, shards are summed over the group and
+  // replicated parameters (identical on every rank) counted once.
+  ValueId sharded = -1, replicated = -1;
   for (const auto& s : gpt_parameters(cfg)) {
     ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
+    ValueId& total = s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated;
     total = total < 0 ? sq : g.add(total, sq);
   }
-  g.output("grad_sq", total);
+  if (sharded >= 0) replicated = g.add(g.all_reduce(sharded), replicated);
+  g.output("grad_sq", replicated);
   return g;
 }
 

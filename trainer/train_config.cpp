@@ -75,10 +75,6 @@ void TrainConfig::finalize(const Flags& f) {
                 "; kiln sizes the position table to the sequence length, so set them equal");
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
-  if (tensor_model_parallel_size != 1)
-    throw Error(
-        "--tensor-model-parallel-size " + std::to_string(tensor_model_parallel_size) +
-        " is not supported yet (kiln's distributed trainer is data-parallel only); use 1 and scale with mpirun -np N");
   if (global_batch_size == 0) global_batch_size = micro_batch_size * data_parallel_size;
   if (global_batch_size <= 0 || global_batch_size % (micro_batch_size * data_parallel_size) != 0)
     throw Error("--global-batch-size " + std::to_string(global_batch_size) +
@@ -121,6 +117,10 @@ void TrainConfig::finalize(const Flags& f) {
   if (check_weight_hash_interval < 0)
     throw Error("--check-weight-hash-across-dp-replicas-interval must not be negative");
   if (exit_duration_in_mins < 0) throw Error("--exit-duration-in-mins must not be negative");
+  // Now that the vocab size is final (padded for --tensor-model-parallel-size
+  // with --data-path), check that the model splits over the ranks.
+  model.tensor_parallel = tensor_model_parallel_size;
+  model.validate();
 }
 
 void TrainConfig::finalize_data(const Flags& f) {

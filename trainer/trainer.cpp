@@ -8,6 +8,11 @@
 // batch's micro-batches, then one gradient all-reduce makes every rank's
 // gradients (and so its step) identical; a small all-reduce per step
 // carries the loss and any save/exit request (trainer/job_control.h).
+//
+// Tensor parallel (--tensor-model-parallel-size T): the T consecutive ranks
+// of a group hold one model replica split Megatron-style (trainer/gpt.h),
+// see the same micro-batches, and meet in the step graphs' own all-reduce
+// nodes; data parallelism then runs over the groups (world = DP x T).
 #include "trainer/trainer.h"
 
 #include <chrono>
@@ -21,12 +26,14 @@
 #include "graph/executor.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/dist/gradient_allreduce.h"
+#include "trainer/dist/group_collectives.h"
 #include "trainer/job_control.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/megatron_log.h"
 #include "trainer/model_state.h"
 #include "trainer/run_graphs.h"
 #include "trainer/step_graphs.h"
+#include "trainer/tensor_parallel.h"
 #include "trainer/tensorboard.h"
 #include "trainer/token_source.h"
 
@@ -96,6 +103,23 @@ struct Batch {
   std::vector<int32_t> tokens, targets;
 };
 
+// Where this rank sits in the job: world rank = dp_rank x tp + tp_rank
+// (Megatron's order: a tensor-parallel group is consecutive ranks).
+struct Layout {
+  int64_t dp = 1, dp_rank = 0, tp = 1, tp_rank = 0;
+};
+
+// Writes a micro-batch to a step graph's inputs, as ids of this rank's
+// vocab shard under tensor parallelism.
+void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
+  if (at.tp > 1) {
+    shard_token_ids(batch.tokens, model.local_vocab(), at.tp_rank);
+    shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
+  }
+  exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
+  exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+}
+
 // Fills one micro-batch with samples [first, first + B) of a split.
 void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch) {
   batch.tokens.resize(static_cast<size_t>(B * T));
@@ -114,20 +138,22 @@ float read_scalar(graph::Executable& exe, const std::string& port) {
   return v;
 }
 
-// Each rank evaluates its share of eval_iters x DP micro-batches.
+// Each data-parallel rank evaluates its share of eval_iters x DP
+// micro-batches (a tensor-parallel group shares its micro-batches and loss,
+// counted once).
 double evaluate(graph::Executable& eval, const TokenSource& data, const TrainConfig& cfg, Batch& batch,
-                dist::Comm& comm) {
+                dist::Comm& comm, const Layout& at) {
   double sum = 0;
-  const int64_t B = cfg.micro_batch_size, dp = comm.size();
+  const int64_t B = cfg.micro_batch_size;
   for (int64_t i = 0; i < cfg.eval_iters; ++i) {
-    fill_batch(data, Split::Valid, (i * dp + comm.rank()) * B, B, cfg.model.seq_length, batch);
-    eval.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
-    eval.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+    fill_batch(data, Split::Valid, (i * at.dp + at.dp_rank) * B, B, cfg.model.seq_length, batch);
+    feed(eval, batch, cfg.model, at);
     eval.run();
     sum += read_scalar(eval, "loss");
   }
+  if (at.tp_rank != 0) sum = 0;
   comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
-  return sum / static_cast<double>(cfg.eval_iters * dp);
+  return sum / static_cast<double>(cfg.eval_iters * at.dp);
 }
 
 // The ops a backend lacks run on the cpu backend (graph/executor.h): say
@@ -172,14 +198,26 @@ int train(const TrainConfig& cfg) { return train(cfg, *dist::make_single_process
 int train(const TrainConfig& cfg, dist::Comm& comm) {
   const GptConfig& model = cfg.model;
   const int64_t B = cfg.micro_batch_size, T = model.seq_length;
-  const int64_t micro_batches = cfg.num_micro_batches();  // per rank
-  const int64_t dp = comm.size(), rank = comm.rank();
-  // Gradients and losses are summed over every micro-batch of every rank.
+  const int64_t micro_batches = cfg.num_micro_batches();  // per data-parallel rank
+  const int64_t rank = comm.rank(), tp = model.tensor_parallel;
+  const Layout at{comm.size() / tp, rank / tp, tp, rank % tp};
+  const int64_t dp = at.dp;
+  // Gradients and losses are summed over every micro-batch of every
+  // data-parallel rank.
   const double batch_terms = static_cast<double>(micro_batches * dp);
-  if (dp != cfg.data_parallel_size)
-    throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " but " +
-                std::to_string(dp) + " ranks");
+  if (dp != cfg.data_parallel_size || comm.size() % tp != 0)
+    throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
+                std::to_string(tp) + " but " + std::to_string(comm.size()) + " ranks");
   comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
+  // The groups: a tensor-parallel group shares a model replica, a
+  // data-parallel group the same shard of every replica.
+  std::unique_ptr<dist::Comm> tp_owned, dp_owned;
+  if (tp > 1) {
+    tp_owned = comm.split(static_cast<int>(at.dp_rank), static_cast<int>(at.tp_rank));
+    dp_owned = comm.split(static_cast<int>(at.tp_rank), static_cast<int>(at.dp_rank));
+  }
+  dist::Comm& dp_group = dp_owned ? *dp_owned : comm;
+  dist::GroupCollectives tp_collectives(tp_owned ? *tp_owned : comm);
 
   // ---- everything that can fail on user input, before any real work
   LoadedCheckpoint resume;
@@ -201,6 +239,9 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   if (dp > 1)
     logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", dp, micro_batches,
                   micro_batches == 1 ? "" : "es", B);
+  if (tp > 1)
+    logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", tp,
+                  model.local_heads(), model.local_vocab());
 
   auto t0 = Clock::now();
   // The same list `kiln precompile` extracts (trainer/run_graphs.h).
@@ -214,6 +255,8 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   graph::Executable optimizer(*device, graphs.optimizer);
   std::unique_ptr<graph::Executable> eval;
   if (graphs.eval) eval = std::make_unique<graph::Executable>(*device, *graphs.eval);
+  for (graph::Executable* exe : {&first_micro_batch, next_micro_batch.get(), &grad_norm, eval.get()})
+    if (exe) exe->set_collectives(&tp_collectives);
   logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
                 std::chrono::duration<double>(Clock::now() - t0).count());
   log_compile_cache_use();
@@ -224,7 +267,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
              {"eval step", eval.get(), 0}});
 
   // ---- persistent state, resident on the device
-  ModelState state(*device, model, /*with_optimizer=*/true);
+  ModelState state(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get());
   int64_t iteration = 0, consumed = 0, skipped_total = 0, nan_total = 0;
   if (!cfg.load.empty()) {
     state.load_model(resume.model);
@@ -240,7 +283,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   for (graph::Executable* exe : {&first_micro_batch, &grad_norm, &optimizer}) state.bind(*exe);
   if (next_micro_batch) state.bind(*next_micro_batch);
   if (eval) state.bind(*eval);
-  dist::GradientAllReduce gradient_allreduce(comm, state, cfg.ddp_bucket_size);
+  dist::GradientAllReduce gradient_allreduce(dp_group, state, cfg.ddp_bucket_size);
   if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce.buckets());
 
   auto save = [&](int64_t it) {
@@ -266,11 +309,16 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
                              {"step", it}}}};
     auto s0 = Clock::now();
     // Parameters and optimizer state are identical on every data-parallel
-    // rank, so rank 0 holds the whole (unsharded) checkpoint and writes it;
-    // save_checkpoint updates the latest file only once it is durable. The
-    // others wait, so nobody exits or moves on before it is.
+    // rank, so rank 0 writes the whole (unsharded) checkpoint, its tensors
+    // gathered over its tensor-parallel group; save_checkpoint updates the
+    // latest file only once it is durable. The others wait, so nobody exits
+    // or moves on before it is.
+    if (at.dp_rank == 0) {
+      std::map<std::string, SafeTensor> model_tensors = state.save_model();
+      std::map<std::string, SafeTensor> optimizer_tensors = state.save_optimizer();
+      if (rank == 0) save_checkpoint(cfg.save, it, model_tensors, optimizer_tensors, meta);
+    }
     if (rank == 0) {
-      save_checkpoint(cfg.save, it, state.save_model(), state.save_optimizer(), meta);
       std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
                   static_cast<long>(it), cfg.save.c_str(), std::chrono::duration<double>(Clock::now() - s0).count());
       std::fflush(stdout);
@@ -303,18 +351,20 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
     double loss_sum = 0;
     for (int64_t m = 0; m < micro_batches; ++m) {
       graph::Executable& train_step = m == 0 ? first_micro_batch : *next_micro_batch;
-      fill_batch(*data, Split::Train, consumed + (m * dp + rank) * B, B, T, batch);
-      train_step.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
-      train_step.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+      fill_batch(*data, Split::Train, consumed + (m * dp + at.dp_rank) * B, B, T, batch);
+      feed(train_step, batch, model, at);
       train_step.run();
       loss_sum += read_scalar(train_step, "loss");
     }
-    // Sum the loss and any save/exit request over ranks, then the gradients.
-    double shared[1 + JobControl::kSlots] = {loss_sum};
+    // Sum the loss (once per tensor-parallel group) and any save/exit
+    // request over all ranks, then the gradients over data-parallel ranks.
+    double shared[1 + JobControl::kSlots] = {at.tp_rank == 0 ? loss_sum : 0.0};
     control.local_requests(iteration + 1, std::span<double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
     comm.start_sum(shared);
     gradient_allreduce.start();
-    comm.wait("loss and gradient all-reduce at iteration " + std::to_string(iteration + 1));
+    const std::string at_iteration = " at iteration " + std::to_string(iteration + 1);
+    comm.wait("loss all-reduce" + at_iteration);
+    if (&dp_group != &comm) dp_group.wait("gradient all-reduce" + at_iteration);
     gradient_allreduce.finish();
     const double loss = shared[0] / batch_terms;
     const JobControl::Decision request =
@@ -375,7 +425,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
       interval_start = Clock::now();
     }
     if (eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters)) {
-      double vloss = evaluate(*eval, *data, cfg, batch, comm);
+      double vloss = evaluate(*eval, *data, cfg, batch, comm, at);
       if (reporter) {
         std::printf("%s", format_validation(iteration, vloss).c_str());
         std::fflush(stdout);
@@ -384,7 +434,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
       interval_start = Clock::now();  // evaluation time is not iteration time
     }
     if (cfg.check_weight_hash_interval > 0 && iteration % cfg.check_weight_hash_interval == 0)
-      dist::check_parameters_identical(comm, state, iteration);
+      dist::check_parameters_identical(dp_group, state, iteration);
     const bool scheduled_save =
         (cfg.save_interval > 0 && iteration % cfg.save_interval == 0) || iteration == cfg.train_iters;
     if (!cfg.save.empty() && (scheduled_save || request.save)) {

@@ -29,6 +29,12 @@ const char* op_name(kiln_op op) {
     case KILN_OP_CONCAT: return "concat";
     case KILN_OP_SUM_SQUARES: return "sum_squares";
     case KILN_OP_ADAMW: return "adamw";
+    case KILN_OP_ALL_REDUCE: return "all_reduce";
+    case KILN_OP_ROW_MAX: return "row_max";
+    case KILN_OP_CROSS_ENTROPY_SHARD: return "cross_entropy_shard";
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: return "cross_entropy_shard_grad";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return "cross_entropy_from_sums";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: return "cross_entropy_from_sums_grad";
     case KILN_OP_COUNT_: break;
   }
   return "unknown";
@@ -69,6 +75,7 @@ bool is_suffix(const Dims& suffix, const Dims& d) {
 
 struct Invalid {
   std::string message;
+  int32_t code = KILN_ERR_INVALID_ARGUMENT;  // KILN_ERR_UNSUPPORTED: a valid op these plugins lack
 };
 
 class Checker {
@@ -416,9 +423,18 @@ void analyze_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo*
       p->count = c.in(0).numel();
       p->weight_decay = n.iattrs[0] != 0;
       return;
+    // Tensor parallelism: the collective is the host's (plugins never get
+    // it) and the vocab-parallel cross-entropy pieces have no kernels in the
+    // opencl and vulkan plugins; the host runs them on the cpu fallback.
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ROW_MAX:
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
     case KILN_OP_COUNT_: break;
   }
-  throw Invalid{"unsupported op"};
+  throw Invalid{"unsupported op", KILN_ERR_UNSUPPORTED};
 }
 
 }  // namespace
@@ -439,7 +455,7 @@ std::vector<NodeInfo> analyze(const ir::DecodedGraph& g) {
     try {
       analyze_node(g, n, &out[i]);
     } catch (const Invalid& e) {
-      fail(KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message);
+      fail(e.code, "node " + std::to_string(i) + " (" + op_name(n.op) + "): " + e.message);
     }
   }
   return out;

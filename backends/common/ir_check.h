@@ -43,7 +43,8 @@ struct NodeInfo {
 };
 
 // Throws Failure: KILN_ERR_INVALID_ARGUMENT naming the node for a malformed
-// node, KILN_ERR_UNSUPPORTED for an op this plugin does not know.
+// node, KILN_ERR_UNSUPPORTED for an op this plugin does not know (the
+// tensor-parallel ops from ALL_REDUCE on included).
 std::vector<NodeInfo> analyze(const ir::DecodedGraph& g);
 
 // Decodes IR bytes, mapping decoder errors to kiln error codes; `backend`

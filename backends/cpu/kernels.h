@@ -99,6 +99,17 @@ void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, floa
 void cross_entropy_grad(const Ctx&, const float* logits, const int32_t* targets, const float* dloss, float* dlogits,
                         int64_t rows, int64_t cols);
 
+// ---- kernels_vocab_parallel.cpp (targets outside [0, cols) belong to another
+// vocab shard: they add nothing to the target term)
+void row_max(const Ctx&, const float* x, float* y, int64_t rows, int64_t cols);
+void cross_entropy_shard(const Ctx&, const float* logits, const int32_t* targets, const float* rowmax, float* sums,
+                         int64_t rows, int64_t cols);
+void cross_entropy_shard_grad(const Ctx&, const float* logits, const int32_t* targets, const float* rowmax,
+                              const float* dsums, float* dlogits, int64_t rows, int64_t cols);
+// scratch: rows doubles
+void cross_entropy_from_sums(const Ctx&, const float* sums, float* loss, int64_t rows);
+void cross_entropy_from_sums_grad(const Ctx&, const float* sums, const float* dloss, float* dsums, int64_t rows);
+
 // ---- kernels_embedding.cpp (ids already checked to lie in [0, vocab))
 void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows, int64_t cols);
 void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows, int64_t cols,

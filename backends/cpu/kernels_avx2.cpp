@@ -17,3 +17,4 @@
 #include "kernels_norm.cpp"
 #include "kernels_optimizer.cpp"
 #include "kernels_reduce.cpp"
+#include "kernels_vocab_parallel.cpp"

@@ -48,6 +48,15 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_ADAMW:
       return adamw(ctx, fin(0), fin(1), fin(2), fin(3), fin(4), fout(0), fout(1), fout(2), nd.n, fa(0), fa(1), fa(2),
                    nd.flag);
+    case KILN_OP_ROW_MAX: return row_max(ctx, fin(0), fout(0), nd.rows, nd.cols);
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+      return cross_entropy_shard(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD:
+      return cross_entropy_shard_grad(ctx, fin(0), iin(1), fin(2), fin(3), fout(0), nd.rows, nd.cols);
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return cross_entropy_from_sums(ctx, fin(0), fout(0), nd.rows);
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
+      return cross_entropy_from_sums_grad(ctx, fin(0), fin(1), fout(0), nd.rows);
+    case KILN_OP_ALL_REDUCE:  // a host collective: plan_graph refuses it
     case KILN_OP_COUNT_: break;
   }
 }

@@ -33,6 +33,12 @@ const char* op_name(kiln_op op) {
     case KILN_OP_CONCAT: return "concat";
     case KILN_OP_SUM_SQUARES: return "sum_squares";
     case KILN_OP_ADAMW: return "adamw";
+    case KILN_OP_ALL_REDUCE: return "all_reduce";
+    case KILN_OP_ROW_MAX: return "row_max";
+    case KILN_OP_CROSS_ENTROPY_SHARD: return "cross_entropy_shard";
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: return "cross_entropy_shard_grad";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return "cross_entropy_from_sums";
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: return "cross_entropy_from_sums_grad";
     case KILN_OP_COUNT_: break;
   }
   return "unknown";
@@ -43,7 +49,8 @@ uint64_t NodePlan::scratch_bytes(int threads) const {
   switch (op) {
     case KILN_OP_LAYERNORM_GRAD: return t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
     case KILN_OP_SUM_TO: return t * static_cast<uint64_t>(cols) * sizeof(float);
-    case KILN_OP_CROSS_ENTROPY: return static_cast<uint64_t>(rows) * sizeof(double);
+    case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return static_cast<uint64_t>(rows) * sizeof(double);
     case KILN_OP_SUM_SQUARES: return t * sizeof(double);
     default: return 0;
   }
@@ -426,6 +433,58 @@ void plan_node(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodePlan* p)
       p->n = c.in(0).numel();
       p->flag = n.iattrs[0] != 0;
       return;
+    case KILN_OP_ROW_MAX: {
+      c.arity(1, 1);
+      c.attrs(0, 0);
+      c.f32_in(0, "x");
+      const Dims& x = c.din(0);
+      if (x.size() < 2) c.fail("x must have rank >= 2, got " + str(x));
+      c.out_is(0, KILN_F32, Dims(x.begin(), x.end() - 1));
+      p->cols = x.back();
+      p->rows = c.in(0).numel() / p->cols;
+      return;
+    }
+    case KILN_OP_CROSS_ENTROPY_SHARD:
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: {
+      const bool grad = n.op == KILN_OP_CROSS_ENTROPY_SHARD_GRAD;
+      c.arity(grad ? 4 : 3, 1);
+      c.attrs(0, 0);
+      c.f32_in(0, "logits");
+      c.i32_in(1, "targets");
+      c.f32_in(2, "rowmax");
+      if (c.din(0).size() != 2) c.fail("logits must be [N, V], got " + str(c.din(0)));
+      const int64_t rows = c.din(0)[0];
+      if (c.din(1) != Dims{rows}) c.fail("targets must be [" + std::to_string(rows) + "], got " + str(c.din(1)));
+      if (c.din(2) != Dims{rows}) c.fail("rowmax must be [" + std::to_string(rows) + "], got " + str(c.din(2)));
+      if (grad) {
+        c.f32_in(3, "dsums");
+        if (c.din(3) != Dims{rows, 2}) c.fail("dsums must be [" + std::to_string(rows) + ", 2], got " + str(c.din(3)));
+        c.out_is(0, KILN_F32, c.din(0));
+      } else {
+        c.out_is(0, KILN_F32, {rows, 2});
+      }
+      p->rows = rows;
+      p->cols = c.din(0)[1];
+      return;
+    }
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS:
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: {
+      const bool grad = n.op == KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD;
+      c.arity(grad ? 2 : 1, 1);
+      c.attrs(0, 0);
+      c.f32_in(0, "sums");
+      if (c.din(0).size() != 2 || c.din(0)[1] != 2) c.fail("sums must be [N, 2], got " + str(c.din(0)));
+      if (grad) {
+        c.f32_in(1, "dloss");
+        if (c.din(1) != Dims{1}) c.fail("dloss must be [1], got " + str(c.din(1)));
+        c.out_is(0, KILN_F32, c.din(0));
+      } else {
+        c.out_is(0, KILN_F32, {1});
+      }
+      p->rows = c.din(0)[0];
+      return;
+    }
+    case KILN_OP_ALL_REDUCE:  // plan_graph refuses it before we get here
     case KILN_OP_COUNT_: break;
   }
   throw Invalid{"unsupported op"};
@@ -449,6 +508,11 @@ PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans) {
     if (static_cast<int>(n.op) >= KILN_OP_COUNT_)
       return {KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": op " + std::to_string(static_cast<int>(n.op)) +
                                         " is not supported by the cpu backend"};
+    // A collective spans the ranks of a group: the host runs it over MPI
+    // between compiled pieces of a graph, so no plugin ever executes one.
+    if (n.op == KILN_OP_ALL_REDUCE)
+      return {KILN_ERR_UNSUPPORTED,
+              "node " + std::to_string(i) + ": all_reduce is a host collective, not supported by the cpu backend"};
     try {
       plan_node(g, n, &(*plans)[i]);
     } catch (const Invalid& e) {

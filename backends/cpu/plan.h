@@ -36,7 +36,9 @@ struct NodePlan {
   //   MATMUL:                               batch, m, cols (= N), k, trans_a, trans_b
   //   EMBEDDING(_GRAD):                     rows (ids), cols (C), vocab
   //   LAYERNORM(_GRAD), SOFTMAX_GRAD,
-  //   CROSS_ENTROPY(_GRAD), SUM_TO:         rows, cols (last dim / suffix size)
+  //   CROSS_ENTROPY(_GRAD), SUM_TO,
+  //   ROW_MAX, CROSS_ENTROPY_SHARD(_GRAD):  rows, cols (last dim / suffix size)
+  //   CROSS_ENTROPY_FROM_SUMS(_GRAD):       rows
   //   CAUSAL_SOFTMAX:                       batch (matrices), cols (T)
   //   SPLIT:                                rows (outer), parts, inner (per part)
   //   CONCAT:                               rows (outer), inners (per input), inner (output)

@@ -35,7 +35,7 @@
 
 // Bump whenever generated code or the executable format changes: it keys the
 // compile cache.
-#define KILN_CPU_COMPILER_VERSION "cpu-1"
+#define KILN_CPU_COMPILER_VERSION "cpu-2"  // 2: the tensor-parallel ops
 
 struct kiln_error {
   int32_t code;
@@ -641,7 +641,8 @@ kiln_error* synchronize(kiln_device*) { return nullptr; }  // execute is synchro
 kiln_error* op_supported(kiln_op_supported_args* args) {
   return guarded([&] {
     check_args(args, "op_supported");
-    args->supported = args->op >= 0 && args->op < KILN_OP_COUNT_ ? 1 : 0;
+    // Every op but the collective, which the host runs between pieces.
+    args->supported = args->op >= 0 && args->op < KILN_OP_COUNT_ && args->op != KILN_OP_ALL_REDUCE ? 1 : 0;
   });
 }
 

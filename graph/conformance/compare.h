@@ -12,7 +12,7 @@ namespace kiln::conformance {
 
 constexpr double kTolElementwise = 1e-7;  // elementwise, norm, loss, optimizer
 constexpr double kTolGemm = 1e-6;         // softmax, GEMM, attention-like
-constexpr double kExact = 0.0;            // data movement: bit for bit
+constexpr double kExact = 0.0;            // data movement, row_max: bit for bit
 
 double threshold_for(kiln_op op);
 

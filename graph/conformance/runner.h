@@ -55,6 +55,9 @@ bool selected(const Case& c, const std::vector<std::string>& filters);
 struct Report {
   std::vector<CaseResult> cases;
   std::vector<GroupResult> groups;
+  // Selected ops that no backend runs (is_host_collective): listed, not run,
+  // and neither passed, failed nor unsupported.
+  std::vector<kiln_op> host_collectives;
   double seconds = 0.0;
   int passed() const;
   int failed() const;  // groups with a failed case: the exit status
@@ -62,7 +65,8 @@ struct Report {
 };
 
 // Runs the selected cases in suite order, printing a line per group as it
-// finishes (and per case with verbose), then a summary line.
+// finishes (and per case with verbose), a HOST line per host collective the
+// filters select, then a summary line.
 Report run(Device& device, const Suite& suite, const Options& options);
 
 }  // namespace kiln::conformance

@@ -10,10 +10,17 @@ Suite Suite::builtin() {
   add_elementwise_cases(s);
   add_linear_cases(s);
   add_layout_cases(s);
+  add_vocab_parallel_cases(s);
   return s;
 }
 
+bool is_host_collective(kiln_op op) { return op == KILN_OP_ALL_REDUCE; }
+
 void Suite::add(Case c) {
+  for (const graph::Node& n : c.graph.nodes())
+    if (is_host_collective(n.op))
+      throw Error("conformance case '" + c.name + "': " + graph::op_name(n.op) +
+                  " is a host collective; the suite runs graphs on one device, where no plugin ever receives it");
   for (const Case& other : cases_)
     if (other.name == c.name) throw Error("conformance suite: two cases named '" + c.name + "'");
   cases_.push_back(std::move(c));

@@ -1,7 +1,7 @@
 // The conformance suite: graphs with fixed inputs, run on a backend and on
 // the reference interpreter, compared output by output. The built-in cases
-// cover every op in kiln/ir.h, forward and backward, at shapes that are no
-// multiple of any tile; callers add whole-model cases (the CLI adds a GPT
+// cover every op in kiln/ir.h that a device runs (host collectives aside),
+// forward and backward, at shapes that are no multiple of any tile; callers add whole-model cases (the CLI adds a GPT
 // train step, which needs trainer/).
 #pragma once
 
@@ -25,11 +25,17 @@ struct Case {
   bool fallback = false;
 };
 
+// Ops the host runs itself, across the ranks of a group (ALL_REDUCE): no
+// plugin ever receives one, so the suite has no case for them and refuses
+// cases that contain one; a report lists them as host collectives instead.
+bool is_host_collective(kiln_op op);
+
 class Suite {
  public:
-  // Every op in kiln/ir.h.
+  // Every op in kiln/ir.h that runs on a device (all but host collectives).
   static Suite builtin();
 
+  // Throws if a case's name is taken or its graph holds a host collective.
   void add(Case c);
   // A whole graph, judged on every output, run with the CPU fallback for
   // ops the backend lacks. f32 inputs not in `inputs` get uniform [-1, 1)

@@ -376,6 +376,90 @@ void op_cross_entropy_grad(const Ctx& c) {
   }
 }
 
+// Tensor parallelism. The reference is a group of one rank: the sum or
+// max of x over {this rank} is x itself. Multi-rank groups are the host's
+// business (it runs the collective over MPI between compiled pieces).
+void op_all_reduce(const Ctx& c) {
+  if (c.ia(0) != 0 && c.ia(0) != 1) c.fail("reduction must be 0 (sum) or 1 (max)");
+  c.out(0).f32 = c.f(0);
+}
+
+// y[r] = max over the last dim of row r; a NaN anywhere in the row makes
+// it NaN (as a max would that any NaN poisons, like a sum).
+void op_row_max(const Ctx& c) {
+  const auto& x = c.f(0);
+  const int64_t V = c.shape_in(0).back();
+  HostTensor& y = c.out(0);
+  for (size_t r = 0; r < y.f32.size(); ++r) {
+    const float* row = x.data() + static_cast<int64_t>(r) * V;
+    float m = row[0];
+    // !(a <= m): a is larger or NaN; once m is NaN it stays NaN.
+    for (int64_t j = 1; j < V && !std::isnan(m); ++j)
+      if (!(row[j] <= m)) m = row[j];
+    y.f32[r] = m;
+  }
+}
+
+// A target this vocab shard holds, or -1 for one that lives in another shard.
+int64_t local_target(int32_t t, int64_t V) { return t >= 0 && t < V ? t : -1; }
+
+// sums[i] = {sum_j exp(logits[i][j] - rowmax[i]), logits[i][t] - rowmax[i]}.
+void op_cross_entropy_shard(const Ctx& c) {
+  const auto& logits = c.f(0);
+  const auto& targets = c.ids(1);
+  const auto& rowmax = c.f(2);
+  int64_t N = c.shape_in(0)[0], V = c.shape_in(0)[1];
+  HostTensor& sums = c.out(0);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = logits.data() + n * V;
+    const double m = rowmax[static_cast<size_t>(n)];
+    double s = 0.0;
+    for (int64_t j = 0; j < V; ++j) s += std::exp(row[j] - m);
+    const int64_t t = local_target(targets[static_cast<size_t>(n)], V);
+    sums.f32[static_cast<size_t>(2 * n)] = static_cast<float>(s);
+    sums.f32[static_cast<size_t>(2 * n + 1)] = t < 0 ? 0.0f : static_cast<float>(row[t] - m);
+  }
+}
+
+// dlogits[i][j] = dsums[i][0] exp(logits[i][j] - rowmax[i]) + (j == t ? dsums[i][1] : 0).
+void op_cross_entropy_shard_grad(const Ctx& c) {
+  const auto& logits = c.f(0);
+  const auto& targets = c.ids(1);
+  const auto& rowmax = c.f(2);
+  const auto& dsums = c.f(3);
+  int64_t N = c.shape_in(0)[0], V = c.shape_in(0)[1];
+  HostTensor& d = c.out(0);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = logits.data() + n * V;
+    const double m = rowmax[static_cast<size_t>(n)];
+    const double d0 = dsums[static_cast<size_t>(2 * n)], d1 = dsums[static_cast<size_t>(2 * n + 1)];
+    const int64_t t = local_target(targets[static_cast<size_t>(n)], V);
+    for (int64_t j = 0; j < V; ++j)
+      d.f32[static_cast<size_t>(n * V + j)] = static_cast<float>(d0 * std::exp(row[j] - m) + (j == t ? d1 : 0.0));
+  }
+}
+
+// loss = mean over N of log(sums[i][0]) - sums[i][1].
+void op_cross_entropy_from_sums(const Ctx& c) {
+  const auto& sums = c.f(0);
+  int64_t N = c.shape_in(0)[0];
+  double total = 0.0;
+  for (size_t n = 0; n < static_cast<size_t>(N); ++n)
+    total += std::log(static_cast<double>(sums[2 * n])) - static_cast<double>(sums[2 * n + 1]);
+  c.out(0).f32[0] = static_cast<float>(total / static_cast<double>(N));
+}
+
+// dsums[i] = {dloss / (N sums[i][0]), -dloss / N}.
+void op_cross_entropy_from_sums_grad(const Ctx& c) {
+  const auto& sums = c.f(0);
+  double k = c.f(1).at(0) / static_cast<double>(c.shape_in(0)[0]);
+  HostTensor& d = c.out(0);
+  for (size_t n = 0; n < d.f32.size() / 2; ++n) {
+    d.f32[2 * n] = static_cast<float>(k / static_cast<double>(sums[2 * n]));
+    d.f32[2 * n + 1] = static_cast<float>(-k);
+  }
+}
+
 void op_sum_to(const Ctx& c) {
   const auto& x = c.f(0);
   HostTensor& y = c.out(0);
@@ -534,6 +618,12 @@ void eval_node(const Ctx& c) {
     case KILN_OP_CONCAT: return op_concat(c);
     case KILN_OP_SUM_SQUARES: return op_sum_squares(c);
     case KILN_OP_ADAMW: return op_adamw(c);
+    case KILN_OP_ALL_REDUCE: return op_all_reduce(c);
+    case KILN_OP_ROW_MAX: return op_row_max(c);
+    case KILN_OP_CROSS_ENTROPY_SHARD: return op_cross_entropy_shard(c);
+    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: return op_cross_entropy_shard_grad(c);
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return op_cross_entropy_from_sums(c);
+    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: return op_cross_entropy_from_sums_grad(c);
     case KILN_OP_COUNT_: break;
   }
   c.fail("unknown op " + std::to_string(static_cast<int>(c.node.op)));

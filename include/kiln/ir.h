@@ -118,7 +118,30 @@ typedef enum kiln_op {
    *   p' = p - lr * (m' c1 / (sqrt(v' c2) + eps) + wd * p)   (wd if applied)
    * Decoupled weight decay as in PyTorch's AdamW. */
   KILN_OP_ADAMW = 21,
-  KILN_OP_COUNT_ = 22
+  /* ---- tensor parallelism (IR 1, appended; a plugin built against an
+   * older header reports them unsupported and the host falls back). */
+  /* (x) -> y, same shape: the elementwise sum (iattrs[0] = 0) or max
+   * (iattrs[0] = 1) of x over the ranks of the tensor-parallel group. A
+   * collective: the host runs it through MPI between the compiled pieces
+   * of a graph, so a plugin's compile never receives it. */
+  KILN_OP_ALL_REDUCE = 22,
+  /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2). */
+  KILN_OP_ROW_MAX = 23,
+  /* Vocab-parallel cross-entropy, part 1, over one shard of the vocab:
+   * (logits [N, V], targets [N] i32, rowmax [N]) -> sums [N, 2] with
+   *   sums[i][0] = sum_j exp(logits[i][j] - rowmax[i])
+   *   sums[i][1] = logits[i][t] - rowmax[i] if 0 <= t = targets[i] < V, else 0
+   * (targets index the shard; ids of other shards lie outside [0, V)). */
+  KILN_OP_CROSS_ENTROPY_SHARD = 24,
+  /* (logits, targets, rowmax, dsums [N, 2]) -> dlogits [N, V]:
+   *   dlogits[i][j] = dsums[i][0] exp(logits[i][j] - rowmax[i]) + (j == t ? dsums[i][1] : 0). */
+  KILN_OP_CROSS_ENTROPY_SHARD_GRAD = 25,
+  /* Part 2, on the group-summed sums: (sums [N, 2]) -> loss [1] =
+   * mean over N of log(sums[i][0]) - sums[i][1]. */
+  KILN_OP_CROSS_ENTROPY_FROM_SUMS = 26,
+  /* (sums, dloss [1]) -> dsums [N, 2] = {dloss / (N sums[i][0]), -dloss / N}. */
+  KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD = 27,
+  KILN_OP_COUNT_ = 28
 } kiln_op;
 
 #endif /* KILN_IR_H */

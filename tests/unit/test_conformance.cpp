@@ -4,7 +4,10 @@
 // in-process wrapper of the cpu plugin that misbehaves on demand.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/registry.h"
 #include "graph/conformance/runner.h"
@@ -19,6 +22,11 @@ TEST(Conformance, BuiltinSuiteCoversEveryOp) {
   for (const Case& c : suite.cases()) groups.insert(c.group);
   for (int op = 0; op < KILN_OP_COUNT_; ++op) {
     const std::string name = graph::op_name(static_cast<kiln_op>(op));
+    if (is_host_collective(static_cast<kiln_op>(op))) {
+      // Never run by a plugin: no case (HostCollectivesAreListedNotRun).
+      EXPECT_FALSE(groups.count(name)) << name << " is a host collective but has conformance cases";
+      continue;
+    }
     EXPECT_TRUE(groups.count(name)) << "no conformance case for op " << name;
     bool in_graph = false;
     for (const Case& c : suite.cases())
@@ -47,7 +55,41 @@ TEST(Conformance, CpuPassesEveryCase) {
   Report report = run(*device, Suite::builtin(), options);
   EXPECT_EQ(report.failed(), 0);
   EXPECT_EQ(report.unsupported(), 0);
+  EXPECT_EQ(report.host_collectives, std::vector<kiln_op>{KILN_OP_ALL_REDUCE});
   for (const CaseResult& r : report.cases) EXPECT_EQ(r.status, Status::Pass) << r.c->name << ": " << r.detail;
+}
+
+TEST(Conformance, HostCollectivesAreListedNotRun) {
+  for (int op = 0; op < KILN_OP_COUNT_; ++op)
+    EXPECT_EQ(is_host_collective(static_cast<kiln_op>(op)), op == KILN_OP_ALL_REDUCE) << op;
+
+  // A case holding one is refused: no device could run it.
+  graph::Graph g;
+  g.output("y", g.all_reduce(g.input("x", KILN_F32, {3})));
+  Suite suite;
+  EXPECT_THROW(suite.add_case("tp", g, kTolElementwise), Error);
+
+  // The report names it, apart from passes, failures and unsupported ops.
+  auto device = Registry::instance().open("cpu", 0, 1);
+  Options options;
+  options.out = std::tmpfile();
+  ASSERT_NE(options.out, nullptr);
+  options.filters = {"all_reduce", "row_max [1, 1]"};
+  Report report = run(*device, Suite::builtin(), options);
+  EXPECT_EQ(report.host_collectives, std::vector<kiln_op>{KILN_OP_ALL_REDUCE});
+  ASSERT_EQ(report.groups.size(), 1u);  // row_max only
+  EXPECT_EQ(report.passed(), 1);
+  EXPECT_EQ(report.unsupported(), 0);
+  std::string text(4096, '\0');
+  std::rewind(options.out);
+  text.resize(std::fread(text.data(), 1, text.size(), options.out));
+  std::fclose(options.out);
+  EXPECT_NE(text.find("all_reduce"), std::string::npos) << text;
+  EXPECT_NE(text.find("host collective"), std::string::npos) << text;
+
+  options.out = nullptr;
+  options.filters = {"gelu"};
+  EXPECT_TRUE(run(*device, Suite::builtin(), options).host_collectives.empty());
 }
 
 TEST(Conformance, AddCaseFillsFloatInputsAndNeedsIds) {

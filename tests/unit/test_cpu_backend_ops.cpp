@@ -10,6 +10,7 @@
 // both kernel sets: AVX2+FMA (when the CPU has it) and the baseline build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -374,6 +375,57 @@ TEST_P(CpuOps, CrossEntropyAndGrad) {
   }
 }
 
+// The vocab-parallel pieces. Unlike CROSS_ENTROPY's, their targets may lie
+// outside [0, V) (another shard's tokens): no error, no target term.
+TEST_P(CpuOps, VocabParallelCrossEntropy) {
+  struct C {
+    int64_t n, v;
+    float lo, hi;
+  };
+  for (C c : {C{1, 1, -6, 6}, C{5, 37, -6, 6}, C{33, 65, -6, 6}, C{64, 1000, -6, 6}, C{5, 50257, -6, 6},
+              C{7, 129, 4980, 5020}, C{9, 300, -1000, 1000}}) {
+    HostTensor logits = rnd({c.n, c.v}, c.lo, c.hi);
+    HostTensor targets = ids({c.n}, 3 * c.v);
+    for (int32_t& t : targets.i32) t -= static_cast<int32_t>(c.v);  // [-V, 2V): a third in range
+    HostTensor rowmax = HostTensor::zeros(KILN_F32, {c.n});
+    for (int64_t r = 0; r < c.n; ++r) {  // at least the row's max, as for a shard
+      const float* row = logits.f32.data() + r * c.v;
+      rowmax.f32[static_cast<size_t>(r)] = *std::max_element(row, row + c.v) + (r % 2 ? 1.5f : 0.0f);
+    }
+    HostTensor sums = rnd({c.n, 2});
+    for (int64_t r = 0; r < c.n; ++r) sums.f32[static_cast<size_t>(2 * r)] = rng_.uniform(1.0f, 1000.0f);
+    Graph g;
+    ValueId l = g.input("logits", KILN_F32, {c.n, c.v}), t = g.input("targets", KILN_I32, {c.n});
+    ValueId mx = g.input("rowmax", KILN_F32, {c.n}), ds = g.input("shard_dsums", KILN_F32, {c.n, 2});
+    ValueId s = g.input("group_sums", KILN_F32, {c.n, 2});
+    g.output("row_max", g.row_max(l));
+    g.output("sums", g.cross_entropy_shard(l, t, mx));
+    g.output("dlogits", g.cross_entropy_shard_grad(l, t, mx, ds));
+    g.output("loss", g.cross_entropy_from_sums(s));
+    g.output("dsums", g.cross_entropy_from_sums_grad(s, g.input("dloss", KILN_F32, {1})));
+    check(g,
+          {{"logits", logits},
+           {"targets", targets},
+           {"rowmax", rowmax},
+           {"shard_dsums", rnd({c.n, 2})},
+           {"group_sums", sums},
+           {"dloss", scalar(0.75f)}},
+          kTolElementwise,
+          "N=" + std::to_string(c.n) + " V=" + std::to_string(c.v) + " logits in [" + std::to_string(c.lo) + ", " +
+              std::to_string(c.hi) + ")");
+  }
+  {
+    // NaN poisons a row's max; infinities are ordinary extremes.
+    HostTensor x = rnd({4, 37}, -5.0f, 5.0f);
+    x.f32[30] = std::nanf("");
+    x.f32[37 + 3] = INFINITY;
+    for (int64_t j = 0; j < 37; ++j) x.f32[static_cast<size_t>(2 * 37 + j)] = -INFINITY;
+    Graph g;
+    g.output("y", g.row_max(g.input("x", KILN_F32, {4, 37})));
+    check(g, {{"x", x}}, 0.0, "row_max with NaN and infinities");
+  }
+}
+
 TEST_P(CpuOps, OutOfRangeIdsAreErrors) {
   {
     Graph g;
@@ -679,6 +731,52 @@ TEST(CpuPlugin, RefusesUnknownOpsAsUnsupported) {
   uint32_t x = w.value(KILN_F32, {4}, 1, 0), y = w.value(KILN_F32, {4}, 2, 0);
   w.node(200, {x}, {y});
   EXPECT_EQ(compile_code(w.bytes(3, 0)), KILN_ERR_UNSUPPORTED);
+}
+
+TEST(CpuPlugin, AllReduceIsAHostCollective) {
+  const kiln_plugin_api* api = device("avx2").plugin().api;
+  for (int op = KILN_OP_ALL_REDUCE; op < KILN_OP_COUNT_; ++op) {
+    kiln_op_supported_args a{};
+    a.struct_size = sizeof(a);
+    a.op = op;
+    ASSERT_EQ(api->op_supported(&a), nullptr);
+    EXPECT_EQ(a.supported, op == KILN_OP_ALL_REDUCE ? 0 : 1) << op_name(static_cast<kiln_op>(op));
+  }
+  IrWriter w;
+  uint32_t x = w.value(KILN_F32, {4}, 1, 0), y = w.value(KILN_F32, {4}, 2, 0);
+  w.node(KILN_OP_ALL_REDUCE, {x}, {y}, {0});
+  std::string msg;
+  EXPECT_EQ(compile_code(w.bytes(3, 0), &msg), KILN_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("host collective"), std::string::npos) << msg;
+}
+
+TEST(CpuPlugin, RefusesMalformedVocabParallelNodes) {
+  std::string msg;
+  IrWriter w;  // targets f32
+  uint32_t l = w.value(KILN_F32, {3, 5}, 1, 0), t = w.value(KILN_F32, {3}, 2, 0), m = w.value(KILN_F32, {3}, 3, 0);
+  uint32_t s = w.value(KILN_F32, {3, 2}, 4, 0);
+  w.node(KILN_OP_CROSS_ENTROPY_SHARD, {l, t, m}, {s});
+  EXPECT_EQ(compile_code(w.bytes(5, 0), &msg), KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("targets must be i32"), std::string::npos) << msg;
+
+  IrWriter w2;  // rowmax of the wrong length
+  l = w2.value(KILN_F32, {3, 5}, 1, 0), t = w2.value(KILN_I32, {3}, 2, 0), m = w2.value(KILN_F32, {5}, 3, 0);
+  s = w2.value(KILN_F32, {3, 2}, 4, 0);
+  w2.node(KILN_OP_CROSS_ENTROPY_SHARD, {l, t, m}, {s});
+  EXPECT_EQ(compile_code(w2.bytes(5, 0), &msg), KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("rowmax"), std::string::npos) << msg;
+
+  IrWriter w3;  // sums not [N, 2]
+  uint32_t sums = w3.value(KILN_F32, {4, 3}, 1, 0), loss = w3.value(KILN_F32, {1}, 2, 0);
+  w3.node(KILN_OP_CROSS_ENTROPY_FROM_SUMS, {sums}, {loss});
+  EXPECT_EQ(compile_code(w3.bytes(3, 0), &msg), KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("sums must be [N, 2]"), std::string::npos) << msg;
+
+  IrWriter w4;  // row_max of a vector
+  uint32_t v = w4.value(KILN_F32, {7}, 1, 0), y = w4.value(KILN_F32, {1}, 2, 0);
+  w4.node(KILN_OP_ROW_MAX, {v}, {y});
+  EXPECT_EQ(compile_code(w4.bytes(3, 0), &msg), KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("rank >= 2"), std::string::npos) << msg;
 }
 
 TEST(CpuPlugin, RefusesInconsistentShapes) {

@@ -244,6 +244,46 @@ TEST(GradCheck, CrossEntropyScaledLoss) {
   c.check(c.g.scale(c.g.cross_entropy(logits, targets), 3.0f), {"logits"});
 }
 
+// The vocab-parallel cross-entropy in its pieces. rowmax gets no gradient
+// (the loss does not depend on it), which central differences confirm: they
+// move the row's max element, and rowmax with it.
+TEST(GradCheck, VocabParallelCrossEntropyOneShard) {
+  GradCheck c;
+  ValueId logits = c.input("logits", {4, 7}, -2.0, 2.0);
+  ValueId targets = c.ids("targets", {4}, {6, 0, 3, 3});
+  ValueId sums = c.g.cross_entropy_shard(logits, targets, c.g.row_max(logits));
+  c.check(c.g.cross_entropy_from_sums(sums), {"logits"});
+}
+
+TEST(GradCheck, VocabParallelCrossEntropyTwoShardsScaledLoss) {
+  // Vocab 8 in two shards of 4; full targets {6, 0, 3, 5} become local ids
+  // {6, 0, 3, 5} and {2, -4, -1, 1}: out of range where the other shard
+  // holds the target. A scaled loss makes dloss != 1.
+  GradCheck c;
+  ValueId logits = c.input("logits", {4, 8}, -2.0, 2.0);
+  ValueId mx = c.g.row_max(logits);
+  std::vector<ValueId> parts = c.g.split(logits, 1, 2);
+  ValueId t0 = c.ids("t0", {4}, {6, 0, 3, 5}), t1 = c.ids("t1", {4}, {2, -4, -1, 1});
+  ValueId sums = c.g.add(c.g.cross_entropy_shard(parts[0], t0, mx), c.g.cross_entropy_shard(parts[1], t1, mx));
+  c.check(c.g.scale(c.g.cross_entropy_from_sums(sums), 3.0f), {"logits"});
+}
+
+TEST(GradCheck, CrossEntropyShardAlone) {
+  // Both columns of the sums read out with their own weights, so dsums is
+  // arbitrary (not what from_sums would give); rowmax is a free input.
+  GradCheck c;
+  ValueId logits = c.input("logits", {5, 6}, -2.0, 2.0);
+  ValueId rowmax = c.input("rowmax", {5}, 2.0, 3.0);
+  ValueId targets = c.ids("targets", {5}, {0, 5, -1, 6, 2});
+  c.check(c.weighted_sum(c.g.cross_entropy_shard(logits, targets, rowmax)), {"logits"});
+}
+
+TEST(GradCheck, CrossEntropyFromSums) {
+  GradCheck c;
+  ValueId sums = c.input("sums", {5, 2}, 0.5, 3.0);
+  c.check(c.g.scale(c.g.cross_entropy_from_sums(sums), 2.0f), {"sums"});
+}
+
 TEST(GradCheck, SumSquares) {
   GradCheck c;
   ValueId x = c.input("x", {3, 4});

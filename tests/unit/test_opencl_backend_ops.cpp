@@ -461,6 +461,49 @@ TEST_F(OpenclOps, CrossEntropyAndGrad) {
   check(g, in, kTolElementwise, labels);
 }
 
+// The tensor-parallel ops have no OpenCL kernels: op_supported says so, a
+// compile that gets one anyway refuses it as unsupported, and a graph
+// holding the vocab-parallel pieces runs them on the cpu fallback.
+TEST_F(OpenclOps, TensorParallelOpsFallBackToCpu) {
+  const kiln_plugin_api* api = dev().plugin().api;
+  for (int op = 0; op < KILN_OP_COUNT_; ++op) {
+    kiln_op_supported_args a{};
+    a.struct_size = sizeof(a);
+    a.op = op;
+    ASSERT_EQ(api->op_supported(&a), nullptr);
+    EXPECT_EQ(a.supported, op < KILN_OP_ALL_REDUCE ? 1 : 0) << op_name(static_cast<kiln_op>(op));
+  }
+  {
+    Graph g;
+    g.output("y", g.row_max(g.input("x", KILN_F32, {3, 5})));
+    MemoryPlan plan = plan_memory(g);
+    std::vector<uint8_t> ir = serialize(g, plan);
+    kiln_compile_args c{};
+    c.struct_size = sizeof(c);
+    c.ir = ir.data();
+    c.ir_size = ir.size();
+    kiln_error* err = api->compile(&c);
+    ASSERT_NE(err, nullptr);
+    EXPECT_EQ(api->error_code(err), KILN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(api->error_message(err)).find("unsupported op"), std::string::npos)
+        << api->error_message(err);
+    api->error_destroy(err);
+  }
+  // Logits from a matmul here, the loss and its gradient there and back.
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {17, 33}), w = g.input("w", KILN_F32, {33, 65});
+  ValueId t = g.input("targets", KILN_I32, {17});
+  ValueId logits = g.matmul(x, w, false, false);
+  ValueId mx = g.row_max(logits);
+  ValueId loss = g.cross_entropy_from_sums(g.cross_entropy_shard(logits, t, mx));
+  g.output("loss", loss);
+  g.output("dw", backward(g, loss, {w})[0]);
+  HostTensor targets = ids({17}, 3 * 65);
+  for (int32_t& id : targets.i32) id -= 65;  // a third in this shard
+  check(g, {{"x", rnd({17, 33})}, {"w", rnd({33, 65})}, {"targets", targets}}, kTolSoftmax);
+  EXPECT_EQ(Executable(dev(), g).split().fallback, "cpu");
+}
+
 TEST_F(OpenclOps, OutOfRangeIdsAreErrors) {
   {
     Graph g;

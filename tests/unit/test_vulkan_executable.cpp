@@ -240,6 +240,33 @@ TEST_F(VulkanExecutable, LoadRefusesOtherCompilerVersionsAndJunk) {
   EXPECT_EQ(load(junk, &loaded, &err), KILN_ERR_CORRUPT);
 }
 
+// The tensor-parallel ops have no Vulkan lowering: op_supported says so (the
+// host then runs them on the cpu fallback), and a compile that gets one
+// anyway refuses it as unsupported rather than as a malformed graph.
+TEST_F(VulkanExecutable, TensorParallelOpsAreUnsupported) {
+  const kiln_plugin_api* api = device()->plugin().api;
+  for (int op = KILN_OP_ALL_REDUCE; op < KILN_OP_COUNT_; ++op) {
+    kiln_op_supported_args a{};
+    a.struct_size = sizeof(a);
+    a.op = op;
+    ASSERT_EQ(api->op_supported(&a), nullptr);
+    EXPECT_EQ(a.supported, 0) << op_name(static_cast<kiln_op>(op));
+  }
+  Graph g;
+  ValueId l = g.input("l", KILN_F32, {3, 5}), t = g.input("t", KILN_I32, {3});
+  g.output("sums", g.cross_entropy_shard(l, t, g.row_max(l)));
+  MemoryPlan plan = plan_memory(g);
+  std::vector<uint8_t> ir = serialize(g, plan);
+  kiln_compile_args c{};
+  c.struct_size = sizeof(c);
+  c.ir = ir.data();
+  c.ir_size = ir.size();
+  kiln_error* err = api->compile(&c);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(api->error_code(err), KILN_ERR_UNSUPPORTED) << api->error_message(err);
+  api->error_destroy(err);
+}
+
 // A 168 MB table, above lavapipe's 128 MiB maxStorageBufferRange (GPT-2's
 // token embedding is 154 MB): the gather, its scatter-add gradient and a
 // GEMM against the transposed table (the LM head) bind it in windows.

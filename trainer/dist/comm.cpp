@@ -16,7 +16,9 @@ class SingleProcessComm : public Comm {
   int size() const override { return 1; }
   void start_sum(std::span<float>) override {}
   void start_sum(std::span<double>) override {}
+  void start_max(std::span<float>) override {}
   void start_barrier() override {}
+  std::unique_ptr<Comm> split(int, int) override { return std::make_unique<SingleProcessComm>(); }
   void wait(const std::string&) override {}
   std::vector<uint64_t> all_gather(uint64_t value, const std::string&) override { return {value}; }
   [[noreturn]] void abort(const std::string& message) override {

@@ -31,6 +31,8 @@ class Comm {
   // the same order.
   virtual void start_sum(std::span<float> data) = 0;
   virtual void start_sum(std::span<double> data) = 0;
+  // The same with the elementwise maximum.
+  virtual void start_max(std::span<float> data) = 0;
   virtual void start_barrier() = 0;
   // Completes every started collective. `what` names them in the error if
   // the deadline passes (then the job is aborted; this does not return).
@@ -51,6 +53,11 @@ class Comm {
     start_barrier();
     wait(what);
   }
+
+  // The sub-group of the ranks passing the same `color`, ordered by `key`
+  // (MPI_Comm_split): tensor- and data-parallel groups. Collective over
+  // this group. Messages about a sub-group's ranks use job (world) ranks.
+  virtual std::unique_ptr<Comm> split(int color, int key) = 0;
 
   // Ends every rank of the job now with status 1 after printing
   // "kiln: error: rank R: <message>" (one line). Does not return.

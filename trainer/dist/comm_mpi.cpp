@@ -26,11 +26,38 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 class MpiComm : public Comm {
  public:
-  MpiComm() {
-    MPI_Comm_dup(MPI_COMM_WORLD, &collectives_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &heartbeats_);
+  // A communicator over `base`'s ranks (which it takes over) with a twin
+  // for heartbeats, so they never match a collective's messages.
+  explicit MpiComm(MPI_Comm base) : collectives_(base) {
+    MPI_Comm_dup(collectives_, &heartbeats_);
     MPI_Comm_rank(collectives_, &rank_);
     MPI_Comm_size(collectives_, &size_);
+    // Job ranks of this group's members, for messages.
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    world_ranks_.resize(static_cast<size_t>(size_));
+    MPI_Allgather(&world_rank, 1, MPI_INT, world_ranks_.data(), 1, MPI_INT, collectives_);
+  }
+  ~MpiComm() override {
+    if (finalized_) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (HeartbeatSend& s : beat_sends_) MPI_Cancel(&s.request);
+    for (HeartbeatSend& s : beat_sends_) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&heartbeats_);
+    MPI_Comm_free(&collectives_);
+  }
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+
+  std::unique_ptr<Comm> split(int color, int key) override {
+    MPI_Comm sub = MPI_COMM_NULL;
+    if (MPI_Comm_split(collectives_, color, key, &sub) != MPI_SUCCESS)
+      abort("MPI_Comm_split failed while forming the parallel groups");
+    auto comm = std::make_unique<MpiComm>(sub);
+    comm->timeout_seconds_ = timeout_seconds_;
+    return comm;
   }
 
   int rank() const override { return rank_; }
@@ -44,6 +71,11 @@ class MpiComm : public Comm {
   void start_sum(std::span<double> data) override {
     pending_.emplace_back();
     MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_DOUBLE, MPI_SUM, collectives_,
+                   &pending_.back());
+  }
+  void start_max(std::span<float> data) override {
+    pending_.emplace_back();
+    MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_MAX, collectives_,
                    &pending_.back());
   }
   void start_barrier() override {
@@ -87,7 +119,7 @@ class MpiComm : public Comm {
   }
 
   [[noreturn]] void abort(const std::string& message) override {
-    std::fprintf(stderr, "kiln: error: rank %d: %s\n", rank_, message.c_str());
+    std::fprintf(stderr, "kiln: error: rank %d: %s\n", world_ranks_.at(static_cast<size_t>(rank_)), message.c_str());
     std::fflush(stderr);
     std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -106,6 +138,7 @@ class MpiComm : public Comm {
     beat_sends_.clear();
     MPI_Comm_free(&heartbeats_);
     MPI_Comm_free(&collectives_);
+    finalized_ = true;
     MPI_Finalize();
   }
 
@@ -148,7 +181,8 @@ class MpiComm : public Comm {
   std::string timeout_message(const std::string& what, const std::vector<bool>& heard) const {
     std::string silent;
     for (int r = 0; r < size_; ++r)
-      if (!heard[static_cast<size_t>(r)]) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+      if (!heard[static_cast<size_t>(r)])
+        silent += (silent.empty() ? "" : ", ") + std::to_string(world_ranks_.at(static_cast<size_t>(r)));
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%.0f", timeout_seconds_);
     std::string m = what + " did not complete within " + seconds + " s (--distributed-timeout-minutes); ";
@@ -161,6 +195,8 @@ class MpiComm : public Comm {
 
   MPI_Comm collectives_ = MPI_COMM_NULL, heartbeats_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::vector<int> world_ranks_;
+  bool finalized_ = false;
   double timeout_seconds_ = 600;
   struct HeartbeatSend {
     MPI_Request request;
@@ -179,7 +215,9 @@ std::unique_ptr<Comm> init_mpi_comm() {
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     throw Error("MPI_Init_thread failed; check the mpirun/srun launch (try: mpirun -np 1 kiln devices)");
-  return std::make_unique<MpiComm>();
+  MPI_Comm world = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &world);
+  return std::make_unique<MpiComm>(world);
 }
 
 void finalize_mpi_comm(std::unique_ptr<Comm> comm) { static_cast<MpiComm&>(*comm).finalize(); }

@@ -1,0 +1,294 @@
+// Tensor parallelism without MPI: the shard arithmetic, the structure of
+// the split GPT graphs (Megatron's all-reduces as graph nodes), the
+// executor running collectives between compiled pieces, and a TP=2 train
+// step -- two ranks as two threads meeting in an in-process group -- giving
+// the TP=1 loss and gradients. tests/cli/mpi_tensor_parallel.sh does the
+// same end to end under mpirun.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/registry.h"
+#include "graph/executor.h"
+#include "trainer/step_graphs.h"
+#include "trainer/tensor_parallel.h"
+
+namespace kiln::trainer {
+namespace {
+
+using graph::Graph;
+using graph::ValueId;
+
+ParamSpec spec_of(const GptConfig& cfg, const std::string& name) {
+  for (const ParamSpec& s : gpt_parameters(cfg))
+    if (s.name == name) return s;
+  throw Error("no parameter " + name);
+}
+
+GptConfig small_model(int64_t tp) {
+  GptConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 16;
+  c.num_attention_heads = 4;
+  c.vocab_size = 24;
+  c.seq_length = 8;
+  c.tensor_parallel = tp;
+  return c;
+}
+
+TEST(TensorParallel, ShardsFollowMegatronsLayout) {
+  const GptConfig c = small_model(2);
+  const std::string L = "decoder.layers.0.";
+  EXPECT_EQ(spec_of(c, "embedding.word_embeddings.weight").shape, (graph::Shape{12, 16}));
+  EXPECT_EQ(spec_of(c, "embedding.position_embeddings.weight").shape, (graph::Shape{8, 16}));
+  EXPECT_EQ(spec_of(c, L + "self_attention.linear_qkv.weight").shape, (graph::Shape{24, 16}));
+  EXPECT_EQ(spec_of(c, L + "self_attention.linear_qkv.bias").shape, (graph::Shape{24}));
+  EXPECT_EQ(spec_of(c, L + "self_attention.linear_proj.weight").shape, (graph::Shape{16, 8}));
+  EXPECT_EQ(spec_of(c, L + "self_attention.linear_proj.bias").shape, (graph::Shape{16}));
+  EXPECT_EQ(spec_of(c, L + "mlp.linear_fc1.weight").shape, (graph::Shape{32, 16}));
+  EXPECT_EQ(spec_of(c, L + "mlp.linear_fc2.weight").shape, (graph::Shape{16, 32}));
+  EXPECT_EQ(spec_of(c, L + "input_layernorm.weight").shape, (graph::Shape{16}));
+  EXPECT_EQ(parameter_count(c), parameter_count(small_model(1)));
+}
+
+TEST(TensorParallel, TakeAndPutShardsByRowsAndColumns) {
+  GptConfig c = small_model(2);
+  c.hidden_size = 4;
+  c.num_attention_heads = 2;
+  const ParamSpec proj = spec_of(c, "decoder.layers.0.self_attention.linear_proj.weight");  // [4, 4], columns
+  std::vector<float> full(16);
+  for (size_t i = 0; i < full.size(); ++i) full[i] = static_cast<float>(i);
+  EXPECT_EQ(take_shard(proj, full, 2, 1), (std::vector<float>{2, 3, 6, 7, 10, 11, 14, 15}));
+  const ParamSpec qkv = spec_of(c, "decoder.layers.0.self_attention.linear_qkv.bias");  // [12], rows
+  std::vector<float> bias(12);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i);
+  EXPECT_EQ(take_shard(qkv, bias, 2, 1), (std::vector<float>{6, 7, 8, 9, 10, 11}));
+  // Every rank's part put back gives the tensor again.
+  for (const ParamSpec& s : gpt_parameters(c)) {
+    std::vector<float> t(static_cast<size_t>(graph::numel(s.full_shape)));
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(i) * 0.5f;
+    std::vector<float> back(t.size(), -1.0f);
+    for (int64_t r = 0; r < 2; ++r) put_shard(s, take_shard(s, t, 2, r), back, 2, r);
+    EXPECT_EQ(back, t) << s.name;
+  }
+}
+
+TEST(TensorParallel, TokenIdsBecomeLocalOrOutOfShard) {
+  std::vector<int32_t> ids{0, 1, 2, 3, 4, 5};
+  shard_token_ids(ids, 3, 1);
+  EXPECT_EQ(ids, (std::vector<int32_t>{3, 3, 3, 0, 1, 2}));
+}
+
+int count_all_reduces(const Graph& g, int64_t reduction) {
+  int n = 0;
+  for (const graph::Node& node : g.nodes())
+    if (node.op == KILN_OP_ALL_REDUCE && node.iattrs.at(0) == reduction) ++n;
+  return n;
+}
+
+TEST(TensorParallel, TwoAllReducesPerLayerEachWay) {
+  const GptConfig c = small_model(2);
+  Graph eval = build_eval_step(c, 2);
+  // Forward: the embedding, 2 per layer, the cross-entropy's max and sums.
+  EXPECT_EQ(count_all_reduces(eval, 0), 1 + 2 * c.num_layers + 1);
+  EXPECT_EQ(count_all_reduces(eval, 1), 1);
+  // Backward adds 2 per layer and 1 for the LM head's input.
+  Graph train = build_train_step(c, 2, GradMode::Overwrite);
+  EXPECT_EQ(count_all_reduces(train, 0), 1 + 2 * c.num_layers + 1 + 2 * c.num_layers + 1);
+  EXPECT_EQ(count_all_reduces(build_grad_norm(c), 0), 1);
+  // Without tensor parallelism there are none.
+  EXPECT_EQ(count_all_reduces(build_train_step(small_model(1), 2), 0), 0);
+}
+
+// ---------------------------------------------------------------- executing collectives
+
+// A process group of `size` threads in one process: a real all-reduce, the
+// threads meeting at each call.
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int size) : size_(size) {}
+  void all_reduce(std::span<float> data, Graph::Reduction r) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (failed_) throw Error("a peer of the thread group failed");
+    const uint64_t round = round_;
+    if (arrived_ == 0) {
+      acc_.assign(data.begin(), data.end());
+    } else {
+      for (size_t i = 0; i < data.size(); ++i)
+        acc_[i] = r == Graph::Reduction::Max ? std::max(acc_[i], data[i]) : acc_[i] + data[i];
+    }
+    if (++arrived_ == size_) {
+      result_ = acc_;
+      arrived_ = 0;
+      ++round_;
+      done_.notify_all();
+    } else {
+      done_.wait(lock, [&] { return round_ != round || failed_; });
+      if (round_ == round) throw Error("a peer of the thread group failed");
+    }
+    std::copy(result_.begin(), result_.end(), data.begin());
+  }
+  // A member failed: the others stop waiting for it (as a rank's death
+  // ends an MPI job) instead of hanging.
+  void fail() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed_ = true;
+    done_.notify_all();
+  }
+
+ private:
+  const int size_;
+  bool failed_ = false;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int arrived_ = 0;
+  uint64_t round_ = 0;
+  std::vector<float> acc_, result_;
+};
+
+class GroupMember : public graph::Collectives {
+ public:
+  explicit GroupMember(ThreadGroup& g) : group_(g) {}
+  void all_reduce(std::span<float> data, Graph::Reduction r) override { group_.all_reduce(data, r); }
+
+ private:
+  ThreadGroup& group_;
+};
+
+TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {3, 5});
+  ValueId y = g.all_reduce(g.scale(x, 0.5f));
+  g.output("z", g.gelu(y));
+  g.output("m", g.all_reduce(y, Graph::Reduction::Max));  // a port made by a collective
+  graph::Executable exe(*cpu, g);
+  EXPECT_EQ(exe.split().collectives, 2);
+  std::vector<float> in(15);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) - 7.0f;
+  exe.buffer("x")->write(in.data(), 60);
+  EXPECT_THROW(exe.run(), Error);  // no process group given
+
+  // Two ranks with the same x: the sum is x itself, the max too.
+  ThreadGroup group(2);
+  GroupMember me(group), peer(group);
+  exe.set_collectives(&me);
+  std::thread other([&] {
+    std::vector<float> half(15);
+    for (size_t i = 0; i < 15; ++i) half[i] = in[i] * 0.5f;
+    peer.all_reduce(half, Graph::Reduction::Sum);
+    peer.all_reduce(half, Graph::Reduction::Max);
+  });
+  exe.run();
+  other.join();
+  std::vector<float> z(15), m(15);
+  exe.buffer("z")->read(z.data(), 60);
+  exe.buffer("m")->read(m.data(), 60);
+  for (size_t i = 0; i < 15; ++i) {
+    const double v = in[i];
+    EXPECT_NEAR(z[i], 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))), 1e-5) << i;
+    EXPECT_EQ(m[i], in[i]) << i;
+  }
+}
+
+// ---------------------------------------------------------------- TP=2 == TP=1
+
+struct StepResult {
+  float loss = 0;
+  std::map<std::string, std::vector<float>> grads;  // full tensors
+};
+
+std::vector<float> values(size_t n, uint32_t seed, float scale) {
+  std::vector<float> v(n);
+  uint32_t x = seed * 2654435761u + 7;
+  for (float& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = scale * (static_cast<float>(x >> 8) / 16777216.0f - 0.5f);
+  }
+  return v;
+}
+
+// One train step of rank `rank` of `tp` on the full parameters `params`;
+// writes the rank's part of each gradient into `out`.
+void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
+                const std::map<std::string, std::vector<float>>& params, std::vector<int32_t> tokens,
+                std::vector<int32_t> targets, StepResult& out) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  const int64_t B = 2;
+  graph::Executable exe(*cpu, build_train_step(c, B, GradMode::Overwrite));
+  if (group) exe.set_collectives(group);
+  for (const ParamSpec& s : gpt_parameters(c)) {
+    std::vector<float> mine = take_shard(s, params.at(s.name), c.tensor_parallel, rank);
+    exe.buffer(s.name)->write(mine.data(), mine.size() * 4);
+  }
+  if (c.tensor_parallel > 1) {
+    shard_token_ids(tokens, c.local_vocab(), rank);
+    shard_token_ids(targets, c.local_vocab(), rank);
+  }
+  exe.buffer("tokens")->write(tokens.data(), tokens.size() * 4);
+  exe.buffer("targets")->write(targets.data(), targets.size() * 4);
+  exe.run();
+  exe.buffer("loss")->read(&out.loss, 4);
+  for (const ParamSpec& s : gpt_parameters(c)) {
+    std::vector<float> mine(static_cast<size_t>(graph::numel(s.shape)));
+    exe.buffer(grad_name(s.name))->read(mine.data(), mine.size() * 4);
+    auto& full = out.grads[s.name];
+    full.resize(static_cast<size_t>(graph::numel(s.full_shape)));
+    put_shard(s, mine, full, c.tensor_parallel, rank);
+  }
+}
+
+TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) {
+  const GptConfig one = small_model(1), two = small_model(2);
+  std::map<std::string, std::vector<float>> params;
+  uint32_t seed = 1;
+  for (const ParamSpec& s : gpt_parameters(one))
+    params[s.name] = values(static_cast<size_t>(graph::numel(s.full_shape)), seed++, 0.5f);
+  std::vector<int32_t> tokens(16), targets(16);
+  for (size_t i = 0; i < 16; ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7 + 3) % 24);
+    targets[i] = static_cast<int32_t>((i * 5 + 11) % 24);
+  }
+  StepResult want;
+  train_step(one, 0, nullptr, params, tokens, targets, want);
+
+  ThreadGroup group(2);
+  GroupMember m0(group), m1(group);
+  StepResult r0, r1;
+  std::string errors[2];
+  auto rank = [&](int64_t r, GroupMember* m, StepResult* out) {
+    try {
+      train_step(two, r, m, params, tokens, targets, *out);
+    } catch (const std::exception& e) {
+      errors[r] = e.what();
+      group.fail();
+    }
+  };
+  std::thread rank1(rank, 1, &m1, &r1);
+  rank(0, &m0, &r0);
+  rank1.join();
+  ASSERT_EQ(errors[0] + errors[1], "");
+
+  EXPECT_EQ(r0.loss, r1.loss);  // every rank of the group holds the whole loss
+  EXPECT_NEAR(r0.loss, want.loss, 1e-5 * std::abs(want.loss));
+  for (const ParamSpec& s : gpt_parameters(two)) {
+    const std::vector<float>& w = want.grads.at(s.name);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      // Shards: each rank wrote its part; replicated: both hold all of it.
+      const float got = s.shard_dim >= 0 ? r0.grads.at(s.name)[i] + r1.grads.at(s.name)[i] : r0.grads.at(s.name)[i];
+      if (s.shard_dim < 0) {
+        EXPECT_EQ(r0.grads.at(s.name)[i], r1.grads.at(s.name)[i]) << s.name;
+      }
+      err += (got - w[i]) * (got - w[i]);
+      norm += static_cast<double>(w[i]) * w[i];
+    }
+    EXPECT_LE(err, 1e-10 * norm + 1e-20) << s.name << ": gradient NMSE " << err / norm;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::trainer
