@@ -362,7 +362,7 @@ const Port* Graph::find_output(const std::string& name) const {
 }
 
 std::vector<ValueId> Graph::add_node(kiln_op op, std::vector<ValueId> inputs, std::vector<int64_t> iattrs,
-                                     std::vector<float> fattrs, std::vector<Shape> output_shapes) {
+                                     std::vector<float> fattrs, const std::vector<Shape>& output_shapes) {
   std::vector<TypedShape> in;
   for (ValueId v : inputs) {
     if (v < 0 || static_cast<size_t>(v) >= values_.size())

@@ -63,7 +63,7 @@ class Graph {
 
   // ---- generic node append: infers output shapes, throws on bad input
   std::vector<ValueId> add_node(kiln_op op, std::vector<ValueId> inputs, std::vector<int64_t> iattrs = {},
-                                std::vector<float> fattrs = {}, std::vector<Shape> output_shapes = {});
+                                std::vector<float> fattrs = {}, const std::vector<Shape>& output_shapes = {});
 
   // ---- builder helpers, one per op (single-output ops return the value)
   ValueId fill(Shape shape, float value);

@@ -36,7 +36,7 @@ std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   const int64_t C = c.hidden_size, F = c.ffn_hidden_size();
   constexpr int kRows = 0, kColumns = 1, kReplicated = -1;
   std::vector<ParamSpec> p;
-  auto add = [&](std::string name, graph::Shape shape, Init init, bool decay, int shard_dim) {
+  auto add = [&](std::string name, const graph::Shape& shape, Init init, bool decay, int shard_dim) {
     p.push_back({std::move(name), shape, init, decay, shard_dim, shape});
     if (shard_dim >= 0) p.back().shape[static_cast<size_t>(shard_dim)] /= c.tensor_parallel;
   };

@@ -38,7 +38,7 @@ void ModelState::write(const std::string& port, const std::vector<float>& v) {
 }
 
 std::vector<float> ModelState::read_full(const ParamSpec& spec, const std::string& port) const {
-  const std::vector<float> mine = read(port);
+  std::vector<float> mine = read(port);
   if (spec.shard_dim < 0 || cfg_.tensor_parallel == 1) return mine;
   // Each rank fills its slice of a zero tensor; the group's sum is the
   // whole (exactly: every element is one rank's value plus zeros).

@@ -7,6 +7,8 @@
 // Nothing here may allocate through std containers: their out-of-line
 // template code would be shared with the baseline build by the linker and
 // could carry AVX instructions into it.
+// Including .cpp files is the point here (one AVX2 translation unit).
+// NOLINTBEGIN(bugprone-suspicious-include)
 #include "kernels_attention.cpp"
 #include "kernels_dispatch.cpp"
 #include "kernels_elementwise.cpp"
@@ -18,3 +20,4 @@
 #include "kernels_optimizer.cpp"
 #include "kernels_reduce.cpp"
 #include "kernels_vocab_parallel.cpp"
+// NOLINTEND(bugprone-suspicious-include)

@@ -94,7 +94,8 @@ void run_on_device(Device& device, const Case& c, const graph::TensorMap& want, 
   for (const auto& [name, buf] : buffers) {
     if (std::string damage = guard_damage(buf); !damage.empty()) {
       r.status = Status::Fail;
-      r.detail = "'" + name + "': " + damage + " (guard bytes overwritten)";
+      r.detail = "'";
+      r.detail.append(name).append("': ").append(damage).append(" (guard bytes overwritten)");
       return;
     }
     if (!buf.written.empty() && !updated.count(name)) {

@@ -182,7 +182,7 @@ std::string str(const Shape& s) { return to_string(s); }
 // ---------------------------------------------------------------- elementwise
 
 TEST_P(CpuOps, Fill) {
-  for (Shape s : {Shape{1}, Shape{17}, Shape{3, 65}, Shape{127, 33}, Shape{70001}}) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{3, 65}, Shape{127, 33}, Shape{70001}}) {
     Graph g;
     g.output("y", g.fill(s, -2.5f));
     check(g, {}, kTolElementwise, str(s));
@@ -204,7 +204,7 @@ TEST_P(CpuOps, AddMulBroadcast) {
 }
 
 TEST_P(CpuOps, ScaleGeluGeluGrad) {
-  for (Shape s : {Shape{1}, Shape{3}, Shape{17}, Shape{33, 65}, Shape{127, 129}, Shape{70001}}) {
+  for (const Shape& s : {Shape{1}, Shape{3}, Shape{17}, Shape{33, 65}, Shape{127, 129}, Shape{70001}}) {
     Graph g;
     ValueId x = g.input("x", KILN_F32, s), dy = g.input("dy", KILN_F32, s);
     g.output("scaled", g.scale(x, -0.37f));
@@ -309,7 +309,7 @@ TEST_P(CpuOps, EmbeddingGrad) {
 // ---------------------------------------------------------------- layernorm
 
 TEST_P(CpuOps, LayerNormAndGrad) {
-  for (Shape s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}}) {
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}}) {
     const int64_t c = s.back();
     Graph g;
     ValueId x = g.input("x", KILN_F32, s), gamma = g.input("gamma", KILN_F32, {c});
@@ -328,7 +328,8 @@ TEST_P(CpuOps, LayerNormAndGrad) {
 // ---------------------------------------------------------------- attention
 
 TEST_P(CpuOps, CausalSoftmax) {
-  for (Shape s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
+  for (const Shape& s :
+       {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
     for (float scale : {0.125f, -0.5f}) {
       Graph g;
       ValueId x = g.input("x", KILN_F32, s);
@@ -338,7 +339,7 @@ TEST_P(CpuOps, CausalSoftmax) {
 }
 
 TEST_P(CpuOps, SoftmaxGrad) {
-  for (Shape s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
+  for (const Shape& s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
     Graph g;
     ValueId y = g.input("y", KILN_F32, s), dy = g.input("dy", KILN_F32, s);
     g.output("dx", g.softmax_grad(y, dy, 0.125f));
@@ -475,7 +476,7 @@ TEST_P(CpuOps, SumTo) {
 }
 
 TEST_P(CpuOps, SumSquares) {
-  for (Shape s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{300001}}) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{300001}}) {
     Graph g;
     ValueId x = g.input("x", KILN_F32, s);
     g.output("y", g.sum_squares(x));
@@ -552,7 +553,7 @@ TEST_P(CpuOps, SplitConcat) {
 // ---------------------------------------------------------------- optimizer
 
 TEST_P(CpuOps, AdamW) {
-  for (Shape s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{70001}})
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{70001}})
     for (bool wd : {true, false})
       for (bool in_place : {true, false}) {
         Graph g;
@@ -670,8 +671,8 @@ class IrWriter {
     for (int64_t d : dims) put<int64_t>(values_, d);
     return num_values_++;
   }
-  void node(uint16_t op, std::vector<uint32_t> in, std::vector<uint32_t> out, std::vector<int64_t> ia = {},
-            std::vector<float> fa = {}) {
+  void node(uint16_t op, const std::vector<uint32_t>& in, const std::vector<uint32_t>& out,
+            const std::vector<int64_t>& ia = {}, const std::vector<float>& fa = {}) {
     put<uint16_t>(nodes_, op);
     put<uint8_t>(nodes_, static_cast<uint8_t>(in.size()));
     put<uint8_t>(nodes_, static_cast<uint8_t>(out.size()));

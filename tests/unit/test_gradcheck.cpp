@@ -28,7 +28,7 @@ class GradCheck {
   TensorMap inputs;
 
   // An f32 input filled with uniform values in [lo, hi).
-  ValueId input(const std::string& name, Shape shape, double lo = -1.0, double hi = 1.0) {
+  ValueId input(const std::string& name, const Shape& shape, double lo = -1.0, double hi = 1.0) {
     ValueId v = g.input(name, KILN_F32, shape);
     HostTensor t = HostTensor::zeros(KILN_F32, shape);
     std::uniform_real_distribution<double> u(lo, hi);
@@ -37,7 +37,7 @@ class GradCheck {
     return v;
   }
 
-  ValueId ids(const std::string& name, Shape shape, std::vector<int32_t> data) {
+  ValueId ids(const std::string& name, const Shape& shape, std::vector<int32_t> data) {
     ValueId v = g.input(name, KILN_I32, shape);
     HostTensor t = HostTensor::zeros(KILN_I32, shape);
     t.i32 = std::move(data);
@@ -201,7 +201,7 @@ TEST(GradCheck, EmbeddingTableWithRepeatedIds) {
 }
 
 TEST(GradCheck, Layernorm) {
-  for (Shape s : {Shape{3, 7}, Shape{2, 3, 5}}) {
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5}}) {
     SCOPED_TRACE(to_string(s));
     GradCheck c;
     ValueId x = c.input("x", s, -2.0, 2.0);
@@ -296,7 +296,7 @@ TEST(GradCheck, SumSquares) {
 // ------------------------------------------------------------ reductions and layout
 
 TEST(GradCheck, SumTo) {
-  for (Shape target : {Shape{3, 4}, Shape{4}, Shape{2, 3, 4}}) {
+  for (const Shape& target : {Shape{3, 4}, Shape{4}, Shape{2, 3, 4}}) {
     SCOPED_TRACE(to_string(target));
     GradCheck c;
     ValueId x = c.input("x", {2, 3, 4});

@@ -204,7 +204,7 @@ TEST_F(OpenclOps, Fill) {
   Graph g;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (Shape s : {Shape{1}, Shape{17}, Shape{3, 65}, Shape{127, 33}, Shape{70001}}) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{3, 65}, Shape{127, 33}, Shape{70001}}) {
     g.output(P(c, "y"), g.fill(s, -2.5f));
     labels[c++] = str(s);
   }
@@ -235,7 +235,7 @@ TEST_F(OpenclOps, ScaleGeluGeluGrad) {
   TensorMap in;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (Shape s : {Shape{1}, Shape{3}, Shape{17}, Shape{33, 65}, Shape{127, 129}, Shape{70001}}) {
+  for (const Shape& s : {Shape{1}, Shape{3}, Shape{17}, Shape{33, 65}, Shape{127, 129}, Shape{70001}}) {
     ValueId x = g.input(P(c, "x"), KILN_F32, s), dy = g.input(P(c, "dy"), KILN_F32, s);
     g.output(P(c, "scaled"), g.scale(x, -0.37f));
     g.output(P(c, "gelu"), g.gelu(x));
@@ -409,14 +409,15 @@ TEST_F(OpenclOps, CausalSoftmaxAndGrad) {
   TensorMap in;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (Shape s : {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
+  for (const Shape& s :
+       {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
     for (float scale : {0.125f, -0.5f}) {
       ValueId x = g.input(P(c, "x"), KILN_F32, s);
       g.output(P(c, "y"), g.causal_softmax(x, scale));
       in[P(c, "x")] = rnd(s, -4.0f, 4.0f);
       labels[c++] = "causal_softmax " + str(s) + " scale " + std::to_string(scale);
     }
-  for (Shape s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
+  for (const Shape& s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
     ValueId y = g.input(P(c, "y"), KILN_F32, s), dy = g.input(P(c, "dy"), KILN_F32, s);
     g.output(P(c, "dx"), g.softmax_grad(y, dy, 0.125f));
     in[P(c, "y")] = rnd(s, 0.0f, 1.0f);
@@ -563,7 +564,7 @@ TEST_F(OpenclOps, SumToAndSumSquares) {
     in[P(c, "x")] = rnd(sx);
     labels[c++] = "sum_to " + str(sx) + " -> " + str(sy);
   }
-  for (Shape s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{2048}, Shape{2049}, Shape{300001}}) {
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{2048}, Shape{2049}, Shape{300001}}) {
     ValueId x = g.input(P(c, "x"), KILN_F32, s);
     g.output(P(c, "y"), g.sum_squares(x));
     in[P(c, "x")] = rnd(s);
@@ -655,7 +656,7 @@ TEST_F(OpenclOps, AdamW) {
   size_t c = 0;
   HostTensor hparams = HostTensor::zeros(KILN_F32, {5});
   hparams.f32 = {1e-3f, 0.1f, 1.0f / (1.0f - 0.729f), 1.0f / (1.0f - 0.997003f), 0.5f};
-  for (Shape s : {Shape{1}, Shape{5}, Shape{17}, Shape{33, 65}, Shape{70001}})
+  for (const Shape& s : {Shape{1}, Shape{5}, Shape{17}, Shape{33, 65}, Shape{70001}})
     for (bool wd : {true, false})
       for (bool in_place : {true, false}) {
         ValueId p = g.input(P(c, "p"), KILN_F32, s), gr = g.input(P(c, "g"), KILN_F32, s);
@@ -733,7 +734,7 @@ TEST_F(OpenclOps, GpuCodegenVariants) {
   TensorMap in;
   std::map<size_t, std::string> labels;
   size_t c = 0;
-  for (Shape s : {Shape{1, 1}, Shape{33, 65}, Shape{2, 5, 768}, Shape{3, 17}}) {
+  for (const Shape& s : {Shape{1, 1}, Shape{33, 65}, Shape{2, 5, 768}, Shape{3, 17}}) {
     const int64_t ch = s.back();
     ValueId x = g.input(P(c, "x"), KILN_F32, s), gamma = g.input(P(c, "gamma"), KILN_F32, {ch});
     ValueId beta = g.input(P(c, "beta"), KILN_F32, {ch}), dy = g.input(P(c, "dy"), KILN_F32, s);
@@ -749,7 +750,7 @@ TEST_F(OpenclOps, GpuCodegenVariants) {
     in[P(c, "dy")] = rnd(s);
     labels[c++] = "layernorm " + str(s);
   }
-  for (Shape s : {Shape{1, 1}, Shape{2, 3, 33, 33}, Shape{2, 4, 64, 64}, Shape{300, 300}}) {
+  for (const Shape& s : {Shape{1, 1}, Shape{2, 3, 33, 33}, Shape{2, 4, 64, 64}, Shape{300, 300}}) {
     ValueId x = g.input(P(c, "x"), KILN_F32, s), dy = g.input(P(c, "dy"), KILN_F32, s);
     ValueId y = g.causal_softmax(x, 0.3f);
     g.output(P(c, "y"), y);
