@@ -340,6 +340,11 @@ ValueId Graph::input(const std::string& name, kiln_dtype dtype, Shape shape) {
 
 void Graph::output(const std::string& name, ValueId v, const std::string& updates) {
   if (find_output(name)) throw Error("graph: duplicate output '" + name + "'");
+  // Ports are bound to buffers by name: an output named like an input would
+  // silently share the input's buffer.
+  if (find_input(name))
+    throw Error("graph: output '" + name +
+                "' has the name of an input; name it apart (updates in place use `updates`)");
   if (!updates.empty()) {
     const Port* in = find_input(updates);
     if (!in) throw Error("graph: output '" + name + "' updates unknown input '" + updates + "'");

@@ -125,7 +125,8 @@ typedef enum kiln_op {
    * collective: the host runs it through MPI between the compiled pieces
    * of a graph, so a plugin's compile never receives it. */
   KILN_OP_ALL_REDUCE = 22,
-  /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2). */
+  /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2); a
+   * row holding a NaN gives NaN. */
   KILN_OP_ROW_MAX = 23,
   /* Vocab-parallel cross-entropy, part 1, over one shard of the vocab:
    * (logits [N, V], targets [N] i32, rowmax [N]) -> sums [N, 2] with
