@@ -3,7 +3,8 @@
 # 384, 6 heads, seq 256, vocab 50304, mock data): the same global batch of 8
 # sequences per step on 1 rank x 2 threads (2 micro-batches of 4) and on
 # 2 ranks x 1 thread (one micro-batch of 4 each, one gradient all-reduce of
-# the 30M-parameter gradients per step).
+# the 30M-parameter gradients per step), and on 2 ranks as one
+# tensor-parallel model.
 #   usage: bench/train_data_parallel.sh [build-dir] [iters]
 set -euo pipefail
 build=${1:-build}; iters=${2:-6}
@@ -26,3 +27,9 @@ report "1 rank x 2 threads" "$tmp/one.jsonl"
 mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --metrics-file "$tmp/two.jsonl" \
   >/dev/null 2>&1
 report "2 ranks x 1 thread" "$tmp/two.jsonl"
+# Tensor parallel: the same 2 ranks holding one model split in two (4
+# all-reduces of [B*T, C] activations per layer per step instead of one
+# gradient all-reduce).
+mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/tp.jsonl" >/dev/null 2>&1
+report "2 ranks TP=2 x 1 thread" "$tmp/tp.jsonl"
