@@ -143,11 +143,15 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   if (!parallel) {
     x = g.embedding(words, f.tokens);  // [B, T, C]
   } else {
-    // Vocab-parallel: ids of other shards arrive as V/T (shard_token_ids)
-    // and pick a zero row appended to the shard; the sum over the group
-    // then holds every token's row exactly once.
-    ValueId padded = g.concat({words, g.fill({1, C}, 0.0f)}, 0);
-    x = g.all_reduce(g.embedding(padded, f.tokens));
+    // Vocab-parallel, as Megatron: ids of other shards arrive as row 0 with
+    // a 0 in "token_mask" (shard_input_ids), so each token's row survives
+    // on exactly one rank and the sum over the group holds it once. MUL
+    // broadcasts over leading dims, hence the mask multiplies the rows
+    // transposed.
+    f.token_mask = g.input("token_mask", KILN_F32, {B * T});
+    ValueId rows = g.reshape(g.embedding(words, f.tokens), {B * T, C});
+    rows = g.permute(g.mul(g.permute(rows, {1, 0}), f.token_mask), {1, 0});
+    x = g.all_reduce(g.reshape(rows, {B, T, C}));
   }
   x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
   x = g.reshape(x, {B * T, C});

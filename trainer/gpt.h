@@ -63,8 +63,8 @@ double flops_per_token(const GptConfig& cfg);
 // input per parameter (named as in gpt_parameters) and "tokens" [B, T] i32.
 //
 // With tensor parallelism each rank builds the same graph over its shards:
-// "tokens" (and the loss's "targets") hold ids local to the rank's vocab
-// shard (shard_token_ids), the logits are the shard's columns, and the
+// "tokens" and "token_mask" come from shard_input_ids, the loss's "targets"
+// from shard_token_ids (trainer/tensor_parallel.h), the logits are the shard's columns, and the
 // ALL_REDUCE nodes are Megatron's: after the vocab-parallel embedding and
 // after each row-parallel layer (2 per layer forward); the inputs of the
 // column-parallel layers and of the LM head get their gradients all-reduced
@@ -72,6 +72,7 @@ double flops_per_token(const GptConfig& cfg);
 struct GptForward {
   std::map<std::string, graph::ValueId> params;
   graph::ValueId tokens = -1;
+  graph::ValueId token_mask = -1;                   // "token_mask" [B*T] f32, tensor parallelism only
   graph::ValueId logits = -1;                       // [B*T, V / tensor_parallel]
   std::set<graph::ValueId> all_reduce_gradient_of;  // for graph::backward
 };

@@ -73,4 +73,15 @@ void shard_token_ids(std::span<int32_t> ids, int64_t local_vocab, int64_t rank) 
   }
 }
 
+void shard_input_ids(std::span<int32_t> ids, std::span<float> mask, int64_t local_vocab, int64_t rank) {
+  if (mask.size() != ids.size()) throw Error("internal: token mask and ids differ in length");
+  const int64_t first = rank * local_vocab;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t local = static_cast<int64_t>(ids[i]) - first;
+    const bool mine = local >= 0 && local < local_vocab;
+    ids[i] = static_cast<int32_t>(mine ? local : 0);
+    mask[i] = mine ? 1.0f : 0.0f;
+  }
+}
+
 }  // namespace kiln::trainer

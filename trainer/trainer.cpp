@@ -101,6 +101,7 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
 
 struct Batch {
   std::vector<int32_t> tokens, targets;
+  std::vector<float> token_mask;  // tensor parallelism only
 };
 
 // Where this rank sits in the job: world rank = dp_rank x tp + tp_rank
@@ -113,8 +114,10 @@ struct Layout {
 // vocab shard under tensor parallelism.
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
   if (at.tp > 1) {
-    shard_token_ids(batch.tokens, model.local_vocab(), at.tp_rank);
+    batch.token_mask.resize(batch.tokens.size());
+    shard_input_ids(batch.tokens, batch.token_mask, model.local_vocab(), at.tp_rank);
     shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
+    exe.buffer("token_mask")->write(batch.token_mask.data(), batch.token_mask.size() * 4);
   }
   exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
   exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);

@@ -80,6 +80,20 @@ TEST(TensorParallel, TokenIdsBecomeLocalOrOutOfShard) {
   std::vector<int32_t> ids{0, 1, 2, 3, 4, 5};
   shard_token_ids(ids, 3, 1);
   EXPECT_EQ(ids, (std::vector<int32_t>{3, 3, 3, 0, 1, 2}));
+  std::vector<int32_t> inputs{0, 1, 2, 3, 4, 5};
+  std::vector<float> mask(6);
+  shard_input_ids(inputs, mask, 3, 1);
+  EXPECT_EQ(inputs, (std::vector<int32_t>{0, 0, 0, 0, 1, 2}));
+  EXPECT_EQ(mask, (std::vector<float>{0, 0, 0, 1, 1, 1}));
+}
+
+// A GPT-2-sized vocab shard must build and differentiate (a concat of
+// unequal parts in the embedding once could not).
+TEST(TensorParallel, LargeVocabTrainStepBuilds) {
+  GptConfig c = small_model(2);
+  c.vocab_size = 50304;
+  Graph g = build_train_step(c, 1, GradMode::Overwrite);
+  EXPECT_NE(g.find_input("token_mask"), nullptr);
 }
 
 int count_all_reduces(const Graph& g, int64_t reduction) {
@@ -225,8 +239,10 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
     exe.buffer(s.name)->write(mine.data(), mine.size() * 4);
   }
   if (c.tensor_parallel > 1) {
-    shard_token_ids(tokens, c.local_vocab(), rank);
+    std::vector<float> mask(tokens.size());
+    shard_input_ids(tokens, mask, c.local_vocab(), rank);
     shard_token_ids(targets, c.local_vocab(), rank);
+    exe.buffer("token_mask")->write(mask.data(), mask.size() * 4);
   }
   exe.buffer("tokens")->write(tokens.data(), tokens.size() * 4);
   exe.buffer("targets")->write(targets.data(), targets.size() * 4);
