@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "fingerprint.h"
 #include "kernels.h"
 #include "kiln/ir_decode.hpp"
 #include "kiln/plugin.h"
@@ -182,31 +183,6 @@ bool cpu_has_avx2_fma() {
 #endif
 }
 
-// FNV-1a 64 in four lanes with different seeds: 256 bits, enough for a
-// cache key component, without pulling a crypto library into the plugin.
-std::string fingerprint_hex(const std::string& data) {
-  static const uint64_t seeds[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
-                                    0xc2b2ae3d27d4eb4full};
-  std::string out;
-  char buf[17];
-  for (uint64_t seed : seeds) {
-    uint64_t h = seed;
-    for (unsigned char c : data) {
-      h ^= c;
-      h *= 0x100000001b3ull;
-    }
-    // Finalize (splitmix) so lanes differ in every bit, not only the seed.
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-    out += buf;
-  }
-  return out;
-}
-
 struct HostInfo {
   std::string model = "cpu";
   std::string vendor = "unknown";
@@ -260,7 +236,8 @@ bool use_avx2() {
 }
 
 std::string device_fingerprint() {
-  return fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" + KILN_CPU_COMPILER_VERSION);
+  return kiln::backend::fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" +
+                                        KILN_CPU_COMPILER_VERSION);
 }
 
 void copy_str(char* dst, size_t cap, const std::string& s) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.h"
+#include "fingerprint.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -53,8 +54,7 @@ class ScopedContext {
   cl_context ctx_ = nullptr;
 };
 
-// 256 bits of FNV-1a (four seeded lanes) as 64 hex digits.
-std::string fingerprint_hex(const std::string& data);
+using backend::fingerprint_hex;
 
 }  // namespace kiln::ocl
 
