@@ -60,7 +60,7 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
   std::set<kiln_op> missing;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const kiln_op op = nodes[i].op;
-    if (op == KILN_OP_ALL_REDUCE) {  // never a device op
+    if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) {  // never a device op
       device_of[i] = kHostCollective;
       ++split_.collectives;
       continue;

@@ -116,14 +116,4 @@ class Graph {
   std::vector<Port> outputs_;
 };
 
-// Shape inference for one node; returns output dtypes+shapes or throws
-// kiln::Error naming the op and the offending shapes. `output_shapes` is
-// used only by ops whose output shape is an attribute (RESHAPE, SUM_TO).
-struct TypedShape {
-  kiln_dtype dtype;
-  Shape shape;
-};
-std::vector<TypedShape> infer(kiln_op op, const std::vector<TypedShape>& inputs, const std::vector<int64_t>& iattrs,
-                              const std::vector<float>& fattrs, const std::vector<Shape>& output_shapes);
-
 }  // namespace kiln::graph

@@ -14,19 +14,8 @@ uint64_t align_up(uint64_t x) { return (x + KILN_IR_ALIGN - 1) / KILN_IR_ALIGN *
 uint64_t value_bytes(const Value& v) { return static_cast<uint64_t>(numel(v.shape)) * 4; }
 
 // Ops that read element k of every input before writing element k, so an
-// output may occupy an input's memory (ir.h states the same contract).
-bool is_elementwise(kiln_op op) {
-  switch (op) {
-    case KILN_OP_FILL:
-    case KILN_OP_ADD:
-    case KILN_OP_MUL:
-    case KILN_OP_SCALE:
-    case KILN_OP_GELU:
-    case KILN_OP_GELU_GRAD:
-    case KILN_OP_ADAMW: return true;
-    default: return false;
-  }
-}
+// output may occupy an input's memory (the op table's elementwise property).
+bool is_elementwise(kiln_op op) { return kiln_op_has(op, KILN_OPP_ELEMENTWISE) != 0; }
 
 struct Interval {
   int first, last;  // node indices, inclusive

@@ -5,40 +5,7 @@
 
 namespace kiln::backend {
 
-const char* op_name(kiln_op op) {
-  switch (op) {
-    case KILN_OP_FILL: return "fill";
-    case KILN_OP_ADD: return "add";
-    case KILN_OP_MUL: return "mul";
-    case KILN_OP_SCALE: return "scale";
-    case KILN_OP_GELU: return "gelu";
-    case KILN_OP_GELU_GRAD: return "gelu_grad";
-    case KILN_OP_MATMUL: return "matmul";
-    case KILN_OP_EMBEDDING: return "embedding";
-    case KILN_OP_EMBEDDING_GRAD: return "embedding_grad";
-    case KILN_OP_LAYERNORM: return "layernorm";
-    case KILN_OP_LAYERNORM_GRAD: return "layernorm_grad";
-    case KILN_OP_CAUSAL_SOFTMAX: return "causal_softmax";
-    case KILN_OP_SOFTMAX_GRAD: return "softmax_grad";
-    case KILN_OP_CROSS_ENTROPY: return "cross_entropy";
-    case KILN_OP_CROSS_ENTROPY_GRAD: return "cross_entropy_grad";
-    case KILN_OP_SUM_TO: return "sum_to";
-    case KILN_OP_RESHAPE: return "reshape";
-    case KILN_OP_PERMUTE: return "permute";
-    case KILN_OP_SPLIT: return "split";
-    case KILN_OP_CONCAT: return "concat";
-    case KILN_OP_SUM_SQUARES: return "sum_squares";
-    case KILN_OP_ADAMW: return "adamw";
-    case KILN_OP_ALL_REDUCE: return "all_reduce";
-    case KILN_OP_ROW_MAX: return "row_max";
-    case KILN_OP_CROSS_ENTROPY_SHARD: return "cross_entropy_shard";
-    case KILN_OP_CROSS_ENTROPY_SHARD_GRAD: return "cross_entropy_shard_grad";
-    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return "cross_entropy_from_sums";
-    case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD: return "cross_entropy_from_sums_grad";
-    case KILN_OP_COUNT_: break;
-  }
-  return "unknown";
-}
+const char* op_name(kiln_op op) { return kiln_op_name(op); }
 
 void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g, const char* backend) {
   if (bytes == nullptr && size != 0) fail(KILN_ERR_INVALID_ARGUMENT, "compile: ir is NULL");

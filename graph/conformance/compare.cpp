@@ -7,17 +7,13 @@
 namespace kiln::conformance {
 
 double threshold_for(kiln_op op) {
-  switch (op) {
-    case KILN_OP_MATMUL:
-    case KILN_OP_CAUSAL_SOFTMAX:
-    case KILN_OP_SOFTMAX_GRAD: return kTolGemm;
-    case KILN_OP_RESHAPE:
-    case KILN_OP_PERMUTE:
-    case KILN_OP_SPLIT:
-    case KILN_OP_CONCAT:
-    case KILN_OP_ROW_MAX: return kExact;  // picks an element, computes nothing
-    default: return kTolElementwise;
+  const kiln_op_info* info = kiln_op_find(op);
+  switch (info ? info->tolerance : KILN_TOL_ELEMENTWISE) {
+    case KILN_TOL_EXACT: return kExact;
+    case KILN_TOL_GEMM: return kTolGemm;
+    case KILN_TOL_ELEMENTWISE: break;
   }
+  return kTolElementwise;
 }
 
 std::string format_nmse(double nmse) { return std::isinf(nmse) ? "inf" : fmt::format("{:.3g}", nmse); }

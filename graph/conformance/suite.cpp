@@ -14,7 +14,7 @@ Suite Suite::builtin() {
   return s;
 }
 
-bool is_host_collective(kiln_op op) { return op == KILN_OP_ALL_REDUCE; }
+bool is_host_collective(kiln_op op) { return kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE) != 0; }
 
 void Suite::add(Case c) {
   for (const graph::Node& n : c.graph.nodes())

@@ -1,0 +1,264 @@
+/*
+ * kiln's op table: one row per op, the only place an op is defined.
+ *
+ * Pure C (C11), part of the plugin SDK. The enum `kiln_op` is generated from
+ * the rows below, so an op's code, name, arity, properties and shape rule can
+ * never disagree between the host and a plugin. Everything else that is per
+ * op (its VJP, its reference function, one kernel per backend, conformance
+ * cases) is listed in docs/ADDING_AN_OP.md.
+ *
+ * Codes are append-only: a code is never reused or renumbered, and a new op
+ * goes at the end with the next code (the checks at the bottom refuse a gap,
+ * a duplicate or a row out of order).
+ *
+ * A row:  X(NAME, code, "name", inputs, outputs, iattrs, fattrs,
+ *           properties, tolerance, shape rule, "inputs", "outputs")
+ *
+ *   inputs/outputs/iattrs/fattrs  exact counts; KILN_OP_ANY where the count
+ *                 is free (CONCAT's inputs, PERMUTE's perm, SPLIT's outputs),
+ *                 which its shape rule then checks.
+ *   properties    KILN_OPP_* below, or 0.
+ *   tolerance     the conformance class (KILN_TOL_*): what NMSE against the
+ *                 reference a backend may show.
+ *   shape rule    KILN_RULE_*: the shape and attribute rule, written once in
+ *                 kiln/op_rules.hpp. Ops with the same signature share one
+ *                 (RMSNorm and LayerNorm both use KILN_RULE_NORM).
+ *   inputs/outputs  the signature: space-separated "name:dtype", dtype 'f'
+ *                 a float tensor (f32 today; bf16/f16 are added per op here,
+ *                 not as a second rule set), 'i' i32, '*' any dtype, and for
+ *                 outputs '=' input 0's dtype. A trailing "..." repeats the
+ *                 last one (KILN_OP_ANY counts). Rule errors use the names.
+ *
+ * The exact math of each op is in the comment above its row; the serialized
+ * form that carries ops to a plugin is in kiln/ir.h.
+ */
+#ifndef KILN_OPS_H
+#define KILN_OPS_H
+
+#include <stdint.h>
+
+/* A count the op's shape rule checks instead of the table. */
+#define KILN_OP_ANY (-1)
+
+/* ---- properties */
+/* Reads element k of every input before writing element k, so an output may
+ * share memory with an input (ir.h's aliasing contract; the memory planner
+ * and fusing backends rely on it). */
+#define KILN_OPP_ELEMENTWISE 0x1u
+/* Meant to overwrite an input in place (its graph output `updates` it). */
+#define KILN_OPP_IN_PLACE 0x2u
+/* Runs on the host across ranks (MPI) between compiled pieces of a graph; a
+ * plugin's compile never receives it and op_supported must say 0. */
+#define KILN_OPP_HOST_COLLECTIVE 0x4u
+/* Moves elements without arithmetic: any dtype, exact results. */
+#define KILN_OPP_LAYOUT 0x8u
+
+/* ---- conformance tolerance classes (NMSE = sum((a-b)^2) / sum(a^2)) */
+typedef enum kiln_tolerance {
+  KILN_TOL_EXACT = 0,       /* bitwise: data movement, selection */
+  KILN_TOL_ELEMENTWISE = 1, /* 1e-7: elementwise, norms, losses, optimizer */
+  KILN_TOL_GEMM = 2         /* 1e-6: matmul, softmax (long reductions) */
+} kiln_tolerance;
+
+/* ---- shape rules (kiln/op_rules.hpp says what each checks and infers) */
+typedef enum kiln_shape_rule {
+  KILN_RULE_GIVEN_SHAPE = 0,      /* () -> output of the caller's shape */
+  KILN_RULE_BROADCAST = 1,        /* (a, b suffix of a) -> a */
+  KILN_RULE_SAME = 2,             /* inputs of one shape -> that shape */
+  KILN_RULE_MATMUL = 3,           /* batched op(a) @ op(b) */
+  KILN_RULE_EMBEDDING = 4,        /* (table [V, C], ids [...]) -> [..., C] */
+  KILN_RULE_EMBEDDING_GRAD = 5,   /* (dy [..., C], ids [...]) -> [V, C] */
+  KILN_RULE_NORM = 6,             /* (x [..., C], params [C]...) -> x */
+  KILN_RULE_NORM_GRAD = 7,        /* (x, params [C]..., dy) -> (dx, dparams [C]...) */
+  KILN_RULE_SQUARE_ROWS = 8,      /* x [..., T, T] -> x */
+  KILN_RULE_LOSS = 9,             /* (logits [N, V], targets [N]) -> [1] */
+  KILN_RULE_LOSS_GRAD = 10,       /* (logits, targets, dloss [1]) -> logits */
+  KILN_RULE_SUM_TO_SUFFIX = 11,   /* x -> the caller's non-empty suffix of x */
+  KILN_RULE_RESHAPE = 12,         /* x -> the caller's shape, same count */
+  KILN_RULE_PERMUTE = 13,         /* x -> dims permuted by iattrs */
+  KILN_RULE_SPLIT = 14,           /* x -> iattrs[1] equal parts along iattrs[0] */
+  KILN_RULE_CONCAT = 15,          /* xs -> joined along iattrs[0] */
+  KILN_RULE_TO_SCALAR = 16,       /* x -> [1] */
+  KILN_RULE_ADAMW = 17,           /* (p, g, m, v same, hparams [5]) -> (p, m, v) */
+  KILN_RULE_ALL_REDUCE = 18,      /* x -> x; iattrs[0] in {0 sum, 1 max} */
+  KILN_RULE_ROW_REDUCE = 19,      /* x [..., V] -> [...], rank >= 2 */
+  KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
+  KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
+  KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
+  KILN_RULE_SUMS_LOSS_GRAD = 23   /* (sums, dloss [1]) -> sums */
+} kiln_shape_rule;
+
+#define KILN_E KILN_OPP_ELEMENTWISE
+#define KILN_IP KILN_OPP_IN_PLACE
+#define KILN_HC KILN_OPP_HOST_COLLECTIVE
+#define KILN_LY KILN_OPP_LAYOUT
+/* clang-format off */
+#define KILN_OPS(X)                                                                                                    \
+  /* () -> y: every element = fattrs[0]. */                                                                            \
+  X(FILL, 0, "fill", 0, 1, 0, 1, KILN_E, ELEMENTWISE, GIVEN_SHAPE, "", "y:f")                                          \
+  /* (a, b) -> a + b, b broadcast as a suffix of a. */                                                                 \
+  X(ADD, 1, "add", 2, 1, 0, 0, KILN_E, ELEMENTWISE, BROADCAST, "a:f b:f", "y:f")                                       \
+  /* (a, b) -> a * b, b broadcast as a suffix of a. */                                                                 \
+  X(MUL, 2, "mul", 2, 1, 0, 0, KILN_E, ELEMENTWISE, BROADCAST, "a:f b:f", "y:f")                                       \
+  /* (x) -> x * fattrs[0]. */                                                                                          \
+  X(SCALE, 3, "scale", 1, 1, 0, 1, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                            \
+  /* (x) -> GELU with the tanh approximation. */                                                                       \
+  X(GELU, 4, "gelu", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                              \
+  /* (x, dy) -> dy * GELU'(x). */                                                                                      \
+  X(GELU_GRAD, 5, "gelu_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")                              \
+  /* (a, b) -> op(a) @ op(b); iattrs = {trans_a, trans_b}. Equal rank >= 2, equal leading (batch) dims;                \
+   * a [.., M, K] (or [.., K, M] if trans_a), b [.., K, N] (or [.., N, K] if trans_b); y [.., M, N]. */                \
+  X(MATMUL, 6, "matmul", 2, 1, 2, 0, 0, GEMM, MATMUL, "a:f b:f", "y:f")                                                \
+  /* (table [V, C], ids [...] i32) -> y [..., C]: y[i] = table[ids[i]]; an id outside [0, V) is an                     \
+   * error at execute. */                                                                                              \
+  X(EMBEDDING, 7, "embedding", 2, 1, 0, 0, 0, ELEMENTWISE, EMBEDDING, "table:f ids:i", "y:f")                          \
+  /* (dy [..., C], ids [...] i32) -> dtable [V, C]; iattrs = {V}. Scatter-add of dy rows into row ids[i];              \
+   * rows never indexed are 0. */                                                                                      \
+  X(EMBEDDING_GRAD, 8, "embedding_grad", 2, 1, 1, 0, 0, ELEMENTWISE, EMBEDDING_GRAD, "dy:f ids:i", "dtable:f")         \
+  /* (x [..., C], gamma [C], beta [C]) -> y; fattrs = {eps}. Normalizes over the last dim with biased                  \
+   * variance: y = (x - mean) / sqrt(var + eps) * gamma + beta. */                                                     \
+  X(LAYERNORM, 9, "layernorm", 3, 1, 0, 1, 0, ELEMENTWISE, NORM, "x:f gamma:f beta:f", "y:f")                          \
+  /* (x, gamma, dy) -> (dx, dgamma, dbeta); fattrs = {eps}. */                                                         \
+  X(LAYERNORM_GRAD, 10, "layernorm_grad", 3, 3, 0, 1, 0, ELEMENTWISE, NORM_GRAD,                                       \
+    "x:f gamma:f dy:f", "dx:f dgamma:f dbeta:f")                                                                       \
+  /* (x [..., T, T]) -> y; fattrs = {scale}. Row i: softmax over j <= i of scale * x[i, j]; y[i, j] = 0                \
+   * for j > i. */                                                                                                     \
+  X(CAUSAL_SOFTMAX, 11, "causal_softmax", 1, 1, 0, 1, 0, GEMM, SQUARE_ROWS, "x:f", "y:f")                              \
+  /* (y, dy) -> dx; fattrs = {scale}. dx = scale * y * (dy - sum_j dy*y), the sum over the whole row                   \
+   * (masked entries add 0 since y is 0 there). */                                                                     \
+  X(SOFTMAX_GRAD, 12, "softmax_grad", 2, 1, 0, 1, 0, GEMM, SAME, "y:f dy:f", "dx:f")                                   \
+  /* (logits [N, V], targets [N] i32) -> loss [1]: mean over N of -log softmax(logits)[target]. */                     \
+  X(CROSS_ENTROPY, 13, "cross_entropy", 2, 1, 0, 0, 0, ELEMENTWISE, LOSS, "logits:f targets:i", "loss:f")              \
+  /* (logits, targets, dloss [1]) -> dlogits [N, V]. */                                                                \
+  X(CROSS_ENTROPY_GRAD, 14, "cross_entropy_grad", 3, 1, 0, 0, 0, ELEMENTWISE, LOSS_GRAD,                               \
+    "logits:f targets:i dloss:f", "dlogits:f")                                                                         \
+  /* (x [..., S]) -> y [S]: sum over all leading dims; the output shape is a non-empty suffix S of the                 \
+   * input shape. */                                                                                                   \
+  X(SUM_TO, 15, "sum_to", 1, 1, 0, 0, 0, ELEMENTWISE, SUM_TO_SUFFIX, "x:f", "y:f")                                     \
+  /* (x) -> y with the output's shape and the same element count. */                                                   \
+  X(RESHAPE, 16, "reshape", 1, 1, 0, 0, KILN_LY, EXACT, RESHAPE, "x:*", "y:=")                                         \
+  /* (x) -> y; iattrs = perm: y.dims[i] = x.dims[perm[i]]. */                                                          \
+  X(PERMUTE, 17, "permute", 1, 1, KILN_OP_ANY, 0, KILN_LY, EXACT, PERMUTE, "x:*", "y:=")                               \
+  /* (x) -> (y_0 .. y_{n-1}); iattrs = {axis, n}: n equal parts along axis. */                                         \
+  X(SPLIT, 18, "split", 1, KILN_OP_ANY, 2, 0, KILN_LY, EXACT, SPLIT, "x:*", "y:=...")                                  \
+  /* (x_0 .. x_{n-1}) -> y; iattrs = {axis}: concatenation along axis; one dtype. */                                   \
+  X(CONCAT, 19, "concat", KILN_OP_ANY, 1, 1, 0, KILN_LY, EXACT, CONCAT, "x:*...", "y:=")                               \
+  /* (x) -> y [1] = sum of x^2. */                                                                                     \
+  X(SUM_SQUARES, 20, "sum_squares", 1, 1, 0, 0, 0, ELEMENTWISE, TO_SCALAR, "x:f", "y:f")                               \
+  /* (param, grad, m, v, hparams [5]) -> (param', m', v').                                                             \
+   * hparams = {lr, weight_decay, 1/(1-beta1^t), 1/(1-beta2^t), grad_scale};                                           \
+   * fattrs = {beta1, beta2, eps}; iattrs = {apply_weight_decay}.                                                      \
+   *   g  = grad * grad_scale                                                                                          \
+   *   m' = beta1 m + (1-beta1) g;  v' = beta2 v + (1-beta2) g^2                                                       \
+   *   p' = p - lr * (m' c1 / (sqrt(v' c2) + eps) + wd * p)   (wd if applied)                                          \
+   * Decoupled weight decay as in PyTorch's AdamW. */                                                                  \
+  X(ADAMW, 21, "adamw", 5, 3, 1, 3, KILN_E | KILN_IP, ELEMENTWISE, ADAMW,                                              \
+    "param:f grad:f m:f v:f hparams:f", "param:f m:f v:f")                                                             \
+  /* ---- tensor parallelism (a plugin built against an older table reports these unsupported and the                  \
+   * host falls back). */                                                                                              \
+  /* (x) -> y, same shape: the elementwise sum (iattrs[0] = 0) or max (iattrs[0] = 1) of x over the ranks              \
+   * of the tensor-parallel group. A host collective. */                                                               \
+  X(ALL_REDUCE, 22, "all_reduce", 1, 1, 1, 0, KILN_HC, ELEMENTWISE, ALL_REDUCE, "x:f", "y:f")                          \
+  /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2); a row holding a NaN gives NaN. */             \
+  X(ROW_MAX, 23, "row_max", 1, 1, 0, 0, 0, EXACT, ROW_REDUCE, "x:f", "y:f")                                            \
+  /* Vocab-parallel cross-entropy, part 1, over one shard of the vocab:                                                \
+   * (logits [N, V], targets [N] i32, rowmax [N]) -> sums [N, 2] with                                                  \
+   *   sums[i][0] = sum_j exp(logits[i][j] - rowmax[i])                                                                \
+   *   sums[i][1] = logits[i][t] - rowmax[i] if 0 <= t = targets[i] < V, else 0                                        \
+   * (targets index the shard; ids of other shards lie outside [0, V)). */                                             \
+  X(CROSS_ENTROPY_SHARD, 24, "cross_entropy_shard", 3, 1, 0, 0, 0, ELEMENTWISE, SHARD_LOSS,                            \
+    "logits:f targets:i rowmax:f", "sums:f")                                                                           \
+  /* (logits, targets, rowmax, dsums [N, 2]) -> dlogits [N, V]:                                                        \
+   *   dlogits[i][j] = dsums[i][0] exp(logits[i][j] - rowmax[i]) + (j == t ? dsums[i][1] : 0). */                      \
+  X(CROSS_ENTROPY_SHARD_GRAD, 25, "cross_entropy_shard_grad", 4, 1, 0, 0, 0, ELEMENTWISE, SHARD_LOSS_GRAD,             \
+    "logits:f targets:i rowmax:f dsums:f", "dlogits:f")                                                                \
+  /* Part 2, on the group-summed sums: (sums [N, 2]) -> loss [1] = mean over N of                                      \
+   * log(sums[i][0]) - sums[i][1]. */                                                                                  \
+  X(CROSS_ENTROPY_FROM_SUMS, 26, "cross_entropy_from_sums", 1, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS, "sums:f", "loss:f") \
+  /* (sums, dloss [1]) -> dsums [N, 2] = {dloss / (N sums[i][0]), -dloss / N}. */                                      \
+  X(CROSS_ENTROPY_FROM_SUMS_GRAD, 27, "cross_entropy_from_sums_grad", 2, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS_GRAD,      \
+    "sums:f dloss:f", "dsums:f")
+/* clang-format on */
+
+#define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,
+typedef enum kiln_op { KILN_OPS(KILN_OP_ENUM_ROW_) KILN_OP_COUNT_ } kiln_op;
+#undef KILN_OP_ENUM_ROW_
+
+typedef struct kiln_op_info {
+  kiln_op code;
+  const char* name;
+  int8_t num_inputs; /* KILN_OP_ANY: checked by the shape rule */
+  int8_t num_outputs;
+  int8_t num_iattrs;
+  int8_t num_fattrs;
+  uint32_t properties; /* KILN_OPP_* */
+  kiln_tolerance tolerance;
+  kiln_shape_rule rule;
+  const char* inputs; /* signature: "name:dtype ..." (see the top of this file) */
+  const char* outputs;
+} kiln_op_info;
+
+#ifdef __cplusplus
+#define KILN_OPS_CONST_ constexpr
+#else
+#define KILN_OPS_CONST_ static const
+#endif
+
+#define KILN_OP_INFO_ROW_(NAME, CODE, STR, NI, NO, NIA, NFA, PROPS, TOL, RULE, SIG_IN, SIG_OUT) \
+  {KILN_OP_##NAME, STR, NI, NO, NIA, NFA, PROPS, KILN_TOL_##TOL, KILN_RULE_##RULE, SIG_IN, SIG_OUT},
+KILN_OPS_CONST_ kiln_op_info kiln_op_table[] = {KILN_OPS(KILN_OP_INFO_ROW_)};
+#undef KILN_OP_INFO_ROW_
+#undef KILN_E
+#undef KILN_IP
+#undef KILN_HC
+#undef KILN_LY
+
+/* One row per code: the enum ends where the table does ... */
+#ifdef __cplusplus
+static_assert(sizeof(kiln_op_table) / sizeof(kiln_op_table[0]) == KILN_OP_COUNT_, "one table row per op code");
+/* ... and row i holds code i (no gap, duplicate or reordering). */
+constexpr bool kiln_op_table_in_order_() {
+  for (int i = 0; i < KILN_OP_COUNT_; ++i)
+    if (static_cast<int>(kiln_op_table[i].code) != i) return false;
+  return true;
+}
+static_assert(kiln_op_table_in_order_(), "kiln_op_table rows must be in code order, codes 0..N-1");
+/* ... and each signature names as many tensors as the row counts. */
+constexpr int kiln_op_signature_words_(const char* s) {
+  int n = 0;
+  for (bool in_word = false; *s; ++s) {
+    const bool space = *s == ' ';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n;
+}
+constexpr bool kiln_op_signatures_match_counts_() {
+  for (const kiln_op_info& r : kiln_op_table) {
+    if (r.num_inputs != KILN_OP_ANY && kiln_op_signature_words_(r.inputs) != r.num_inputs) return false;
+    if (r.num_outputs != KILN_OP_ANY && kiln_op_signature_words_(r.outputs) != r.num_outputs) return false;
+  }
+  return true;
+}
+static_assert(kiln_op_signatures_match_counts_(), "a kiln_op_table signature disagrees with its counts");
+#else
+_Static_assert(sizeof(kiln_op_table) / sizeof(kiln_op_table[0]) == KILN_OP_COUNT_, "one table row per op code");
+#endif
+
+/* The row of a code, or NULL for a code this header does not know (a newer
+ * host's op reaching an older plugin). */
+static inline const kiln_op_info* kiln_op_find(int code) {
+  return code >= 0 && code < (int)KILN_OP_COUNT_ ? &kiln_op_table[code] : (const kiln_op_info*)0;
+}
+
+static inline const char* kiln_op_name(int code) {
+  const kiln_op_info* info = kiln_op_find(code);
+  return info ? info->name : "unknown";
+}
+
+static inline int kiln_op_has(int code, uint32_t property) {
+  const kiln_op_info* info = kiln_op_find(code);
+  return info != 0 && (info->properties & property) != 0;
+}
+
+#endif /* KILN_OPS_H */
