@@ -1,0 +1,153 @@
+// The op table (kiln/ops.h) and the shared shape rules (kiln/op_rules.hpp):
+// the table is well formed, and the rules infer, and refuse, what each op's
+// definition says, for the host builder and a plugin's decoded graph alike.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kiln/op_rules.hpp"
+
+namespace {
+
+using kiln::ir::check_graph;
+using kiln::ir::Dims;
+using kiln::ir::infer;
+using kiln::ir::TensorType;
+
+TensorType f32(Dims d) { return {KILN_F32, std::move(d)}; }
+TensorType i32(Dims d) { return {KILN_I32, std::move(d)}; }
+
+// infer() with no output shapes given; returns the error, "" on success.
+std::string run(kiln_op op, const std::vector<TensorType>& in, std::vector<TensorType>* out,
+                const std::vector<int64_t>& ia = {}, const std::vector<float>& fa = {},
+                const std::vector<Dims>& given = {}) {
+  return infer(op, in, ia, fa, given, out);
+}
+
+TEST(OpTable, NamesAreUniqueLowercaseIdentifiers) {
+  std::set<std::string> names;
+  for (const kiln_op_info& row : kiln_op_table) {
+    const std::string name = row.name;
+    ASSERT_FALSE(name.empty());
+    for (char c : name) EXPECT_TRUE((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') << name;
+    EXPECT_TRUE(names.insert(name).second) << "duplicate op name " << name;
+    EXPECT_STREQ(kiln_op_name(row.code), row.name);
+  }
+  EXPECT_STREQ(kiln_op_name(KILN_OP_COUNT_), "unknown");
+  EXPECT_STREQ(kiln_op_name(-1), "unknown");
+}
+
+TEST(OpTable, SignaturesNameEveryTensorWithAKnownDtype) {
+  for (const kiln_op_info& row : kiln_op_table) {
+    bool repeats = false;
+    auto ins = kiln::ir::rules_detail::parse_signature(row.inputs, &repeats);
+    EXPECT_EQ(repeats, row.num_inputs == KILN_OP_ANY) << row.name;
+    if (row.num_inputs != KILN_OP_ANY) {
+      EXPECT_EQ(static_cast<int>(ins.size()), row.num_inputs) << row.name;
+    }
+    for (const auto& p : ins) EXPECT_NE(std::string("fi*").find(p.dtype), std::string::npos) << row.name;
+    auto outs = kiln::ir::rules_detail::parse_signature(row.outputs, &repeats);
+    EXPECT_EQ(repeats, row.num_outputs == KILN_OP_ANY) << row.name;
+    for (const auto& p : outs) EXPECT_NE(std::string("fi=").find(p.dtype), std::string::npos) << row.name;
+  }
+}
+
+TEST(OpTable, PropertiesAreConsistent) {
+  for (const kiln_op_info& row : kiln_op_table) {
+    // Layout ops move bytes exactly, so they must be compared exactly.
+    if (row.properties & KILN_OPP_LAYOUT) {
+      EXPECT_EQ(row.tolerance, KILN_TOL_EXACT) << row.name;
+    }
+    // An in-place op must read element k before writing it.
+    if (row.properties & KILN_OPP_IN_PLACE) {
+      EXPECT_TRUE(row.properties & KILN_OPP_ELEMENTWISE) << row.name;
+    }
+  }
+  EXPECT_TRUE(kiln_op_has(KILN_OP_ALL_REDUCE, KILN_OPP_HOST_COLLECTIVE));
+  EXPECT_FALSE(kiln_op_has(KILN_OP_MATMUL, KILN_OPP_HOST_COLLECTIVE));
+  EXPECT_FALSE(kiln_op_has(KILN_OP_COUNT_, KILN_OPP_ELEMENTWISE));
+}
+
+TEST(OpRules, InferMatmulWithTransposes) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_MATMUL, {f32({2, 3, 4}), f32({2, 5, 4})}, &out, {0, 1}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({2, 3, 5}));
+  EXPECT_EQ(run(KILN_OP_MATMUL, {f32({3, 4}), f32({5, 6})}, &out, {0, 0}), "inner dims differ: [3, 4] @ [5, 6]");
+  EXPECT_EQ(run(KILN_OP_MATMUL, {f32({3, 4}), f32({4, 6})}, &out), "expects 2 int attributes, got 0");
+}
+
+TEST(OpRules, NormGradientsCoverEveryForwardParameter) {
+  std::vector<TensorType> out;
+  // LayerNorm's backward reads gamma but also yields dbeta.
+  ASSERT_EQ(run(KILN_OP_LAYERNORM_GRAD, {f32({4, 8}), f32({8}), f32({4, 8})}, &out, {}, {1e-5f}), "");
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0], f32({4, 8}));
+  EXPECT_EQ(out[1], f32({8}));
+  EXPECT_EQ(out[2], f32({8}));
+  EXPECT_EQ(run(KILN_OP_LAYERNORM, {f32({4, 8}), f32({8}), f32({7})}, &out, {}, {1e-5f}), "beta must be [8], got [7]");
+}
+
+TEST(OpRules, ErrorsNameTheSignatureInput) {
+  std::vector<TensorType> out;
+  EXPECT_EQ(run(KILN_OP_CROSS_ENTROPY, {f32({3, 5}), f32({3})}, &out), "targets must be i32, got f32");
+  EXPECT_EQ(run(KILN_OP_CROSS_ENTROPY_SHARD, {f32({3, 5}), i32({3}), f32({5})}, &out), "rowmax must be [3], got [5]");
+  EXPECT_EQ(run(KILN_OP_ROW_MAX, {f32({7})}, &out), "x must have rank >= 2, got [7]");
+  EXPECT_EQ(run(KILN_OP_ADD, {f32({2, 3})}, &out), "expects 2 inputs, got 1");
+  EXPECT_EQ(run(KILN_OP_GELU, {f32({2, 0})}, &out), "x has a non-positive dim in [2, 0]");
+}
+
+TEST(OpRules, LayoutOpsKeepTheDtype) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_SPLIT, {i32({6, 4})}, &out, {0, 3}), "");
+  ASSERT_EQ(out.size(), 3u);
+  for (const auto& t : out) EXPECT_EQ(t, i32({2, 4}));
+  ASSERT_EQ(run(KILN_OP_RESHAPE, {i32({6, 4})}, &out, {}, {}, {{24}}), "");
+  EXPECT_EQ(out[0], i32({24}));
+  EXPECT_EQ(run(KILN_OP_RESHAPE, {f32({6, 4})}, &out, {}, {}, {{25}}), "cannot reshape [6, 4] to [25]");
+  EXPECT_EQ(run(KILN_OP_CONCAT, {f32({2, 3}), i32({2, 3})}, &out, {1}), "inputs have different dtypes");
+  EXPECT_EQ(run(KILN_OP_PERMUTE, {f32({2, 3})}, &out, {0, 0}), "perm is not a permutation");
+}
+
+TEST(OpRules, EmbeddingGradBoundsTheVocab) {
+  std::vector<TensorType> out;
+  EXPECT_EQ(run(KILN_OP_EMBEDDING_GRAD, {f32({4, 8}), i32({4})}, &out, {0}), "vocab must be positive");
+  EXPECT_EQ(run(KILN_OP_EMBEDDING_GRAD, {f32({4, 8}), i32({4})}, &out, {int64_t{1} << 32}), "vocab too large");
+  ASSERT_EQ(run(KILN_OP_EMBEDDING_GRAD, {f32({4, 8}), i32({4})}, &out, {50}), "");
+  EXPECT_EQ(out[0], f32({50, 8}));
+}
+
+// A decoded graph as a plugin receives it: one node whose declared outputs
+// must be exactly what the rule infers.
+kiln::ir::DecodedGraph one_matmul(Dims y) {
+  kiln::ir::DecodedGraph g;
+  g.num_slots = 4;
+  auto value = [&](Dims d, uint32_t slot) {
+    kiln::ir::DecodedValue v;
+    v.dims = std::move(d);
+    v.slot = slot;
+    g.values.push_back(v);
+    return static_cast<uint32_t>(g.values.size() - 1);
+  };
+  kiln::ir::DecodedNode n;
+  n.op = KILN_OP_MATMUL;
+  n.inputs = {value({3, 4}, 1), value({4, 6}, 2)};
+  n.outputs = {value(std::move(y), 3)};
+  n.iattrs = {0, 0};
+  g.nodes.push_back(n);
+  return g;
+}
+
+TEST(OpRules, CheckGraphComparesDeclaredOutputs) {
+  EXPECT_EQ(check_graph(one_matmul({3, 6})), "");
+  EXPECT_EQ(check_graph(one_matmul({3, 5})), "node 0 (matmul): output 0 is f32 [3, 5], expected f32 [3, 6]");
+  auto g = one_matmul({3, 6});
+  g.values[0].offset = 2;
+  EXPECT_EQ(check_graph(g), "value 0 is at an unaligned offset 2");
+  g = one_matmul({3, 6});
+  g.nodes[0].outputs.push_back(g.nodes[0].outputs[0]);
+  EXPECT_EQ(check_graph(g), "node 0 (matmul): expects 1 outputs, got 2");
+}
+
+}  // namespace
