@@ -1,7 +1,8 @@
 // Reverse-mode automatic differentiation over the graph IR.
 //
 // backward() appends to `g` the nodes that compute d(loss)/d(x) for each x
-// in `wrt`, using one vector-Jacobian rule per forward op (autodiff.cpp).
+// in `wrt`, using one vector-Jacobian rule per forward op (graph/ops/, found
+// through the op registry).
 // Models never write backward passes by hand.
 #pragma once
 

@@ -97,64 +97,7 @@ void Graph::reindex() {
     }
 }
 
-ValueId Graph::fill(Shape shape, float value) { return add_node(KILN_OP_FILL, {}, {}, {value}, {std::move(shape)})[0]; }
-ValueId Graph::add(ValueId a, ValueId b) { return add_node(KILN_OP_ADD, {a, b})[0]; }
-ValueId Graph::mul(ValueId a, ValueId b) { return add_node(KILN_OP_MUL, {a, b})[0]; }
-ValueId Graph::scale(ValueId x, float s) { return add_node(KILN_OP_SCALE, {x}, {}, {s})[0]; }
-ValueId Graph::gelu(ValueId x) { return add_node(KILN_OP_GELU, {x})[0]; }
-ValueId Graph::gelu_grad(ValueId x, ValueId dy) { return add_node(KILN_OP_GELU_GRAD, {x, dy})[0]; }
-ValueId Graph::matmul(ValueId a, ValueId b, bool ta, bool tb) {
-  return add_node(KILN_OP_MATMUL, {a, b}, {ta ? 1 : 0, tb ? 1 : 0})[0];
-}
-ValueId Graph::embedding(ValueId table, ValueId ids) { return add_node(KILN_OP_EMBEDDING, {table, ids})[0]; }
-ValueId Graph::embedding_grad(ValueId dy, ValueId ids, int64_t vocab) {
-  return add_node(KILN_OP_EMBEDDING_GRAD, {dy, ids}, {vocab})[0];
-}
-ValueId Graph::layernorm(ValueId x, ValueId g, ValueId b, float eps) {
-  return add_node(KILN_OP_LAYERNORM, {x, g, b}, {}, {eps})[0];
-}
-std::vector<ValueId> Graph::layernorm_grad(ValueId x, ValueId g, ValueId dy, float eps) {
-  return add_node(KILN_OP_LAYERNORM_GRAD, {x, g, dy}, {}, {eps});
-}
-ValueId Graph::causal_softmax(ValueId x, float s) { return add_node(KILN_OP_CAUSAL_SOFTMAX, {x}, {}, {s})[0]; }
-ValueId Graph::softmax_grad(ValueId y, ValueId dy, float s) {
-  return add_node(KILN_OP_SOFTMAX_GRAD, {y, dy}, {}, {s})[0];
-}
-ValueId Graph::cross_entropy(ValueId logits, ValueId targets) {
-  return add_node(KILN_OP_CROSS_ENTROPY, {logits, targets})[0];
-}
-ValueId Graph::cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss) {
-  return add_node(KILN_OP_CROSS_ENTROPY_GRAD, {logits, targets, dloss})[0];
-}
-ValueId Graph::sum_to(ValueId x, Shape suffix) { return add_node(KILN_OP_SUM_TO, {x}, {}, {}, {std::move(suffix)})[0]; }
-ValueId Graph::reshape(ValueId x, Shape shape) { return add_node(KILN_OP_RESHAPE, {x}, {}, {}, {std::move(shape)})[0]; }
-ValueId Graph::permute(ValueId x, std::vector<int64_t> perm) {
-  return add_node(KILN_OP_PERMUTE, {x}, std::move(perm))[0];
-}
-std::vector<ValueId> Graph::split(ValueId x, int64_t axis, int64_t parts) {
-  return add_node(KILN_OP_SPLIT, {x}, {axis, parts});
-}
-ValueId Graph::concat(std::vector<ValueId> xs, int64_t axis) {
-  return add_node(KILN_OP_CONCAT, std::move(xs), {axis})[0];
-}
-ValueId Graph::sum_squares(ValueId x) { return add_node(KILN_OP_SUM_SQUARES, {x})[0]; }
-ValueId Graph::all_reduce(ValueId x, Reduction r) {
-  return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0})[0];
-}
-ValueId Graph::row_max(ValueId x) { return add_node(KILN_OP_ROW_MAX, {x})[0]; }
-ValueId Graph::cross_entropy_shard(ValueId logits, ValueId targets, ValueId rowmax) {
-  return add_node(KILN_OP_CROSS_ENTROPY_SHARD, {logits, targets, rowmax})[0];
-}
-ValueId Graph::cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums) {
-  return add_node(KILN_OP_CROSS_ENTROPY_SHARD_GRAD, {logits, targets, rowmax, dsums})[0];
-}
-ValueId Graph::cross_entropy_from_sums(ValueId sums) { return add_node(KILN_OP_CROSS_ENTROPY_FROM_SUMS, {sums})[0]; }
-ValueId Graph::cross_entropy_from_sums_grad(ValueId sums, ValueId dloss) {
-  return add_node(KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD, {sums, dloss})[0];
-}
-std::vector<ValueId> Graph::adamw(ValueId p, ValueId g, ValueId m, ValueId v, ValueId hp, float beta1, float beta2,
-                                  float eps, bool wd) {
-  return add_node(KILN_OP_ADAMW, {p, g, m, v, hp}, {wd ? 1 : 0}, {beta1, beta2, eps});
-}
+// The builder helpers (Graph::add, Graph::layernorm, ...) live with the rest
+// of each op in graph/ops/.
 
 }  // namespace kiln::graph

@@ -65,7 +65,8 @@ class Graph {
   std::vector<ValueId> add_node(kiln_op op, std::vector<ValueId> inputs, std::vector<int64_t> iattrs = {},
                                 std::vector<float> fattrs = {}, const std::vector<Shape>& output_shapes = {});
 
-  // ---- builder helpers, one per op (single-output ops return the value)
+  // ---- builder helpers, one per op (single-output ops return the value),
+  //      defined with the rest of each op in graph/ops/
   ValueId fill(Shape shape, float value);
   ValueId add(ValueId a, ValueId b);
   ValueId mul(ValueId a, ValueId b);
