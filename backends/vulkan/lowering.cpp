@@ -327,7 +327,8 @@ void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, R
 void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
                  vocab = static_cast<uint64_t>(p.vocab);
-  const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) + "): an id is outside [0, " + std::to_string(vocab) + ")");
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
+                                     "): an id is outside [0, " + std::to_string(vocab) + ")");
   const Ref table = grad ? at(n.outputs[0]) : at(n.inputs[0]);
   const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
   const Ref ids = at(n.inputs[1]);
@@ -360,8 +361,8 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
 
 void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
-  const uint32_t check_index =
-      check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) + "): a target is outside [0, " + std::to_string(cols) + ")");
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
+                                     "): a target is outside [0, " + std::to_string(cols) + ")");
   const uint32_t pipe = pipeline(kiln_op_name(KILN_OP_CROSS_ENTROPY), {row_group(cols), grad ? 1u : 0u});
   const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
   const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
@@ -510,7 +511,8 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     default: break;
   }
   // compile refuses an op outside the plugin's support list before lowering.
-  fail(KILN_ERR_INTERNAL, std::string("node ") + std::to_string(index) + ": no lowering for op " + backend::op_name(n.op));
+  fail(KILN_ERR_INTERNAL,
+       std::string("node ") + std::to_string(index) + ": no lowering for op " + backend::op_name(n.op));
 }
 
 // A barrier goes before a dispatch that reads or writes memory an earlier

@@ -18,7 +18,8 @@ namespace kiln::vk {
 using backend::NodeInfo;
 
 // Lowers the ops of the plugin's support list (plugin.cpp); throws
-// KILN_ERR_UNSUPPORTED for a tensor no chunking can bind, KILN_ERR_INVALID_ARGUMENT for shapes the shaders cannot index.
+// KILN_ERR_UNSUPPORTED for a tensor no chunking can bind,
+// KILN_ERR_INVALID_ARGUMENT for shapes the shaders cannot index.
 Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device);
 
 }  // namespace kiln::vk

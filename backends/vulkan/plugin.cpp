@@ -285,11 +285,28 @@ struct ScopedCache {
 // compile read. The vocab-parallel cross-entropy pieces have no shaders here:
 // the host runs them on the cpu fallback.
 constexpr kiln_op kSupportedOps[] = {
-    KILN_OP_FILL,      KILN_OP_ADD,           KILN_OP_MUL,           KILN_OP_SCALE,        KILN_OP_GELU,
-    KILN_OP_GELU_GRAD, KILN_OP_MATMUL,        KILN_OP_EMBEDDING,     KILN_OP_EMBEDDING_GRAD,
-    KILN_OP_LAYERNORM, KILN_OP_LAYERNORM_GRAD, KILN_OP_CAUSAL_SOFTMAX, KILN_OP_SOFTMAX_GRAD,
-    KILN_OP_CROSS_ENTROPY, KILN_OP_CROSS_ENTROPY_GRAD, KILN_OP_SUM_TO, KILN_OP_RESHAPE, KILN_OP_PERMUTE,
-    KILN_OP_SPLIT,     KILN_OP_CONCAT,        KILN_OP_SUM_SQUARES,   KILN_OP_ADAMW,
+    KILN_OP_FILL,
+    KILN_OP_ADD,
+    KILN_OP_MUL,
+    KILN_OP_SCALE,
+    KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,
+    KILN_OP_MATMUL,
+    KILN_OP_EMBEDDING,
+    KILN_OP_EMBEDDING_GRAD,
+    KILN_OP_LAYERNORM,
+    KILN_OP_LAYERNORM_GRAD,
+    KILN_OP_CAUSAL_SOFTMAX,
+    KILN_OP_SOFTMAX_GRAD,
+    KILN_OP_CROSS_ENTROPY,
+    KILN_OP_CROSS_ENTROPY_GRAD,
+    KILN_OP_SUM_TO,
+    KILN_OP_RESHAPE,
+    KILN_OP_PERMUTE,
+    KILN_OP_SPLIT,
+    KILN_OP_CONCAT,
+    KILN_OP_SUM_SQUARES,
+    KILN_OP_ADAMW,
 };
 constexpr kiln::backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 
