@@ -1,6 +1,7 @@
-// Shared by the backend plugins. Every node of a decoded graph checked against its op's definition in
-// kiln/ir.h and reduced to the sizes its kernels are specialised to. Code
-// generation trusts these sizes, so nothing reaches a kernel unchecked.
+// Shared by the opencl and vulkan plugins: a decoded graph refused for ops the
+// plugin does not list, validated by the op rules every host and plugin share
+// (kiln/op_rules.hpp), then reduced to the sizes its kernels are specialised
+// to. Code generation trusts these sizes, so nothing reaches a kernel unchecked.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +43,22 @@ struct NodeInfo {
   PermutePlan permute;
 };
 
-// Throws Failure: KILN_ERR_INVALID_ARGUMENT naming the node for a malformed
-// node, KILN_ERR_UNSUPPORTED for an op this plugin does not know (the
-// tensor-parallel ops from ALL_REDUCE on included).
+// A plugin's support list: the ops its compile accepts and its op_supported
+// claims (a host collective is never in one).
+struct SupportList {
+  const kiln_op* ops;
+  size_t size;
+  const char* backend;  // names the plugin in the refusal
+  bool contains(int32_t op) const;
+};
+
+// Throws Failure KILN_ERR_UNSUPPORTED naming the first node whose op is not in
+// `supported` (checked before validation: an op the plugin lacks is a
+// capability gap, whatever its shapes).
+void require_supported(const ir::DecodedGraph& g, const SupportList& supported);
+
+// Throws Failure KILN_ERR_INVALID_ARGUMENT naming the node for a graph that
+// breaks its ops' shape rules; otherwise the kernel sizes of every node.
 std::vector<NodeInfo> analyze(const ir::DecodedGraph& g);
 
 // Decodes IR bytes, mapping decoder errors to kiln error codes; `backend`

@@ -1,5 +1,5 @@
 // What the CPU backend knows about a graph before it runs: every node checked
-// against the op's definition in kiln/ir.h and reduced to the few sizes its
+// against its op's shape rule (kiln/op_rules.hpp) and reduced to the few sizes its
 // kernel loops over. Built once at compile (for validation) and again at
 // load; execute only binds addresses.
 #pragma once
@@ -57,7 +57,9 @@ struct PlanError {
   explicit operator bool() const { return code != KILN_OK; }
 };
 
-// Checks every node (arity, dtypes, shapes, attributes) and plans it.
+// Checks the graph with the shared op rules (ir::check_graph: arity, dtypes,
+// shapes, attributes) and plans every node. The caller has already refused
+// ops outside the plugin's support list.
 PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans);
 
 const char* op_name(kiln_op op);

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -296,6 +297,44 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// The ops this plugin runs, the one list op_supported and compile read: every
+// op of the table but the host collective, which the host runs between
+// compiled pieces of a graph (the cpu plugin is the fallback for the rest).
+constexpr kiln_op kSupportedOps[] = {
+    KILN_OP_FILL,
+    KILN_OP_ADD,
+    KILN_OP_MUL,
+    KILN_OP_SCALE,
+    KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,
+    KILN_OP_MATMUL,
+    KILN_OP_EMBEDDING,
+    KILN_OP_EMBEDDING_GRAD,
+    KILN_OP_LAYERNORM,
+    KILN_OP_LAYERNORM_GRAD,
+    KILN_OP_CAUSAL_SOFTMAX,
+    KILN_OP_SOFTMAX_GRAD,
+    KILN_OP_CROSS_ENTROPY,
+    KILN_OP_CROSS_ENTROPY_GRAD,
+    KILN_OP_SUM_TO,
+    KILN_OP_RESHAPE,
+    KILN_OP_PERMUTE,
+    KILN_OP_SPLIT,
+    KILN_OP_CONCAT,
+    KILN_OP_SUM_SQUARES,
+    KILN_OP_ADAMW,
+    KILN_OP_ROW_MAX,
+    KILN_OP_CROSS_ENTROPY_SHARD,
+    KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
+    KILN_OP_CROSS_ENTROPY_FROM_SUMS,
+    KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD,
+};
+
+bool is_supported(int32_t op) {
+  return std::find(std::begin(kSupportedOps), std::end(kSupportedOps), static_cast<kiln_op>(op)) !=
+         std::end(kSupportedOps);
+}
+
 // Decodes and plans IR bytes; fails with the plan's error code.
 void decode_and_plan(const uint8_t* ir, size_t size, kiln::ir::DecodedGraph* g, std::vector<NodePlan>* plans) {
   std::string err = kiln::ir::decode(ir, size, g);
@@ -305,6 +344,12 @@ void decode_and_plan(const uint8_t* ir, size_t size, kiln::ir::DecodedGraph* g, 
     if (code == KILN_ERR_UNSUPPORTED) err += " (not supported by the cpu backend)";
     fail(code, err);
   }
+  // An op outside the list is a capability gap whatever its shapes: refused
+  // before validation.
+  for (size_t i = 0; i < g->nodes.size(); ++i)
+    if (!is_supported(g->nodes[i].op))
+      fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": op " + kiln::cpu::op_name(g->nodes[i].op) +
+                                     " is not supported by the cpu backend");
   kiln::cpu::PlanError pe = kiln::cpu::plan_graph(*g, plans);
   if (pe) fail(pe.code, pe.message);
 }
@@ -618,8 +663,7 @@ kiln_error* synchronize(kiln_device*) { return nullptr; }  // execute is synchro
 kiln_error* op_supported(kiln_op_supported_args* args) {
   return guarded([&] {
     check_args(args, "op_supported");
-    // Every op but the collective, which the host runs between pieces.
-    args->supported = args->op >= 0 && args->op < KILN_OP_COUNT_ && args->op != KILN_OP_ALL_REDUCE ? 1 : 0;
+    args->supported = is_supported(args->op) ? 1 : 0;
   });
 }
 

@@ -218,7 +218,7 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
   for (int i = 0; i < 6; ++i) args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.out_dims[i]), "dim") : 1);
   for (int i = 0; i < 6; ++i)
     args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
-  emit_1d(pipeline("permute", {group_}),
+  emit_1d(pipeline(kiln_op_name(n.op), {group_}),
           {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
 }
 
@@ -327,14 +327,14 @@ void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, R
 void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
                  vocab = static_cast<uint64_t>(p.vocab);
-  const uint32_t check_index = check("node " + std::to_string(index) + " (" + (grad ? "embedding_grad" : "embedding") +
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
                                      "): an id is outside [0, " + std::to_string(vocab) + ")");
   const Ref table = grad ? at(n.outputs[0]) : at(n.inputs[0]);
   const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
   const Ref ids = at(n.inputs[1]);
   const Ref flag{Mem::Flag, 0, 0};
   if (grad) elementwise(0, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
-  const uint32_t pipe = pipeline(grad ? "embedding_grad" : "embedding", {group_});
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
   const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
   // The gather also splits its ids and y into chunks of rows; the gradient
   // needs every id in one dispatch (it finds first occurrences).
@@ -361,10 +361,9 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
 
 void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
-  const uint32_t check_index =
-      check("node " + std::to_string(index) + " (" + (grad ? "cross_entropy_grad" : "cross_entropy") +
-            "): a target is outside [0, " + std::to_string(cols) + ")");
-  const uint32_t pipe = pipeline("cross_entropy", {row_group(cols), grad ? 1u : 0u});
+  const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
+                                     "): a target is outside [0, " + std::to_string(cols) + ")");
+  const uint32_t pipe = pipeline(kiln_op_name(KILN_OP_CROSS_ENTROPY), {row_group(cols), grad ? 1u : 0u});
   const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
   const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
   const Operand dloss = grad ? Operand{at(n.inputs[2]), 0, 4, false} : Operand{targets, 4, 0, false};
@@ -395,7 +394,7 @@ void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
     total += groups;
   }
   const Ref partial = scratch(total * 4);
-  const uint32_t pipe = pipeline("sum_squares", {group_});
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
   uint64_t at_partial = 0;
   for (const auto& [e0, groups] : parts) {
     const uint64_t m = std::min(chunk, count - e0);
@@ -409,7 +408,7 @@ void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
 
 void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t count = static_cast<uint64_t>(p.count);
-  const uint32_t pipe = pipeline("adamw", {group_, p.weight_decay ? 1u : 0u});
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_, p.weight_decay ? 1u : 0u});
   const uint64_t chunk = chunk_elems();
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t m = std::min(chunk, count - e0);
@@ -442,7 +441,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
       const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
       const uint64_t row = cols * 4;
       rows_op(
-          pipeline("layernorm", {row_group(cols), grad ? 1u : 0u}), rows,
+          pipeline(kiln_op_name(KILN_OP_LAYERNORM), {row_group(cols), grad ? 1u : 0u}), rows,
           {{at(n.outputs[0]), row, 0, true},
            {at(n.inputs[0]), row, 0, false},
            {at(n.inputs[1]), 0, row, false},
@@ -511,8 +510,9 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     }
     default: break;
   }
-  fail(KILN_ERR_UNSUPPORTED, std::string("node ") + std::to_string(index) + ": op " + backend::op_name(n.op) +
-                                 " is not supported by the vulkan backend");
+  // compile refuses an op outside the plugin's support list before lowering.
+  fail(KILN_ERR_INTERNAL,
+       std::string("node ") + std::to_string(index) + ": no lowering for op " + backend::op_name(n.op));
 }
 
 // A barrier goes before a dispatch that reads or writes memory an earlier
@@ -547,34 +547,6 @@ void Lowerer::place_barriers() {
 }
 
 }  // namespace
-
-bool op_lowered(int32_t op) {
-  switch (op) {
-    case KILN_OP_EMBEDDING:
-    case KILN_OP_EMBEDDING_GRAD:
-    case KILN_OP_LAYERNORM:
-    case KILN_OP_LAYERNORM_GRAD:
-    case KILN_OP_CAUSAL_SOFTMAX:
-    case KILN_OP_SOFTMAX_GRAD:
-    case KILN_OP_CROSS_ENTROPY:
-    case KILN_OP_CROSS_ENTROPY_GRAD:
-    case KILN_OP_SUM_TO:
-    case KILN_OP_SUM_SQUARES:
-    case KILN_OP_ADAMW:
-    case KILN_OP_FILL:
-    case KILN_OP_ADD:
-    case KILN_OP_MUL:
-    case KILN_OP_SCALE:
-    case KILN_OP_GELU:
-    case KILN_OP_GELU_GRAD:
-    case KILN_OP_MATMUL:
-    case KILN_OP_RESHAPE:
-    case KILN_OP_PERMUTE:
-    case KILN_OP_SPLIT:
-    case KILN_OP_CONCAT: return true;
-    default: return false;
-  }
-}
 
 Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device) {
   Lowerer l(g, device);

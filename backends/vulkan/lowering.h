@@ -17,11 +17,9 @@ namespace kiln::vk {
 
 using backend::NodeInfo;
 
-// Whether lowering implements `op` (the plugin's op_supported).
-bool op_lowered(int32_t op);
-
-// Throws KILN_ERR_UNSUPPORTED for an op lowering lacks or a tensor no chunking
-// can bind, KILN_ERR_INVALID_ARGUMENT for shapes the shaders cannot index.
+// Lowers the ops of the plugin's support list (plugin.cpp); throws
+// KILN_ERR_UNSUPPORTED for a tensor no chunking can bind,
+// KILN_ERR_INVALID_ARGUMENT for shapes the shaders cannot index.
 Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device);
 
 }  // namespace kiln::vk
