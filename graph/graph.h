@@ -78,6 +78,8 @@ class Graph {
   ValueId embedding_grad(ValueId dy, ValueId ids, int64_t vocab);
   ValueId layernorm(ValueId x, ValueId gamma, ValueId beta, float eps);
   std::vector<ValueId> layernorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
+  ValueId rmsnorm(ValueId x, ValueId gamma, float eps);
+  std::vector<ValueId> rmsnorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
   ValueId causal_softmax(ValueId x, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
   ValueId cross_entropy(ValueId logits, ValueId targets);

@@ -89,6 +89,12 @@ void layernorm(const Ctx&, const float* x, const float* gamma, const float* beta
 void layernorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
                     float* dbeta, int64_t rows, int64_t cols, float eps);
 
+// ---- kernels_rmsnorm.cpp
+void rmsnorm(const Ctx&, const float* x, const float* gamma, float* y, int64_t rows, int64_t cols, float eps);
+// scratch: threads * cols floats
+void rmsnorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                  int64_t rows, int64_t cols, float eps);
+
 // ---- kernels_attention.cpp
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);

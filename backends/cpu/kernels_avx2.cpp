@@ -19,5 +19,6 @@
 #include "kernels_norm.cpp"
 #include "kernels_optimizer.cpp"
 #include "kernels_reduce.cpp"
+#include "kernels_rmsnorm.cpp"
 #include "kernels_vocab_parallel.cpp"
 // NOLINTEND(bugprone-suspicious-include)

@@ -24,6 +24,9 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_LAYERNORM: return layernorm(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_LAYERNORM_GRAD:
       return layernorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), fout(2), nd.rows, nd.cols, fa(0));
+    case KILN_OP_RMSNORM: return rmsnorm(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
+    case KILN_OP_RMSNORM_GRAD:
+      return rmsnorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), nd.rows, nd.cols, fa(0));
     case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, fin(0), fout(0), nd.batch, nd.cols, fa(0));
     case KILN_OP_SOFTMAX_GRAD: return softmax_grad(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
@@ -56,7 +59,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return cross_entropy_from_sums(ctx, fin(0), fout(0), nd.rows);
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
       return cross_entropy_from_sums_grad(ctx, fin(0), fin(1), fout(0), nd.rows);
-    case KILN_OP_ALL_REDUCE:  // a host collective: plan_graph refuses it
+    case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
     case KILN_OP_COUNT_: break;
   }
 }

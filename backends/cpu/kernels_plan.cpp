@@ -12,14 +12,20 @@ namespace kiln::cpu {
 
 const char* op_name(kiln_op op) { return kiln_op_name(op); }
 
+// By shape-rule kind, like the plan itself: an op added with an existing
+// rule gets its scratch without an edit here.
 uint64_t NodePlan::scratch_bytes(int threads) const {
   const auto t = static_cast<uint64_t>(threads < 1 ? 1 : threads);
-  switch (op) {
-    case KILN_OP_LAYERNORM_GRAD: return t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
-    case KILN_OP_SUM_TO: return t * static_cast<uint64_t>(cols) * sizeof(float);
-    case KILN_OP_CROSS_ENTROPY:
-    case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return static_cast<uint64_t>(rows) * sizeof(double);
-    case KILN_OP_SUM_SQUARES: return t * sizeof(double);
+  const kiln_op_info* info = kiln_op_find(op);
+  if (info == nullptr) return 0;
+  switch (info->rule) {
+    // Per-thread partial column sums, one row of them per parameter gradient.
+    case KILN_RULE_NORM_GRAD:
+      return t * static_cast<uint64_t>(info->num_outputs - 1) * static_cast<uint64_t>(cols) * sizeof(float);
+    case KILN_RULE_SUM_TO_SUFFIX: return t * static_cast<uint64_t>(cols) * sizeof(float);
+    case KILN_RULE_LOSS:
+    case KILN_RULE_SUMS_LOSS: return static_cast<uint64_t>(rows) * sizeof(double);
+    case KILN_RULE_TO_SCALAR: return t * sizeof(double);
     default: return 0;
   }
 }

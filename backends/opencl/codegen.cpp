@@ -104,10 +104,11 @@ struct Placement {
 void emit_unit(EmitContext& ctx, const Unit& u, const std::vector<bool>& stored) {
   if (u.elementwise) return emit_elementwise(ctx, u, stored);
   const uint32_t ni = u.nodes[0];
+  // Every norm (and its gradient) is a row-wise kernel.
+  const kiln_shape_rule rule = kiln_op_table[ctx.g.nodes[ni].op].rule;
+  if (rule == KILN_RULE_NORM || rule == KILN_RULE_NORM_GRAD) return emit_rows(ctx, ni);
   switch (ctx.g.nodes[ni].op) {
     case KILN_OP_MATMUL: return emit_matmul(ctx, ni);
-    case KILN_OP_LAYERNORM:
-    case KILN_OP_LAYERNORM_GRAD:
     case KILN_OP_CAUSAL_SOFTMAX:
     case KILN_OP_SOFTMAX_GRAD:
     case KILN_OP_CROSS_ENTROPY:

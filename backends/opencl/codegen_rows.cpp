@@ -1,4 +1,4 @@
-// Row-wise ops: layernorm (and the dx part of its gradient), causal softmax
+// Row-wise ops: layernorm and rmsnorm (and the dx part of their gradients), causal softmax
 // and its gradient, cross entropy and its gradient. Each row is reduced
 // either by one work item (CPU devices, and short rows) or by one work group
 // with a tree in local memory; both orders are fixed at compile time, so
@@ -146,6 +146,53 @@ void layernorm_grad(EmitContext& ctx, uint32_t node) {
                    {value(n.outputs[1]), value(n.outputs[2])});
 }
 
+// RMSNORM: layernorm without the mean and the bias.
+void rmsnorm(EmitContext& ctx, uint32_t node) {
+  const ir::DecodedNode& n = ctx.g.nodes[node];
+  const NodeInfo& inf = ctx.info[node];
+  Rows R(ctx.target, inf.rows, inf.cols);
+  Kernel k;
+  R.begin(k);
+  row_ptr(k, value(n.inputs[0]), "const float", "xr", R);
+  const std::string gamma = k.param(value(n.inputs[1]), "const float");
+  row_ptr(k, value(n.outputs[0]), "float", "yr", R);
+  const std::string C = R.C();
+  R.reduce(k, "q", "+", "xr[j] * xr[j]", C);
+  k.line("const float rstd = 1.0f / sqrt(q / " + C + " + " + flt(n.fattrs[0]) + ");");
+  R.each(k, "yr[j] = xr[j] * rstd * " + gamma + "[j];", C);
+  R.run(ctx, k, node);
+}
+
+// RMSNORM_GRAD: dx = rstd (g - xhat mean(g xhat)) per row, with xhat = x rstd
+// and g = dy gamma; then dgamma = sum over rows of dy xhat, from each row's
+// rstd kept in a temporary.
+void rmsnorm_grad(EmitContext& ctx, uint32_t node) {
+  const ir::DecodedNode& n = ctx.g.nodes[node];
+  const NodeInfo& inf = ctx.info[node];
+  Rows R(ctx.target, inf.rows, inf.cols);
+  const Operand stats = ctx.temp(static_cast<uint64_t>(inf.rows));
+  Kernel k;
+  R.begin(k);
+  row_ptr(k, value(n.inputs[0]), "const float", "xr", R);
+  const std::string gamma = k.param(value(n.inputs[1]), "const float");
+  row_ptr(k, value(n.inputs[2]), "const float", "dyr", R);
+  row_ptr(k, value(n.outputs[0]), "float", "dxr", R);
+  const std::string st = k.param(stats, "float");
+  const std::string C = R.C();
+  R.reduce(k, "q", "+", "xr[j] * xr[j]", C);
+  k.line("const float rstd = 1.0f / sqrt(q / " + C + " + " + flt(n.fattrs[0]) + ");");
+  R.reduce(k, "sgx", "+", "dyr[j] * " + gamma + "[j] * (xr[j] * rstd)", C);
+  k.line("const float mean_gx = sgx / " + C + ";");
+  R.each(k, "dxr[j] = rstd * (dyr[j] * " + gamma + "[j] - (xr[j] * rstd) * mean_gx);", C);
+  R.once(k, st + "[r] = rstd;");
+  R.run(ctx, k, node);
+
+  const std::string at = "r * " + C + " + c";
+  emit_column_sums(ctx, static_cast<int32_t>(node), inf.rows, inf.cols,
+                   {{value(n.inputs[0]), "const float"}, {value(n.inputs[2]), "const float"}, {stats, "const float"}},
+                   {"p1[" + at + "] * (p0[" + at + "] * p2[r])"}, {value(n.outputs[1])});
+}
+
 void causal_softmax(EmitContext& ctx, uint32_t node) {
   const ir::DecodedNode& n = ctx.g.nodes[node];
   const NodeInfo& inf = ctx.info[node];
@@ -236,6 +283,8 @@ void emit_rows(EmitContext& ctx, uint32_t node) {
   switch (ctx.g.nodes[node].op) {
     case KILN_OP_LAYERNORM: return layernorm(ctx, node);
     case KILN_OP_LAYERNORM_GRAD: return layernorm_grad(ctx, node);
+    case KILN_OP_RMSNORM: return rmsnorm(ctx, node);
+    case KILN_OP_RMSNORM_GRAD: return rmsnorm_grad(ctx, node);
     case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, node);
     case KILN_OP_SOFTMAX_GRAD: return softmax_grad(ctx, node);
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, node);

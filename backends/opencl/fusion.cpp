@@ -84,19 +84,11 @@ void add(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, Group& gr
 }  // namespace
 
 bool is_fusible(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
-  switch (n.op) {
-    case KILN_OP_FILL:
-    case KILN_OP_ADD:
-    case KILN_OP_MUL:
-    case KILN_OP_SCALE:
-    case KILN_OP_GELU:
-    case KILN_OP_GELU_GRAD:
-    case KILN_OP_ADAMW: return true;
-    case KILN_OP_RESHAPE:
-      // Same elements in the same order: the identity inside a kernel.
-      return g.values[n.inputs[0]].dtype == KILN_F32;
-    default: return false;
-  }
+  // The op table's elementwise ops (each reads element k before writing it),
+  // which codegen_elementwise.cpp writes as one expression per element.
+  if (kiln_op_has(n.op, KILN_OPP_ELEMENTWISE)) return true;
+  // Same elements in the same order: the identity inside a kernel.
+  return n.op == KILN_OP_RESHAPE && g.values[n.inputs[0]].dtype == KILN_F32;
 }
 
 bool reads_at_index(const ir::DecodedNode& n, const NodeInfo& info, size_t input) {

@@ -434,18 +434,29 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
+    // LayerNorm and RMSNorm share layernorm.comp: RMS (specialization
+    // constant 2) drops the mean and the bias. Forward RMSNorm has no beta, so
+    // x stands in for the unused binding.
     case KILN_OP_LAYERNORM:
-    case KILN_OP_LAYERNORM_GRAD: {
-      const bool grad = n.op == KILN_OP_LAYERNORM_GRAD;
+    case KILN_OP_LAYERNORM_GRAD:
+    case KILN_OP_RMSNORM:
+    case KILN_OP_RMSNORM_GRAD: {
+      const bool grad = kiln_op_table[n.op].rule == KILN_RULE_NORM_GRAD;
+      const bool rms = n.op == KILN_OP_RMSNORM || n.op == KILN_OP_RMSNORM_GRAD;
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
       const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
       const uint64_t row = cols * 4;
+      std::vector<uint32_t> constants{row_group(cols), grad ? 1u : 0u};
+      if (rms) constants.push_back(1u);  // LayerNorm's pipelines stay as they were
+      const Operand third = grad  ? Operand{at(n.inputs[2]), row, 0, false}
+                            : rms ? Operand{at(n.inputs[0]), row, 0, false}
+                                  : Operand{at(n.inputs[2]), 0, row, false};
       rows_op(
-          pipeline(kiln_op_name(KILN_OP_LAYERNORM), {row_group(cols), grad ? 1u : 0u}), rows,
+          pipeline(kiln_op_name(KILN_OP_LAYERNORM), constants), rows,
           {{at(n.outputs[0]), row, 0, true},
            {at(n.inputs[0]), row, 0, false},
            {at(n.inputs[1]), 0, row, false},
-           grad ? Operand{at(n.inputs[2]), row, 0, false} : Operand{at(n.inputs[2]), 0, row, false},
+           third,
            grad ? Operand{stats, 8, 0, true} : Operand{at(n.inputs[0]), row, 0, false}},
           [&](uint64_t, uint64_t nr) {
             return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(n.fattrs[0])};
@@ -453,7 +464,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
           true);
       if (grad) {
         column_sum(1, at(n.outputs[1]), cols, rows, at(n.inputs[2]), at(n.inputs[0]), stats, 1.0f);
-        column_sum(0, at(n.outputs[2]), cols, rows, at(n.inputs[2]), at(n.inputs[2]), at(n.inputs[2]), 1.0f);
+        if (!rms) column_sum(0, at(n.outputs[2]), cols, rows, at(n.inputs[2]), at(n.inputs[2]), at(n.inputs[2]), 1.0f);
       }
       return;
     }

@@ -98,6 +98,38 @@ void layernorm_cases(CaseMaker& m) {
         {{"x", x}, {"gamma", m.rng.uniform({33})}, {"beta", m.rng.uniform({33})}});
 }
 
+void rmsnorm_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{33, 65}, Shape{2, 5, 768}, Shape{1000, 33}, Shape{127}}) {
+    const int64_t c = s.back();
+    graph::TensorMap in{
+        {"x", m.rng.uniform(s, -3.0f, 3.0f)}, {"gamma", m.rng.uniform({c}, 0.5f, 1.5f)}, {"dy", m.rng.uniform(s)}};
+    {
+      Graph g;
+      g.output("y", g.rmsnorm(g.input("x", KILN_F32, s), g.input("gamma", KILN_F32, {c}), 1e-5f));
+      graph::TensorMap fwd = in;
+      fwd.erase("dy");
+      m.add(KILN_OP_RMSNORM, str(s), std::move(g), std::move(fwd));
+    }
+    // With one column and a small eps, dx = rstd g (1 - xhat^2) is almost
+    // all cancellation (xhat^2 ~ 1 - eps / x^2), which no fp32 kernel gets to
+    // 1e-7; a large eps keeps that size-1 case well conditioned.
+    const float eps = c == 1 ? 1.0f : 1e-5f;
+    Graph g;
+    auto grads =
+        g.rmsnorm_grad(g.input("x", KILN_F32, s), g.input("gamma", KILN_F32, {c}), g.input("dy", KILN_F32, s), eps);
+    g.output("dx", grads[0]);
+    g.output("dgamma", grads[1]);
+    m.add(KILN_OP_RMSNORM_GRAD, str(s), std::move(g), std::move(in));
+  }
+  // An all-zero row is eps-bound (y = 0, no NaN); a NaN turns its row into NaN.
+  graph::HostTensor x = m.rng.uniform({3, 33}, -3.0f, 3.0f);
+  for (int64_t j = 0; j < 33; ++j) x.f32[static_cast<size_t>(33 + j)] = 0.0f;
+  x.f32[5] = std::nanf("");
+  Graph g;
+  g.output("y", g.rmsnorm(g.input("x", KILN_F32, {3, 33}), g.input("gamma", KILN_F32, {33}), 1e-6f));
+  m.add(KILN_OP_RMSNORM, "[3, 33] with a zero row and a NaN", std::move(g), {{"x", x}, {"gamma", m.rng.uniform({33})}});
+}
+
 void softmax_cases(CaseMaker& m) {
   for (const Shape& s :
        {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
@@ -166,6 +198,7 @@ void add_linear_cases(Suite& suite) {
   matmul_cases(m);
   embedding_cases(m);
   layernorm_cases(m);
+  rmsnorm_cases(m);
   softmax_cases(m);
   cross_entropy_cases(m);
 }

@@ -177,7 +177,14 @@ typedef enum kiln_shape_rule {
   X(CROSS_ENTROPY_FROM_SUMS, 26, "cross_entropy_from_sums", 1, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS, "sums:f", "loss:f") \
   /* (sums, dloss [1]) -> dsums [N, 2] = {dloss / (N sums[i][0]), -dloss / N}. */                                      \
   X(CROSS_ENTROPY_FROM_SUMS_GRAD, 27, "cross_entropy_from_sums_grad", 2, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS_GRAD,      \
-    "sums:f dloss:f", "dsums:f")
+    "sums:f dloss:f", "dsums:f")                                                                                       \
+  /* ---- model families (Llama) */                                                                                    \
+  /* (x [..., C], gamma [C]) -> y; fattrs = {eps}. Root-mean-square norm over the last dim (no mean, no bias):         \
+   * y = x / sqrt(mean(x^2) + eps) * gamma. */                                                                         \
+  X(RMSNORM, 28, "rmsnorm", 2, 1, 0, 1, 0, ELEMENTWISE, NORM, "x:f gamma:f", "y:f")                                    \
+  /* (x, gamma, dy) -> (dx, dgamma); fattrs = {eps}. With r = 1/sqrt(mean(x^2) + eps), xhat = x r,                     \
+   * g = dy gamma: dx = r (g - xhat mean(g xhat)), dgamma = sum over rows of dy xhat. */                               \
+  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

@@ -211,6 +211,16 @@ TEST(GradCheck, Layernorm) {
   }
 }
 
+TEST(GradCheck, Rmsnorm) {
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5}, Shape{4, 2}}) {
+    SCOPED_TRACE(to_string(s));
+    GradCheck c;
+    ValueId x = c.input("x", s, -2.0, 2.0);
+    ValueId gamma = c.input("gamma", {s.back()}, 0.5, 1.5);
+    c.check(c.weighted_sum(c.g.rmsnorm(x, gamma, 1e-5f)), {"x", "gamma"});
+  }
+}
+
 TEST(GradCheck, CausalSoftmax) {
   for (auto [s, scale] :
        {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {

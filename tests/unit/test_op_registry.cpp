@@ -41,6 +41,7 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_MATMUL,
                                             KILN_OP_EMBEDDING,
                                             KILN_OP_LAYERNORM,
+                                            KILN_OP_RMSNORM,
                                             KILN_OP_CAUSAL_SOFTMAX,
                                             KILN_OP_CROSS_ENTROPY,
                                             KILN_OP_SUM_TO,
@@ -52,7 +53,7 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_ALL_REDUCE,
                                             KILN_OP_CROSS_ENTROPY_SHARD,
                                             KILN_OP_CROSS_ENTROPY_FROM_SUMS};
-  EXPECT_EQ(differentiable.size(), 18u);
+  EXPECT_EQ(differentiable.size(), 19u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";
 }
 

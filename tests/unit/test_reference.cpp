@@ -244,6 +244,20 @@ TEST(Reference, LayernormBiasedVarianceEpsInsideSqrt) {
   expect_near(y, {-1.5 * r, -0.5 * r * 2, 0.5 * r, 1.5 * r + 1, 0, 0, 0, 1});
 }
 
+TEST(Reference, RmsnormHasNoMeanAndNoBias) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {2, 4});
+  ValueId ga = g.input("g", KILN_F32, {4});
+  const float eps = 0.5f;
+  g.output("y", g.rmsnorm(x, ga, eps));
+  std::vector<float> y = run_y(g, {{"x", F({2, 4}, {1, 2, 3, 4, -2, -2, -2, -2})}, {"g", F({4}, {1, 2, 1, -1})}});
+  // Row 0: mean(x^2) = 30/4 = 7.5, 1/sqrt(7.5 + 0.5) = 1/sqrt(8).
+  const double r0 = 1.0 / std::sqrt(8.0);
+  // Row 1: a constant row keeps its value (unlike layernorm): mean(x^2) = 4, 1/sqrt(4.5).
+  const double r1 = 1.0 / std::sqrt(4.5);
+  expect_near(y, {1 * r0, 2 * r0 * 2, 3 * r0, -4 * r0, -2 * r1, -2 * r1 * 2, -2 * r1, 2 * r1});
+}
+
 TEST(Reference, LayernormGradMatchesExplicitJacobian) {
   const int C = 4, R = 2;
   const double eps = 1e-5;

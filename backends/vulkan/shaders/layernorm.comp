@@ -2,15 +2,20 @@
 // LAYERNORM (GRAD = false): one workgroup per row, y = (x - mean) * rstd *
 // gamma + beta with the biased variance. LAYERNORM_GRAD (GRAD = true): dx,
 // and each row's mean and rstd into stats (for the dgamma column sums).
+// RMS = true makes the same shader RMSNORM(_GRAD): the mean is taken as 0
+// and there is no beta, so y = x * rstd * gamma with rstd from mean(x^2),
+// and dx = rstd * (g - xhat * mean(g xhat)); stats hold (0, rstd), which the
+// dgamma column sum then uses unchanged.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 1) const bool GRAD = false;
+layout(constant_id = 2) const bool RMS = false;
 
 layout(std430, set = 0, binding = 0) buffer Out { float outv[]; };    // y or dx
 layout(std430, set = 0, binding = 1) buffer X { float x[]; };
 layout(std430, set = 0, binding = 2) buffer Gamma { float gamma[]; };
-layout(std430, set = 0, binding = 3) buffer BetaDy { float bd[]; };   // beta or dy
+layout(std430, set = 0, binding = 3) buffer BetaDy { float bd[]; };   // beta (unused if RMS) or dy
 layout(std430, set = 0, binding = 4) buffer Stats { float stats[]; }; // GRAD: [rows][2]
 
 layout(push_constant) uniform Push {
@@ -24,9 +29,12 @@ void main() {
   if (r >= p.rows) return;  // whole workgroups leave together
   uint t = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
   uint row = r * p.cols;
-  float s = 0.0;
-  for (uint j = t; j < p.cols; j += n) s += x[p.base[1] + row + j];
-  float mean = group_sum(s) / float(p.cols);
+  float mean = 0.0;
+  if (!RMS) {  // a specialization constant: the whole workgroup agrees
+    float s = 0.0;
+    for (uint j = t; j < p.cols; j += n) s += x[p.base[1] + row + j];
+    mean = group_sum(s) / float(p.cols);
+  }
   float v = 0.0;
   for (uint j = t; j < p.cols; j += n) {
     float d = x[p.base[1] + row + j] - mean;
@@ -35,7 +43,8 @@ void main() {
   float rstd = 1.0 / sqrt(group_sum(v) / float(p.cols) + p.eps);
   if (!GRAD) {
     for (uint j = t; j < p.cols; j += n)
-      outv[p.base[0] + row + j] = (x[p.base[1] + row + j] - mean) * rstd * gamma[p.base[2] + j] + bd[p.base[3] + j];
+      outv[p.base[0] + row + j] =
+          (x[p.base[1] + row + j] - mean) * rstd * gamma[p.base[2] + j] + (RMS ? 0.0 : bd[p.base[3] + j]);
     return;
   }
   float sg = 0.0, sgx = 0.0;
@@ -45,7 +54,7 @@ void main() {
     sg += g;
     sgx += g * xh;
   }
-  float mean_g = group_sum(sg) / float(p.cols);
+  float mean_g = RMS ? 0.0 : group_sum(sg) / float(p.cols);
   float mean_gx = group_sum(sgx) / float(p.cols);
   for (uint j = t; j < p.cols; j += n) {
     float xh = (x[p.base[1] + row + j] - mean) * rstd;
