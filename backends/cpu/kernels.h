@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "plan.h"
 #include "simd.h"
@@ -142,6 +143,8 @@ void adamw(const Ctx&, const float* p, const float* g, const float* m, const flo
 
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+// The ops run_node runs: the plugin's support list.
+extern const std::span<const kiln_op> kSupportedOps;
 
 }  // namespace KILN_CPU_ISA
 }  // namespace kiln::cpu

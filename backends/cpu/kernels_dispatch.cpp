@@ -5,6 +5,43 @@
 
 namespace kiln::cpu::KILN_CPU_ISA {
 
+// The ops this plugin runs (op_supported and compile read this list, so it
+// stays beside the switch that calls their kernels): every op of the table
+// but the host collective, which the host runs between compiled pieces of a
+// graph. The cpu plugin is the fallback for every other backend.
+constexpr kiln_op kSupportedOpList[] = {
+    KILN_OP_FILL,
+    KILN_OP_ADD,
+    KILN_OP_MUL,
+    KILN_OP_SCALE,
+    KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,
+    KILN_OP_MATMUL,
+    KILN_OP_EMBEDDING,
+    KILN_OP_EMBEDDING_GRAD,
+    KILN_OP_LAYERNORM,
+    KILN_OP_LAYERNORM_GRAD,
+    KILN_OP_RMSNORM,
+    KILN_OP_RMSNORM_GRAD,
+    KILN_OP_CAUSAL_SOFTMAX,
+    KILN_OP_SOFTMAX_GRAD,
+    KILN_OP_CROSS_ENTROPY,
+    KILN_OP_CROSS_ENTROPY_GRAD,
+    KILN_OP_SUM_TO,
+    KILN_OP_RESHAPE,
+    KILN_OP_PERMUTE,
+    KILN_OP_SPLIT,
+    KILN_OP_CONCAT,
+    KILN_OP_SUM_SQUARES,
+    KILN_OP_ADAMW,
+    KILN_OP_ROW_MAX,
+    KILN_OP_CROSS_ENTROPY_SHARD,
+    KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
+    KILN_OP_CROSS_ENTROPY_FROM_SUMS,
+    KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD,
+};
+const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
+
 void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto fin = [&](size_t i) { return static_cast<const float*>(values[nd.in[i]]); };
   auto iin = [&](size_t i) { return static_cast<const int32_t*>(values[nd.in[i]]); };

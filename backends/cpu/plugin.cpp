@@ -297,44 +297,11 @@ class Reader {
   size_t pos_ = 0;
 };
 
-// The ops this plugin runs, the one list op_supported and compile read: every
-// op of the table but the host collective, which the host runs between
-// compiled pieces of a graph (the cpu plugin is the fallback for the rest).
-constexpr kiln_op kSupportedOps[] = {
-    KILN_OP_FILL,
-    KILN_OP_ADD,
-    KILN_OP_MUL,
-    KILN_OP_SCALE,
-    KILN_OP_GELU,
-    KILN_OP_GELU_GRAD,
-    KILN_OP_MATMUL,
-    KILN_OP_EMBEDDING,
-    KILN_OP_EMBEDDING_GRAD,
-    KILN_OP_LAYERNORM,
-    KILN_OP_LAYERNORM_GRAD,
-    KILN_OP_RMSNORM,
-    KILN_OP_RMSNORM_GRAD,
-    KILN_OP_CAUSAL_SOFTMAX,
-    KILN_OP_SOFTMAX_GRAD,
-    KILN_OP_CROSS_ENTROPY,
-    KILN_OP_CROSS_ENTROPY_GRAD,
-    KILN_OP_SUM_TO,
-    KILN_OP_RESHAPE,
-    KILN_OP_PERMUTE,
-    KILN_OP_SPLIT,
-    KILN_OP_CONCAT,
-    KILN_OP_SUM_SQUARES,
-    KILN_OP_ADAMW,
-    KILN_OP_ROW_MAX,
-    KILN_OP_CROSS_ENTROPY_SHARD,
-    KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
-    KILN_OP_CROSS_ENTROPY_FROM_SUMS,
-    KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD,
-};
-
+// The one list op_supported and compile read: kernels_dispatch.cpp's, where
+// each op's kernel is called.
 bool is_supported(int32_t op) {
-  return std::find(std::begin(kSupportedOps), std::end(kSupportedOps), static_cast<kiln_op>(op)) !=
-         std::end(kSupportedOps);
+  using kiln::cpu::base::kSupportedOps;
+  return std::find(kSupportedOps.begin(), kSupportedOps.end(), static_cast<kiln_op>(op)) != kSupportedOps.end();
 }
 
 // Decodes and plans IR bytes; fails with the plan's error code.

@@ -101,23 +101,29 @@ struct Placement {
   uint64_t offset = 0;  // elements
 };
 
+// The generators of single-node units, each with the ops it lists.
+struct Generator {
+  const std::span<const kiln_op>* ops;
+  void (*emit)(EmitContext& ctx, uint32_t node);
+};
+const Generator kGenerators[] = {
+    {&kMatmulOps, emit_matmul},
+    {&kRowOps, emit_rows},
+    {&kReduceOps, emit_reduce},
+    {&kLayoutOps, emit_layout},
+    {&kEmbeddingGradOps, emit_embedding_grad},
+};
+
+bool lists(const std::span<const kiln_op>& ops, int32_t op) {
+  return std::find(ops.begin(), ops.end(), static_cast<kiln_op>(op)) != ops.end();
+}
+
 void emit_unit(EmitContext& ctx, const Unit& u, const std::vector<bool>& stored) {
   if (u.elementwise) return emit_elementwise(ctx, u, stored);
   const uint32_t ni = u.nodes[0];
-  // Every norm (and its gradient) is a row-wise kernel.
-  const kiln_shape_rule rule = kiln_op_table[ctx.g.nodes[ni].op].rule;
-  if (rule == KILN_RULE_NORM || rule == KILN_RULE_NORM_GRAD) return emit_rows(ctx, ni);
-  switch (ctx.g.nodes[ni].op) {
-    case KILN_OP_MATMUL: return emit_matmul(ctx, ni);
-    case KILN_OP_CAUSAL_SOFTMAX:
-    case KILN_OP_SOFTMAX_GRAD:
-    case KILN_OP_CROSS_ENTROPY:
-    case KILN_OP_CROSS_ENTROPY_GRAD: return emit_rows(ctx, ni);
-    case KILN_OP_SUM_TO:
-    case KILN_OP_SUM_SQUARES: return emit_reduce(ctx, ni);
-    case KILN_OP_EMBEDDING_GRAD: return emit_embedding_grad(ctx, ni);
-    default: return emit_layout(ctx, ni);
-  }
+  for (const Generator& gen : kGenerators)
+    if (lists(*gen.ops, ctx.g.nodes[ni].op)) return gen.emit(ctx, ni);
+  fail(KILN_ERR_INTERNAL, std::string("no generator lists ") + op_name(ctx.g.nodes[ni].op));
 }
 
 // What a unit computes, for profiles: "add+gelu n=262144", "matmul 1x2048x384x128 tB".
@@ -168,6 +174,15 @@ uint64_t place(std::vector<Block*> blocks) {
 }
 
 }  // namespace
+
+const std::vector<kiln_op>& supported_ops() {
+  static const std::vector<kiln_op> ops = [] {
+    std::vector<kiln_op> all(kElementwiseOps.begin(), kElementwiseOps.end());
+    for (const Generator& gen : kGenerators) all.insert(all.end(), gen.ops->begin(), gen.ops->end());
+    return all;
+  }();
+  return ops;
+}
 
 Program generate(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const Target& target) {
   Fusion fusion = fuse(g, info);

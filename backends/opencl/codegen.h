@@ -37,6 +37,10 @@ struct Program {
 
 Program generate(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const Target& target);
 
+// The ops the generators emit (each codegen_*.cpp lists its own): the
+// plugin's support list.
+const std::vector<kiln_op>& supported_ops();
+
 }  // namespace kiln::ocl
 
 #pragma GCC visibility pop

@@ -20,6 +20,12 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 
 }  // namespace
 
+// Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
+constexpr kiln_op kElementwiseOpsList[] = {
+    KILN_OP_FILL, KILN_OP_ADD, KILN_OP_MUL, KILN_OP_SCALE, KILN_OP_GELU, KILN_OP_GELU_GRAD, KILN_OP_ADAMW,
+};
+const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
+
 void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored) {
   const auto& g = ctx.g;
   const int64_t count = ctx.info[unit.nodes[0]].count;

@@ -8,6 +8,12 @@
 
 namespace kiln::ocl {
 
+// The deterministic scatter-add.
+constexpr kiln_op kEmbeddingGradOpsList[] = {
+    KILN_OP_EMBEDDING_GRAD,
+};
+const std::span<const kiln_op> kEmbeddingGradOps{kEmbeddingGradOpsList};
+
 void emit_embedding_grad(EmitContext& ctx, uint32_t node) {
   const ir::DecodedNode& n = ctx.g.nodes[node];
   const NodeInfo& inf = ctx.info[node];

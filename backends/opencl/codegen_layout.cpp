@@ -74,6 +74,12 @@ void embedding(EmitContext& ctx, uint32_t node) {
 
 }  // namespace
 
+// Data movement (and the embedding gather).
+constexpr kiln_op kLayoutOpsList[] = {
+    KILN_OP_RESHAPE, KILN_OP_PERMUTE, KILN_OP_SPLIT, KILN_OP_CONCAT, KILN_OP_EMBEDDING,
+};
+const std::span<const kiln_op> kLayoutOps{kLayoutOpsList};
+
 void emit_layout(EmitContext& ctx, uint32_t node) {
   const ir::DecodedNode& n = ctx.g.nodes[node];
   const NodeInfo& inf = ctx.info[node];

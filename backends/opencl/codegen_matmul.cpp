@@ -4,6 +4,12 @@
 
 namespace kiln::ocl {
 
+// GEMMs (CLBlast or the generated kernel).
+constexpr kiln_op kMatmulOpsList[] = {
+    KILN_OP_MATMUL,
+};
+const std::span<const kiln_op> kMatmulOps{kMatmulOpsList};
+
 void emit_matmul(EmitContext& ctx, uint32_t node) {
   const ir::DecodedNode& n = ctx.g.nodes[node];
   const NodeInfo& inf = ctx.info[node];

@@ -106,6 +106,13 @@ void emit_column_sums(EmitContext& ctx, int32_t node, int64_t rows_, int64_t col
   }
 }
 
+// Reductions over many rows.
+constexpr kiln_op kReduceOpsList[] = {
+    KILN_OP_SUM_TO,
+    KILN_OP_SUM_SQUARES,
+};
+const std::span<const kiln_op> kReduceOps{kReduceOpsList};
+
 void emit_reduce(EmitContext& ctx, uint32_t node) {
   const ir::DecodedNode& n = ctx.g.nodes[node];
   const NodeInfo& inf = ctx.info[node];

@@ -279,6 +279,13 @@ void cross_entropy_grad(EmitContext& ctx, uint32_t node) {
 
 }  // namespace
 
+// Row-wise kernels.
+constexpr kiln_op kRowOpsList[] = {
+    KILN_OP_LAYERNORM,      KILN_OP_LAYERNORM_GRAD, KILN_OP_RMSNORM,       KILN_OP_RMSNORM_GRAD,
+    KILN_OP_CAUSAL_SOFTMAX, KILN_OP_SOFTMAX_GRAD,   KILN_OP_CROSS_ENTROPY, KILN_OP_CROSS_ENTROPY_GRAD,
+};
+const std::span<const kiln_op> kRowOps{kRowOpsList};
+
 void emit_rows(EmitContext& ctx, uint32_t node) {
   switch (ctx.g.nodes[node].op) {
     case KILN_OP_LAYERNORM: return layernorm(ctx, node);

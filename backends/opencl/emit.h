@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,15 @@ inline uint64_t round_up(uint64_t v, uint64_t m) { return m == 0 ? v : (v + m - 
 // Largest power of two <= v (v >= 1).
 uint64_t pow2_floor(uint64_t v);
 
-// Per-op generators.
+// Per-op generators, and the ops each emits: every codegen_*.cpp lists the
+// ops it lowers beside its generator; codegen.cpp routes a node to the one
+// that lists its op, and together the lists are the plugin's support list.
+extern const std::span<const kiln_op> kElementwiseOps;  // fused units
+extern const std::span<const kiln_op> kMatmulOps;
+extern const std::span<const kiln_op> kRowOps;
+extern const std::span<const kiln_op> kReduceOps;
+extern const std::span<const kiln_op> kLayoutOps;
+extern const std::span<const kiln_op> kEmbeddingGradOps;
 void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored);
 void emit_matmul(EmitContext& ctx, uint32_t node);
 void emit_rows(EmitContext& ctx, uint32_t node);    // layernorm(_grad), softmax(_grad), cross entropy(_grad)

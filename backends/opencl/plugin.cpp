@@ -312,36 +312,14 @@ kiln_error* buffer_copy(kiln_buffer_copy_args* args) {
   });
 }
 
-// The ops codegen lowers, the one list op_supported and compile read. The
-// vocab-parallel cross-entropy pieces have no kernels here: the host runs them
-// on the cpu fallback.
-constexpr kiln_op kSupportedOps[] = {
-    KILN_OP_FILL,
-    KILN_OP_ADD,
-    KILN_OP_MUL,
-    KILN_OP_SCALE,
-    KILN_OP_GELU,
-    KILN_OP_GELU_GRAD,
-    KILN_OP_MATMUL,
-    KILN_OP_EMBEDDING,
-    KILN_OP_EMBEDDING_GRAD,
-    KILN_OP_LAYERNORM,
-    KILN_OP_LAYERNORM_GRAD,
-    KILN_OP_RMSNORM,
-    KILN_OP_RMSNORM_GRAD,
-    KILN_OP_CAUSAL_SOFTMAX,
-    KILN_OP_SOFTMAX_GRAD,
-    KILN_OP_CROSS_ENTROPY,
-    KILN_OP_CROSS_ENTROPY_GRAD,
-    KILN_OP_SUM_TO,
-    KILN_OP_RESHAPE,
-    KILN_OP_PERMUTE,
-    KILN_OP_SPLIT,
-    KILN_OP_CONCAT,
-    KILN_OP_SUM_SQUARES,
-    KILN_OP_ADAMW,
-};
-constexpr kiln::backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "opencl"};
+// The one list op_supported and compile read: the union of the lists the
+// code generators keep beside their emitters (emit.h). The tensor-parallel
+// ops have no kernels here: the host runs them on the cpu fallback.
+const kiln::backend::SupportList& supported() {
+  static const kiln::backend::SupportList list{kiln::ocl::supported_ops().data(), kiln::ocl::supported_ops().size(),
+                                               "opencl"};
+  return list;
+}
 
 kiln_error* compile(kiln_compile_args* args) {
   return guarded([&] {
@@ -349,7 +327,7 @@ kiln_error* compile(kiln_compile_args* args) {
     const kiln::ocl::DeviceInfo& d = kiln::ocl::device_at(args->device_index);
     kiln::ir::DecodedGraph g;
     kiln::ocl::decode_ir(args->ir, args->ir_size, &g);
-    kiln::backend::require_supported(g, kSupported);
+    kiln::backend::require_supported(g, supported());
     const std::vector<kiln::ocl::NodeInfo> info = kiln::ocl::analyze(g);
     kiln::ocl::Program prog = kiln::ocl::generate(g, info, kiln::ocl::target_for(d));
 
@@ -528,7 +506,7 @@ kiln_error* synchronize(kiln_device* device) {
 kiln_error* op_supported(kiln_op_supported_args* args) {
   return guarded([&] {
     check_args(args, "op_supported");
-    args->supported = kSupported.contains(args->op) ? 1 : 0;
+    args->supported = supported().contains(args->op) ? 1 : 0;
   });
 }
 

@@ -559,6 +559,37 @@ void Lowerer::place_barriers() {
 
 }  // namespace
 
+// The ops lower() turns into pipelines (the switch in Lowerer::node), the one
+// list op_supported and compile read. The vocab-parallel cross-entropy pieces
+// have no shaders here: the host runs them on the cpu fallback.
+constexpr kiln_op kSupportedOps[] = {
+    KILN_OP_FILL,
+    KILN_OP_ADD,
+    KILN_OP_MUL,
+    KILN_OP_SCALE,
+    KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,
+    KILN_OP_MATMUL,
+    KILN_OP_EMBEDDING,
+    KILN_OP_EMBEDDING_GRAD,
+    KILN_OP_LAYERNORM,
+    KILN_OP_LAYERNORM_GRAD,
+    KILN_OP_RMSNORM,
+    KILN_OP_RMSNORM_GRAD,
+    KILN_OP_CAUSAL_SOFTMAX,
+    KILN_OP_SOFTMAX_GRAD,
+    KILN_OP_CROSS_ENTROPY,
+    KILN_OP_CROSS_ENTROPY_GRAD,
+    KILN_OP_SUM_TO,
+    KILN_OP_RESHAPE,
+    KILN_OP_PERMUTE,
+    KILN_OP_SPLIT,
+    KILN_OP_CONCAT,
+    KILN_OP_SUM_SQUARES,
+    KILN_OP_ADAMW,
+};
+const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
+
 Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device) {
   Lowerer l(g, device);
   std::vector<uint64_t> slot_bytes(g.num_slots, 0);

@@ -15,9 +15,12 @@
 
 namespace kiln::vk {
 
+// The ops lower() implements: the plugin's support list.
+extern const backend::SupportList kSupported;
+
 using backend::NodeInfo;
 
-// Lowers the ops of the plugin's support list (plugin.cpp); throws
+// Lowers the ops of kSupported; throws
 // KILN_ERR_UNSUPPORTED for a tensor no chunking can bind,
 // KILN_ERR_INVALID_ARGUMENT for shapes the shaders cannot index.
 Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, const DeviceInfo& device);

@@ -281,44 +281,13 @@ struct ScopedCache {
   ScopedCache& operator=(const ScopedCache&) = delete;
 };
 
-// The ops lowering.cpp turns into pipelines, the one list op_supported and
-// compile read. The vocab-parallel cross-entropy pieces have no shaders here:
-// the host runs them on the cpu fallback.
-constexpr kiln_op kSupportedOps[] = {
-    KILN_OP_FILL,
-    KILN_OP_ADD,
-    KILN_OP_MUL,
-    KILN_OP_SCALE,
-    KILN_OP_GELU,
-    KILN_OP_GELU_GRAD,
-    KILN_OP_MATMUL,
-    KILN_OP_EMBEDDING,
-    KILN_OP_EMBEDDING_GRAD,
-    KILN_OP_LAYERNORM,
-    KILN_OP_LAYERNORM_GRAD,
-    KILN_OP_RMSNORM,
-    KILN_OP_RMSNORM_GRAD,
-    KILN_OP_CAUSAL_SOFTMAX,
-    KILN_OP_SOFTMAX_GRAD,
-    KILN_OP_CROSS_ENTROPY,
-    KILN_OP_CROSS_ENTROPY_GRAD,
-    KILN_OP_SUM_TO,
-    KILN_OP_RESHAPE,
-    KILN_OP_PERMUTE,
-    KILN_OP_SPLIT,
-    KILN_OP_CONCAT,
-    KILN_OP_SUM_SQUARES,
-    KILN_OP_ADAMW,
-};
-constexpr kiln::backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
-
 kiln_error* compile(kiln_compile_args* args) {
   return guarded([&] {
     check_args(args, "compile");
     const kiln::vk::DeviceInfo& d = kiln::vk::device_at(args->device_index);
     kiln::ir::DecodedGraph g;
     kiln::backend::decode_ir(args->ir, args->ir_size, &g, "vulkan");
-    kiln::backend::require_supported(g, kSupported);
+    kiln::backend::require_supported(g, kiln::vk::kSupported);
     const std::vector<kiln::backend::NodeInfo> info = kiln::backend::analyze(g);
     kiln::vk::ExecutableImage image;
     image.compiler_version = kiln::vk::kCompilerVersion;
@@ -575,7 +544,7 @@ kiln_error* synchronize(kiln_device* device) {
 kiln_error* op_supported(kiln_op_supported_args* args) {
   return guarded([&] {
     check_args(args, "op_supported");
-    args->supported = kSupported.contains(args->op) ? 1 : 0;
+    args->supported = kiln::vk::kSupported.contains(args->op) ? 1 : 0;
   });
 }
 
