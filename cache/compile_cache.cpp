@@ -106,10 +106,7 @@ std::string failed_message(const Store& store, const KeyParts& parts, const std:
 KeyParts key_parts_for(const CompileRequest& r) {
   KeyParts p;
   p.backend = r.plugin->name;
-  if (r.plugin->has(&kiln_plugin_api::compiler_version)) {
-    const char* v = r.plugin->api->compiler_version();
-    p.compiler_version = v ? v : "";
-  }
+  p.compiler_version = r.plugin->compiler_version();
   p.device_fingerprint = r.device_fingerprint;
   p.options = "{}";  // the host passes no codegen options yet (kiln_compile_args.options = NULL)
   p.ir_hash = sha256_hex(r.ir->data(), r.ir->size());
@@ -230,38 +227,14 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
 }
 
 std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir) {
-  kiln_compile_args compile{};
-  compile.struct_size = sizeof(compile);
-  compile.ir = ir.data();
-  compile.ir_size = ir.size();
-  compile.options = nullptr;
-  compile.device_index = device_index;
-  kiln_error* err = plugin.api->compile(&compile);
-  if (err) {
-    const int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(err)
-                                                                  : static_cast<int32_t>(KILN_ERR_INTERNAL);
-    try {
-      check(plugin, err, "compile");
-    } catch (const Error& e) {
-      // Out of memory may pass on a quieter machine: no failure marker.
-      throw CompileError(e.what(), code != KILN_ERR_OUT_OF_MEMORY);
-    }
+  try {
+    return plugin.compile(ir, device_index);
+  } catch (const PluginError& e) {
+    // Out of memory may pass on a quieter machine: no failure marker.
+    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY);
   }
-  std::vector<uint8_t> exe(compile.executable, compile.executable + compile.executable_size);
-  plugin.api->executable_bytes_free(compile.executable);
-  return exe;
 }
 
-std::string device_fingerprint(const Plugin& plugin, int index) {
-  kiln_device_properties props{};
-  props.struct_size = sizeof(props);
-  kiln_device_properties_args args{};
-  args.struct_size = sizeof(args);
-  args.device_index = index;
-  args.properties = &props;
-  check(plugin, plugin.api->device_properties(&args), "device_properties");
-  props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
-  return props.fingerprint;
-}
+std::string device_fingerprint(const Plugin& plugin, int index) { return plugin.device_properties(index).fingerprint; }
 
 }  // namespace kiln::cache

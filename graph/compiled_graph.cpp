@@ -29,13 +29,7 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
     return;
   }
 
-  kiln_load_args load{};
-  load.struct_size = sizeof(load);
-  load.device = device_.handle();
-  load.executable = executable->data();
-  load.executable_size = executable->size();
-  check(plugin, plugin.api->load(&load), "load");
-  loaded_ = load.loaded;
+  loaded_ = plugin.load(device_.handle(), *executable);
 
   slots_.resize(plan_.slot_ports.size());
   // The arena always exists (even if empty) so slot 0 is never null.
@@ -44,9 +38,7 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
                  slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
 }
 
-CompiledGraph::~CompiledGraph() {
-  if (loaded_) device_.plugin().api->loaded_free(device_.handle(), loaded_);
-}
+CompiledGraph::~CompiledGraph() { device_.plugin().loaded_free(device_.handle(), loaded_); }
 
 // Outputs that update an input share the input's slot, so a port name maps
 // to the slot of its value.
@@ -85,13 +77,7 @@ void CompiledGraph::run() {
     if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
     handles[s] = slots_[s]->handle();
   }
-  kiln_execute_args args{};
-  args.struct_size = sizeof(args);
-  args.device = device_.handle();
-  args.loaded = loaded_;
-  args.slots = handles.data();
-  args.num_slots = static_cast<int32_t>(handles.size());
-  check(device_.plugin(), device_.plugin().api->execute(&args), "execute");
+  device_.plugin().execute(device_.handle(), loaded_, handles);
 }
 
 }  // namespace kiln::graph
