@@ -23,8 +23,6 @@ struct State {
   CacheConfig config;
   bool writable = false;
   CacheStats stats;
-  int extract_depth = 0;
-  std::vector<ExtractedTask> extracted;
 };
 
 State& state() {
@@ -143,29 +141,21 @@ CacheStats stats() {
   return state().stats;
 }
 
-ExtractScope::ExtractScope() {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().extract_depth++ == 0) state().extracted.clear();
-}
-ExtractScope::~ExtractScope() {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().extract_depth;
-}
-std::vector<ExtractedTask> ExtractScope::tasks() const {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  return state().extracted;
+void Extraction::record(const CompileRequest& r) {
+  const KeyParts parts = key_parts_for(r);
+  std::string key = compute_key(parts);
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back({r.plugin->name, r.device_index, *r.ir, parts, std::move(key), r.summary});
 }
 
-std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
+std::vector<ExtractedTask> Extraction::tasks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tasks_;
+}
+
+std::vector<uint8_t> obtain(const CompileRequest& r) {
   const KeyParts parts = key_parts_for(r);
   const std::string key = compute_key(parts);
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    if (state().extract_depth > 0) {
-      state().extracted.push_back({r.plugin->name, r.device_index, *r.ir, parts, key, r.summary});
-      return std::nullopt;
-    }
-  }
   const CacheConfig& cfg = config();
   if (cfg.dir.empty()) {
     if (cfg.require_precompiled)
@@ -174,7 +164,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
     return compile_and_publish(nullptr, parts, key, r);
   }
   Store store(cfg.dir);
-  if (auto exe = lookup(store, parts, key)) return exe;
+  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
   if (cfg.require_precompiled)
     throw Error("--require-precompiled: graph " + key.substr(0, 16) + " is not in the compile cache " + cfg.dir + ": " +
                 explain_miss(cfg.dir, parts, key, r.summary) + "; run kiln precompile with the same arguments");
@@ -189,7 +179,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
   std::error_code ec;
   std::filesystem::create_directories(store.entry_dir(parts, key), ec);
   std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
-  if (auto exe = lookup(store, parts, key)) return exe;
+  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
   return compile_and_publish(&store, parts, key, r);
 }
 

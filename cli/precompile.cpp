@@ -88,14 +88,14 @@ std::vector<Task> extract(const trainer::TrainConfig& cfg, int* builds, size_t* 
       Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   FallbackDevice fallback;
   trainer::RunGraphs graphs = trainer::build_run_graphs(cfg);
-  cache::ExtractScope scope;
+  cache::Extraction extraction;
   std::vector<std::string> labels;
   for (const auto& [name, g] : graphs.list()) {
-    graph::Executable exe(*device, *g, &fallback);
-    labels.resize(scope.tasks().size(), name);
+    graph::Executable exe(*device, *g, &fallback, &extraction);
+    labels.resize(extraction.tasks().size(), name);
     ++*builds;
   }
-  std::vector<cache::ExtractedTask> all = scope.tasks();
+  std::vector<cache::ExtractedTask> all = extraction.tasks();
   *units = all.size();
   std::map<std::string, size_t> index_of_key;
   std::vector<Task> unique;

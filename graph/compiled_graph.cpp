@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cache/compile_cache.h"
 #include "core/log.h"
 #include "graph/graph_summary.h"
 #include "graph/passes.h"
@@ -10,7 +9,17 @@
 
 namespace kiln::graph {
 
-CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(device), graph_(eliminate_dead_code(graph)) {
+CompiledGraph::CompiledGraph(Device& device, const Graph& graph, cache::Extraction* extract)
+    : device_(device), graph_(eliminate_dead_code(graph)) {
+  compile_and_load(extract);
+}
+
+CompiledGraph::CompiledGraph(Device& device, Pruned pruned, cache::Extraction* extract)
+    : device_(device), graph_(pruned.graph) {
+  compile_and_load(extract);
+}
+
+void CompiledGraph::compile_and_load(cache::Extraction* extract) {
   plan_ = plan_memory(graph_);
   ir_ = serialize(graph_, plan_);
   const Plugin& plugin = device_.plugin();
@@ -23,13 +32,14 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
   request.device_fingerprint = device_.properties().fingerprint;
   request.ir = &ir_;
   request.summary = graph_summary(graph_);
-  std::optional<std::vector<uint8_t>> executable = cache::obtain(request);
-  if (!executable) {
+  if (extract != nullptr) {
+    extract->record(request);
     slots_.resize(plan_.slot_ports.size());  // bind() still works; run() refuses
     return;
   }
+  const std::vector<uint8_t> executable = cache::obtain(request);
 
-  loaded_ = plugin.load(device_.handle(), *executable);
+  loaded_ = plugin.load(device_.handle(), executable);
 
   slots_.resize(plan_.slot_ports.size());
   // The arena always exists (even if empty) so slot 0 is never null.

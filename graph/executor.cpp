@@ -30,7 +30,7 @@ bool is_read(const Graph& g, ValueId v) {
 
 }  // namespace
 
-Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback)
+Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback, cache::Extraction* extract)
     : device_(device), graph_(eliminate_dead_code(graph)) {
   const auto& nodes = graph_.nodes();
   split_.primary = device_.backend();
@@ -99,7 +99,8 @@ Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallb
       continue;
     }
     Device& d = where == kPrimaryDevice ? device_ : *fallback_;
-    segments_.push_back(std::make_unique<CompiledGraph>(d, pieces[s].graph));
+    // graph_ is pruned, and so are its pieces: no second dead-code pass.
+    segments_.push_back(std::make_unique<CompiledGraph>(d, CompiledGraph::Pruned{pieces[s].graph}, extract));
     (where == kPrimaryDevice ? split_.primary_nodes : split_.fallback_nodes) +=
         static_cast<int64_t>(segments[s].nodes.size());
     ++split_.segments;

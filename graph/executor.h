@@ -48,7 +48,10 @@ class Executable {
  public:
   // `fallback` runs the ops `device`'s backend lacks; it must outlive the
   // executable. Without one, a graph with such ops is an error naming them.
-  Executable(Device& device, const Graph& graph, FallbackDevice* fallback = nullptr);
+  // With `extract` (kiln precompile's extract mode) every piece records its
+  // compile request there instead of compiling; run() then refuses.
+  Executable(Device& device, const Graph& graph, FallbackDevice* fallback = nullptr,
+             cache::Extraction* extract = nullptr);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
