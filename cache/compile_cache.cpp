@@ -23,8 +23,6 @@ struct State {
   CacheConfig config;
   bool writable = false;
   CacheStats stats;
-  int extract_depth = 0;
-  std::vector<ExtractedTask> extracted;
 };
 
 State& state() {
@@ -106,10 +104,7 @@ std::string failed_message(const Store& store, const KeyParts& parts, const std:
 KeyParts key_parts_for(const CompileRequest& r) {
   KeyParts p;
   p.backend = r.plugin->name;
-  if (r.plugin->has(&kiln_plugin_api::compiler_version)) {
-    const char* v = r.plugin->api->compiler_version();
-    p.compiler_version = v ? v : "";
-  }
+  p.compiler_version = r.plugin->compiler_version();
   p.device_fingerprint = r.device_fingerprint;
   p.options = "{}";  // the host passes no codegen options yet (kiln_compile_args.options = NULL)
   p.ir_hash = sha256_hex(r.ir->data(), r.ir->size());
@@ -146,29 +141,21 @@ CacheStats stats() {
   return state().stats;
 }
 
-ExtractScope::ExtractScope() {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().extract_depth++ == 0) state().extracted.clear();
-}
-ExtractScope::~ExtractScope() {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().extract_depth;
-}
-std::vector<ExtractedTask> ExtractScope::tasks() const {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  return state().extracted;
+void Extraction::record(const CompileRequest& r) {
+  const KeyParts parts = key_parts_for(r);
+  std::string key = compute_key(parts);
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back({r.plugin->name, r.device_index, *r.ir, parts, std::move(key), r.summary});
 }
 
-std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
+std::vector<ExtractedTask> Extraction::tasks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tasks_;
+}
+
+std::vector<uint8_t> obtain(const CompileRequest& r) {
   const KeyParts parts = key_parts_for(r);
   const std::string key = compute_key(parts);
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    if (state().extract_depth > 0) {
-      state().extracted.push_back({r.plugin->name, r.device_index, *r.ir, parts, key, r.summary});
-      return std::nullopt;
-    }
-  }
   const CacheConfig& cfg = config();
   if (cfg.dir.empty()) {
     if (cfg.require_precompiled)
@@ -177,7 +164,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
     return compile_and_publish(nullptr, parts, key, r);
   }
   Store store(cfg.dir);
-  if (auto exe = lookup(store, parts, key)) return exe;
+  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
   if (cfg.require_precompiled)
     throw Error("--require-precompiled: graph " + key.substr(0, 16) + " is not in the compile cache " + cfg.dir + ": " +
                 explain_miss(cfg.dir, parts, key, r.summary) + "; run kiln precompile with the same arguments");
@@ -192,7 +179,7 @@ std::optional<std::vector<uint8_t>> obtain(const CompileRequest& r) {
   std::error_code ec;
   std::filesystem::create_directories(store.entry_dir(parts, key), ec);
   std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
-  if (auto exe = lookup(store, parts, key)) return exe;
+  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
   return compile_and_publish(&store, parts, key, r);
 }
 
@@ -230,38 +217,14 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
 }
 
 std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir) {
-  kiln_compile_args compile{};
-  compile.struct_size = sizeof(compile);
-  compile.ir = ir.data();
-  compile.ir_size = ir.size();
-  compile.options = nullptr;
-  compile.device_index = device_index;
-  kiln_error* err = plugin.api->compile(&compile);
-  if (err) {
-    const int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(err)
-                                                                  : static_cast<int32_t>(KILN_ERR_INTERNAL);
-    try {
-      check(plugin, err, "compile");
-    } catch (const Error& e) {
-      // Out of memory may pass on a quieter machine: no failure marker.
-      throw CompileError(e.what(), code != KILN_ERR_OUT_OF_MEMORY);
-    }
+  try {
+    return plugin.compile(ir, device_index);
+  } catch (const PluginError& e) {
+    // Out of memory may pass on a quieter machine: no failure marker.
+    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY);
   }
-  std::vector<uint8_t> exe(compile.executable, compile.executable + compile.executable_size);
-  plugin.api->executable_bytes_free(compile.executable);
-  return exe;
 }
 
-std::string device_fingerprint(const Plugin& plugin, int index) {
-  kiln_device_properties props{};
-  props.struct_size = sizeof(props);
-  kiln_device_properties_args args{};
-  args.struct_size = sizeof(args);
-  args.device_index = index;
-  args.properties = &props;
-  check(plugin, plugin.api->device_properties(&args), "device_properties");
-  props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
-  return props.fingerprint;
-}
+std::string device_fingerprint(const Plugin& plugin, int index) { return plugin.device_properties(index).fingerprint; }
 
 }  // namespace kiln::cache

@@ -1,11 +1,13 @@
 // The process-wide compile cache: the one place every backend's graphs go
 // through between canonical IR and executable bytes (graph/compiled_graph
 // calls obtain()). Look up; on a miss take the key's lock, compile with the
-// plugin, publish the entry. `kiln precompile` uses the same functions in
-// extract mode (record, compile nothing) and in its worker processes.
+// plugin, publish the entry. `kiln precompile` records requests in an
+// Extraction (compiling nothing) and runs compile_into_cache() in its worker
+// processes.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,8 +53,9 @@ const CacheConfig& config();
 bool writable();
 CacheStats stats();
 
-// While an ExtractScope lives, obtain() records each request and returns
-// nullopt instead of compiling (kiln precompile's extract mode).
+// kiln precompile's extract mode, passed explicitly to the graphs it builds
+// (graph::Executable, graph::CompiledGraph): each records its compile
+// request here instead of compiling or loading.
 struct ExtractedTask {
   std::string backend;
   int device_index = 0;
@@ -61,22 +64,23 @@ struct ExtractedTask {
   std::string key;
   nlohmann::json summary;
 };
-class ExtractScope {
+class Extraction {
  public:
-  ExtractScope();
-  ~ExtractScope();
-  ExtractScope(const ExtractScope&) = delete;
-  ExtractScope& operator=(const ExtractScope&) = delete;
+  void record(const CompileRequest& request);
   // Every request recorded so far, in order, duplicates included.
   std::vector<ExtractedTask> tasks() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<ExtractedTask> tasks_;
 };
 
 // Executable bytes for the request: from the cache, or compiled now (and
-// stored). nullopt only in extract mode. Throws kiln::Error for a compile
+// stored). Throws kiln::Error for a compile
 // error, a known-failed key (without retry_failed) and, with
 // require_precompiled, any miss (naming the key part that differs from the
 // nearest cached entry).
-std::optional<std::vector<uint8_t>> obtain(const CompileRequest& request);
+std::vector<uint8_t> obtain(const CompileRequest& request);
 
 // A precompile worker's job: make the entry for `request` exist.
 enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };

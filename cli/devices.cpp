@@ -35,28 +35,15 @@ std::string or_unknown(const char* s) { return s != nullptr && s[0] != '\0' ? s 
 
 // Properties need no opened device, so listing never allocates device state.
 void print_devices(const Plugin& p) {
-  kiln_device_count_args count{};
-  count.struct_size = sizeof(count);
-  check(p, p.api->device_count(&count), "device_count");
+  const DeviceCount count = p.device_count();
   if (count.count <= 0) {
-    count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
-    if (count.no_devices_reason[0] != '\0')
+    if (!count.no_devices_reason.empty())
       fmt::print("  no devices: {}\n", count.no_devices_reason);
     else
       fmt::print("  no devices\n");
   }
   for (int32_t i = 0; i < count.count; ++i) {
-    kiln_device_properties props{};
-    props.struct_size = sizeof(props);
-    kiln_device_properties_args args{};
-    args.struct_size = sizeof(args);
-    args.device_index = i;
-    args.properties = &props;
-    check(p, p.api->device_properties(&args), fmt::format("device_properties of device {}", i));
-    props.name[sizeof(props.name) - 1] = '\0';
-    props.vendor[sizeof(props.vendor) - 1] = '\0';
-    props.driver_version[sizeof(props.driver_version) - 1] = '\0';
-    props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
+    const kiln_device_properties props = p.device_properties(i);
     fmt::print(
         "  device {}: {} | vendor {} | kind {} | {:.1f} GiB | {} compute units | driver {} | "
         "fingerprint {}\n",
@@ -81,8 +68,8 @@ int run_devices(const std::vector<std::string>& args) {
   const auto plugins = registry.plugins();
   if (plugins.empty()) fmt::print("No backends loaded.\n");
   for (const auto& p : plugins) {
-    fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->api->abi_major, p->api->abi_minor,
-               or_unknown(p->api->compiler_version()), p->path);
+    fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->abi_major(), p->abi_minor(),
+               or_unknown(p->compiler_version().c_str()), p->path);
     // One broken backend must not hide the others from the listing.
     try {
       print_devices(*p);

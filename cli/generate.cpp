@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/fallback_device.h"
 #include "core/registry.h"
 #include "graph/executor.h"
 #include "trainer/checkpoint_io.h"
@@ -64,6 +65,10 @@ int run_generate(const std::vector<std::string>& args) {
   if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
   if (max_new_tokens < 0) throw Error("--max-new-tokens must not be negative");
 
+  // The backend and device first: a typo there is reported before the
+  // checkpoint is read.
+  auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
+  FallbackDevice fallback;
   trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
   trainer::GptConfig cfg = trainer::model_config_from_json(ck.meta.value("config", nlohmann::json()));
   if (cfg.vocab_size != 256)
@@ -71,10 +76,9 @@ int run_generate(const std::vector<std::string>& args) {
                 "; kiln generate decodes byte-level (vocab 256) models only");
   std::vector<int32_t> tokens = trainer::bytes_to_tokens(prompt.empty() ? std::string("\n") : prompt);
 
-  auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
   trainer::ModelState state(*device, cfg, /*with_optimizer=*/false);
   state.load_model(ck.model);
-  graph::Executable exe(*device, trainer::build_generate(cfg));
+  graph::Executable exe(*device, trainer::build_generate(cfg), &fallback);
   state.bind(exe);
 
   const int64_t T = cfg.seq_length, V = cfg.vocab_size;

@@ -21,6 +21,7 @@
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/precompile_task.h"
+#include "core/fallback_device.h"
 #include "core/log.h"
 #include "core/registry.h"
 #include "graph/executor.h"
@@ -85,15 +86,16 @@ pid_t spawn_worker(const Task& t, const CacheFlags& flags, const std::string& ca
 std::vector<Task> extract(const trainer::TrainConfig& cfg, int* builds, size_t* units) {
   std::unique_ptr<Device> device =
       Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  FallbackDevice fallback;
   trainer::RunGraphs graphs = trainer::build_run_graphs(cfg);
-  cache::ExtractScope scope;
+  cache::Extraction extraction;
   std::vector<std::string> labels;
   for (const auto& [name, g] : graphs.list()) {
-    graph::Executable exe(*device, *g);
-    labels.resize(scope.tasks().size(), name);
+    graph::Executable exe(*device, *g, &fallback, &extraction);
+    labels.resize(extraction.tasks().size(), name);
     ++*builds;
   }
-  std::vector<cache::ExtractedTask> all = scope.tasks();
+  std::vector<cache::ExtractedTask> all = extraction.tasks();
   *units = all.size();
   std::map<std::string, size_t> index_of_key;
   std::vector<Task> unique;

@@ -62,13 +62,101 @@ void check(const Plugin& plugin, kiln_error* error, const std::string& what) {
   if (error == nullptr) return;
   std::string message;
   if (plugin.has(&kiln_plugin_api::error_message)) {
-    const char* m = plugin.api->error_message(error);
+    const char* m = plugin.api_->error_message(error);
     if (m != nullptr) message = m;
   }
-  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api->error_code(error) : KILN_ERR_INTERNAL;
-  if (plugin.has(&kiln_plugin_api::error_destroy)) plugin.api->error_destroy(error);
+  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api_->error_code(error) : KILN_ERR_INTERNAL;
+  if (plugin.has(&kiln_plugin_api::error_destroy)) plugin.api_->error_destroy(error);
   if (message.empty()) message = code_name(code);
-  throw Error(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)));
+  throw PluginError(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)), code);
+}
+
+Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size)
+    : name(std::move(name)), path(std::move(path)), api_(table), api_size_(table_size) {}
+
+std::string Plugin::compiler_version() const {
+  if (!has(&kiln_plugin_api::compiler_version)) return {};
+  const char* v = api_->compiler_version();
+  return v ? v : "";
+}
+
+bool Plugin::supports(kiln_op op) const {
+  if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) return false;
+  if (!has(&kiln_plugin_api::op_supported)) return true;  // NULL: every op
+  kiln_op_supported_args args{};
+  args.struct_size = sizeof(args);
+  args.op = op;
+  check(*this, api_->op_supported(&args), "op_supported");
+  return args.supported != 0;
+}
+
+DeviceCount Plugin::device_count() const {
+  require(*this, &kiln_plugin_api::device_count, "device_count");
+  kiln_device_count_args args{};
+  args.struct_size = sizeof(args);
+  check(*this, api_->device_count(&args), "device_count");
+  DeviceCount out;
+  out.count = args.count;
+  if (args.count <= 0) {
+    args.no_devices_reason[sizeof(args.no_devices_reason) - 1] = '\0';
+    out.no_devices_reason = args.no_devices_reason;
+  }
+  return out;
+}
+
+kiln_device_properties Plugin::device_properties(int index) const {
+  require(*this, &kiln_plugin_api::device_properties, "device_properties");
+  kiln_device_properties props{};
+  props.struct_size = sizeof(props);
+  kiln_device_properties_args args{};
+  args.struct_size = sizeof(args);
+  args.device_index = index;
+  args.properties = &props;
+  check(*this, api_->device_properties(&args), fmt::format("device_properties of device {}", index));
+  // Fixed-size strings come from foreign code; never trust their terminators.
+  props.name[sizeof(props.name) - 1] = '\0';
+  props.vendor[sizeof(props.vendor) - 1] = '\0';
+  props.driver_version[sizeof(props.driver_version) - 1] = '\0';
+  props.fingerprint[sizeof(props.fingerprint) - 1] = '\0';
+  return props;
+}
+
+std::vector<uint8_t> Plugin::compile(const std::vector<uint8_t>& ir, int device_index, const char* options) const {
+  kiln_compile_args args{};
+  args.struct_size = sizeof(args);
+  args.ir = ir.data();
+  args.ir_size = ir.size();
+  args.options = options;
+  args.device_index = device_index;
+  check(*this, api_->compile(&args), "compile");
+  std::vector<uint8_t> exe(args.executable, args.executable + args.executable_size);
+  api_->executable_bytes_free(args.executable);
+  return exe;
+}
+
+kiln_loaded_executable* Plugin::load(kiln_device* device, const std::vector<uint8_t>& executable) const {
+  kiln_load_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.executable = executable.data();
+  args.executable_size = executable.size();
+  check(*this, api_->load(&args), "load");
+  return args.loaded;
+}
+
+void Plugin::execute(kiln_device* device, kiln_loaded_executable* loaded,
+                     const std::vector<kiln_buffer*>& slots) const {
+  kiln_execute_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.loaded = loaded;
+  args.slots = slots.data();
+  args.num_slots = static_cast<int32_t>(slots.size());
+  check(*this, api_->execute(&args), "execute");
+}
+
+void Plugin::loaded_free(kiln_device* device, kiln_loaded_executable* loaded) const {
+  if (loaded != nullptr) api_->loaded_free(device, loaded);
 }
 
 Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
@@ -78,37 +166,23 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
   require(p, &kiln_plugin_api::device_properties, "device_properties");
   require(p, &kiln_plugin_api::device_open, "device_open");
 
-  kiln_device_count_args count{};
-  count.struct_size = sizeof(count);
-  check(p, p.api->device_count(&count), "device_count");
+  const DeviceCount count = p.device_count();
   if (index < 0 || index >= count.count) {
     if (count.count <= 0) {
-      count.no_devices_reason[sizeof(count.no_devices_reason) - 1] = '\0';
-      if (count.no_devices_reason[0] != '\0')
+      if (!count.no_devices_reason.empty())
         throw Error(fmt::format("{}: no devices: {}", p.name, count.no_devices_reason));
       throw Error(fmt::format("{}: no device {}; this backend found no devices on this machine", p.name, index));
     }
     throw Error(fmt::format("{}: no device {}; this backend has {} device{} (valid: 0..{})", p.name, index, count.count,
                             count.count == 1 ? "" : "s", count.count - 1));
   }
-
-  props_.struct_size = sizeof(props_);
-  kiln_device_properties_args pargs{};
-  pargs.struct_size = sizeof(pargs);
-  pargs.device_index = index;
-  pargs.properties = &props_;
-  check(p, p.api->device_properties(&pargs), fmt::format("device_properties of device {}", index));
-  // Fixed-size strings come from foreign code; never trust their terminators.
-  props_.name[sizeof(props_.name) - 1] = '\0';
-  props_.vendor[sizeof(props_.vendor) - 1] = '\0';
-  props_.driver_version[sizeof(props_.driver_version) - 1] = '\0';
-  props_.fingerprint[sizeof(props_.fingerprint) - 1] = '\0';
+  props_ = p.device_properties(index);
 
   kiln_device_open_args oargs{};
   oargs.struct_size = sizeof(oargs);
   oargs.device_index = index;
   oargs.num_threads = num_threads;
-  check(p, p.api->device_open(&oargs), fmt::format("device_open of device {}", index));
+  check(p, p.api_->device_open(&oargs), fmt::format("device_open of device {}", index));
   if (oargs.device == nullptr) {
     throw Error(fmt::format("{}: device_open of device {} returned no device", p.name, index));
   }
@@ -117,13 +191,13 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
 
 Device::~Device() {
   if (handle_ != nullptr && plugin_->has(&kiln_plugin_api::device_close)) {
-    plugin_->api->device_close(handle_);
+    plugin_->api_->device_close(handle_);
   }
 }
 
 void Device::synchronize() {
   require(*plugin_, &kiln_plugin_api::synchronize, "synchronize");
-  check(*plugin_, plugin_->api->synchronize(handle_), "synchronize");
+  check(*plugin_, plugin_->api_->synchronize(handle_), "synchronize");
 }
 
 DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device), size_(size_bytes) {
@@ -134,7 +208,7 @@ DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device
   args.device = device.handle();
   args.size_bytes = size_bytes;
   const std::string what = fmt::format("buffer_alloc of {}", format_bytes(size_bytes));
-  check(p, p.api->buffer_alloc(&args), what);
+  check(p, p.api_->buffer_alloc(&args), what);
   if (args.buffer == nullptr) throw Error(fmt::format("{}: {} returned no buffer", p.name, what));
   handle_ = args.buffer;
 }
@@ -142,7 +216,7 @@ DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device
 DeviceBuffer::~DeviceBuffer() {
   const Plugin& p = device_.plugin();
   if (handle_ != nullptr && p.has(&kiln_plugin_api::buffer_free)) {
-    p.api->buffer_free(device_.handle(), handle_);
+    p.api_->buffer_free(device_.handle(), handle_);
   }
 }
 
@@ -158,7 +232,7 @@ void DeviceBuffer::write(const void* src, uint64_t bytes, uint64_t offset) {
   args.size_bytes = bytes;
   // The ABI uses one args struct for both directions; write never modifies it.
   args.host = const_cast<void*>(src);
-  check(p, p.api->buffer_write(&args), fmt::format("buffer_write of {}", format_bytes(bytes)));
+  check(p, p.api_->buffer_write(&args), fmt::format("buffer_write of {}", format_bytes(bytes)));
 }
 
 void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
@@ -172,7 +246,7 @@ void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
   args.offset = offset;
   args.size_bytes = bytes;
   args.host = dst;
-  check(p, p.api->buffer_read(&args), fmt::format("buffer_read of {}", format_bytes(bytes)));
+  check(p, p.api_->buffer_read(&args), fmt::format("buffer_read of {}", format_bytes(bytes)));
 }
 
 void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset, uint64_t dst_offset) {
@@ -194,7 +268,7 @@ void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t s
   args.dst = handle_;
   args.dst_offset = dst_offset;
   args.size_bytes = bytes;
-  check(p, p.api->buffer_copy(&args), fmt::format("buffer_copy of {}", format_bytes(bytes)));
+  check(p, p.api_->buffer_copy(&args), fmt::format("buffer_copy of {}", format_bytes(bytes)));
 }
 
 }  // namespace kiln

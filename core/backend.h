@@ -6,30 +6,85 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "kiln/ops.h"
 #include "kiln/plugin.h"
 
 namespace kiln {
 
+// Thrown by every typed call below when the plugin reports an error:
+// "<backend>: <what> failed: <plugin message>", one line, with the plugin's
+// error code (KILN_ERR_*) kept for callers that tell failures apart (the
+// compile cache marks a rejected graph failed, but not an out-of-memory).
+struct PluginError : Error {
+  PluginError(const std::string& what, int32_t code) : Error(what), code(code) {}
+  int32_t code;
+};
+
+// How many devices a backend has, and why none when it has none.
+struct DeviceCount {
+  int count = 0;
+  std::string no_devices_reason;  // may be empty
+};
+
 // A plugin library that passed the loader's checks. The library stays
 // loaded for the life of the process (plugins never unload mid-run).
-struct Plugin {
+//
+// core/ is the only host-side client of the plugin ABI: the rest of the host
+// calls the typed functions here and on Device/DeviceBuffer, never the
+// function table.
+class Plugin {
+ public:
+  // `table_size`: the bytes of the table the plugin filled in,
+  // min(table struct_size, sizeof(kiln_plugin_api)).
+  Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size);
+
   std::string name;  // backend name from the table, e.g. "cpu"
   std::string path;  // file it was loaded from
-  const kiln_plugin_api* api = nullptr;
-  size_t api_size = 0;  // min(table struct_size, sizeof(kiln_plugin_api))
 
   // True if the table is large enough to hold `field` (append-only ABI:
   // an older plugin's table simply ends earlier) and the pointer is set.
   template <class F>
   bool has(F kiln_plugin_api::*field) const {
     auto offset = reinterpret_cast<size_t>(&(static_cast<kiln_plugin_api*>(nullptr)->*field));
-    return offset + sizeof(F) <= api_size && api->*field != nullptr;
+    return offset + sizeof(F) <= api_size_ && api_->*field != nullptr;
   }
+
+  int abi_major() const { return api_->abi_major; }
+  int abi_minor() const { return api_->abi_minor; }
+  // "" when the plugin states none.
+  std::string compiler_version() const;
+  // Whether the backend runs `op` on its devices: a plugin without
+  // op_supported runs every op; host collectives never run on a device.
+  bool supports(kiln_op op) const;
+  DeviceCount device_count() const;
+  // Properties of device `index` without opening it (strings terminated).
+  kiln_device_properties device_properties(int index) const;
+
+  // Canonical IR -> executable bytes for device `device_index`. `options`
+  // may be null (no codegen options). Throws PluginError.
+  std::vector<uint8_t> compile(const std::vector<uint8_t>& ir, int device_index, const char* options = nullptr) const;
+  kiln_loaded_executable* load(kiln_device* device, const std::vector<uint8_t>& executable) const;
+  void execute(kiln_device* device, kiln_loaded_executable* loaded, const std::vector<kiln_buffer*>& slots) const;
+  void loaded_free(kiln_device* device, kiln_loaded_executable* loaded) const;
+
+  // The raw function table, for tests and tools that exercise the ABI
+  // itself (loader tests, fuzzers, plugin tests). Host code never uses it.
+  const kiln_plugin_api* raw_table() const { return api_; }
+  size_t raw_table_size() const { return api_size_; }
+
+ private:
+  friend class Device;
+  friend class DeviceBuffer;
+  friend void check(const Plugin& plugin, kiln_error* error, const std::string& what);
+
+  const kiln_plugin_api* api_;
+  size_t api_size_;
 };
 
-// Throws kiln::Error("<backend>: <what> failed: <plugin message>") and frees
+// Throws PluginError("<backend>: <what> failed: <plugin message>") and frees
 // the error; does nothing for NULL (success).
 void check(const Plugin& plugin, kiln_error* error, const std::string& what);
 

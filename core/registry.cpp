@@ -65,7 +65,7 @@ std::string one_line(std::string s) {
 }
 
 // Everything up to the ABI checks; returns the reason on failure.
-std::string validate(const std::string& path, void* handle, Plugin& plugin) {
+std::string validate(const std::string& path, void* handle, std::shared_ptr<Plugin>& plugin) {
   dlerror();
   void* sym = dlsym(handle, KILN_PLUGIN_GET_API_SYMBOL);
   if (sym == nullptr) return "no kiln_plugin_get_api symbol; not a kiln plugin";
@@ -88,14 +88,11 @@ std::string validate(const std::string& path, void* handle, Plugin& plugin) {
   }
   if (api->name == nullptr || api->name[0] == '\0') return "plugin table has no backend name";
 
-  plugin.name = api->name;
-  plugin.path = path;
-  plugin.api = api;
-  plugin.api_size = std::min(api->struct_size, sizeof(kiln_plugin_api));
+  const size_t api_size = std::min(api->struct_size, sizeof(kiln_plugin_api));
 
   std::string missing;
   for (const RequiredFn& fn : kRequired) {
-    bool present = fn.offset + fn.size <= plugin.api_size &&
+    bool present = fn.offset + fn.size <= api_size &&
                    *reinterpret_cast<void* const*>(reinterpret_cast<const char*>(api) + fn.offset);
     if (!present) missing += (missing.empty() ? "" : ", ") + std::string(fn.name);
   }
@@ -109,6 +106,7 @@ std::string validate(const std::string& path, void* handle, Plugin& plugin) {
       return fmt::format("plugin probe says this machine cannot run it: {}", reason[0] ? reason : "no reason given");
     }
   }
+  plugin = std::make_shared<Plugin>(api->name, path, api, api_size);
   return {};
 }
 
@@ -180,7 +178,7 @@ PluginRecord Registry::load_file(const std::string& path) {
     record.reason = one_line(std::move(reason));
     if (record.loaded) {
       logger().debug("plugin {}: loaded backend '{}' (ABI {}.{})", path, record.plugin->name,
-                     record.plugin->api->abi_major, record.plugin->api->abi_minor);
+                     record.plugin->abi_major(), record.plugin->abi_minor());
     } else {
       logger().debug("plugin {}: skipped: {}", path, record.reason);
     }
@@ -206,8 +204,8 @@ PluginRecord Registry::load_file(const std::string& path) {
     return finish("not a loadable shared library: " + (err.empty() ? "dlopen failed" : err));
   }
 
-  auto plugin = std::make_shared<Plugin>();
-  std::string reason = validate(path, handle, *plugin);
+  std::shared_ptr<Plugin> plugin;
+  std::string reason = validate(path, handle, plugin);
   if (!reason.empty()) return finish(reason);
 
   if (auto existing = find(plugin->name)) {

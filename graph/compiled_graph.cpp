@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cache/compile_cache.h"
 #include "core/log.h"
 #include "graph/graph_summary.h"
 #include "graph/passes.h"
@@ -10,7 +9,17 @@
 
 namespace kiln::graph {
 
-CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(device), graph_(eliminate_dead_code(graph)) {
+CompiledGraph::CompiledGraph(Device& device, const Graph& graph, cache::Extraction* extract)
+    : device_(device), graph_(eliminate_dead_code(graph)) {
+  compile_and_load(extract);
+}
+
+CompiledGraph::CompiledGraph(Device& device, Pruned pruned, cache::Extraction* extract)
+    : device_(device), graph_(pruned.graph) {
+  compile_and_load(extract);
+}
+
+void CompiledGraph::compile_and_load(cache::Extraction* extract) {
   plan_ = plan_memory(graph_);
   ir_ = serialize(graph_, plan_);
   const Plugin& plugin = device_.plugin();
@@ -23,19 +32,14 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
   request.device_fingerprint = device_.properties().fingerprint;
   request.ir = &ir_;
   request.summary = graph_summary(graph_);
-  std::optional<std::vector<uint8_t>> executable = cache::obtain(request);
-  if (!executable) {
+  if (extract != nullptr) {
+    extract->record(request);
     slots_.resize(plan_.slot_ports.size());  // bind() still works; run() refuses
     return;
   }
+  const std::vector<uint8_t> executable = cache::obtain(request);
 
-  kiln_load_args load{};
-  load.struct_size = sizeof(load);
-  load.device = device_.handle();
-  load.executable = executable->data();
-  load.executable_size = executable->size();
-  check(plugin, plugin.api->load(&load), "load");
-  loaded_ = load.loaded;
+  loaded_ = plugin.load(device_.handle(), executable);
 
   slots_.resize(plan_.slot_ports.size());
   // The arena always exists (even if empty) so slot 0 is never null.
@@ -44,9 +48,7 @@ CompiledGraph::CompiledGraph(Device& device, const Graph& graph) : device_(devic
                  slots_.size(), static_cast<double>(plan_.arena_bytes) / (1 << 20));
 }
 
-CompiledGraph::~CompiledGraph() {
-  if (loaded_) device_.plugin().api->loaded_free(device_.handle(), loaded_);
-}
+CompiledGraph::~CompiledGraph() { device_.plugin().loaded_free(device_.handle(), loaded_); }
 
 // Outputs that update an input share the input's slot, so a port name maps
 // to the slot of its value.
@@ -85,13 +87,7 @@ void CompiledGraph::run() {
     if (!slots_[s]) slots_[s] = std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(plan_.slot_bytes[s], 4));
     handles[s] = slots_[s]->handle();
   }
-  kiln_execute_args args{};
-  args.struct_size = sizeof(args);
-  args.device = device_.handle();
-  args.loaded = loaded_;
-  args.slots = handles.data();
-  args.num_slots = static_cast<int32_t>(handles.size());
-  check(device_.plugin(), device_.plugin().api->execute(&args), "execute");
+  device_.plugin().execute(device_.handle(), loaded_, handles);
 }
 
 }  // namespace kiln::graph

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <set>
 
 #include "core/log.h"
-#include "core/registry.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 
@@ -32,26 +30,8 @@ bool is_read(const Graph& g, ValueId v) {
 
 }  // namespace
 
-bool backend_supports(const Plugin& plugin, kiln_op op) {
-  if (!plugin.has(&kiln_plugin_api::op_supported)) return true;  // NULL: every op
-  kiln_op_supported_args args{};
-  args.struct_size = sizeof(args);
-  args.op = op;
-  check(plugin, plugin.api->op_supported(&args), "op_supported");
-  return args.supported != 0;
-}
-
-std::shared_ptr<Device> fallback_device() {
-  static std::mutex mutex;
-  static std::weak_ptr<Device> shared;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto d = shared.lock()) return d;
-  std::shared_ptr<Device> d = Registry::instance().open("cpu", 0, 0);
-  shared = d;
-  return d;
-}
-
-Executable::Executable(Device& device, const Graph& graph) : device_(device), graph_(eliminate_dead_code(graph)) {
+Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback, cache::Extraction* extract)
+    : device_(device), graph_(eliminate_dead_code(graph)) {
   const auto& nodes = graph_.nodes();
   split_.primary = device_.backend();
 
@@ -66,7 +46,7 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
       continue;
     }
     int& known = support.at(static_cast<size_t>(op));
-    if (known == 0) known = backend_supports(device_.plugin(), op) ? 1 : 2;
+    if (known == 0) known = device_.plugin().supports(op) ? 1 : 2;
     if (known == 2) {
       device_of[i] = kFallbackDevice;
       missing.insert(op);
@@ -90,13 +70,18 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
       const std::string lacks = op_list(split_.fallback_ops);
       if (device_.backend() == "cpu")
         throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
+      if (fallback == nullptr)
+        throw Error(
+            fmt::format("backend {} does not support {}, and this graph was given no fallback device to run "
+                        "them on",
+                        device_.backend(), lacks));
       try {
-        fallback_ = fallback_device();
+        fallback_ = &fallback->get();
       } catch (const Error& e) {
         throw Error(
-            fmt::format("backend {} does not support {}; they would run on the cpu backend, which is "
+            fmt::format("backend {} does not support {}; they would run on the {} backend, which is "
                         "unavailable: {}",
-                        device_.backend(), lacks, e.what()));
+                        device_.backend(), lacks, fallback->backend(), e.what()));
       }
       split_.fallback = fallback_->backend();
     }
@@ -114,7 +99,8 @@ Executable::Executable(Device& device, const Graph& graph) : device_(device), gr
       continue;
     }
     Device& d = where == kPrimaryDevice ? device_ : *fallback_;
-    segments_.push_back(std::make_unique<CompiledGraph>(d, pieces[s].graph));
+    // graph_ is pruned, and so are its pieces: no second dead-code pass.
+    segments_.push_back(std::make_unique<CompiledGraph>(d, CompiledGraph::Pruned{pieces[s].graph}, extract));
     (where == kPrimaryDevice ? split_.primary_nodes : split_.fallback_nodes) +=
         static_cast<int64_t>(segments[s].nodes.size());
     ++split_.segments;
@@ -135,7 +121,7 @@ Executable::~Executable() = default;
 // copied to their port buffers right away, so callers only ever see the
 // primary device.
 void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments) {
-  Device* devices[2] = {&device_, fallback_.get()};
+  Device* devices[2] = {&device_, fallback_};
   auto empty = [](const Ref& r) { return r.port.empty() && !r.buffer; };
   std::vector<std::array<Ref, 2>> at(graph_.values().size());  // where each value can be read
   for (const Port& p : graph_.inputs()) at[static_cast<size_t>(p.value)][0] = Ref{p.name, nullptr};

@@ -3,9 +3,10 @@
 // If the device's backend supports every op of the graph (plugin.h's
 // op_supported), the graph compiles as one piece and run() makes no host
 // copies. Otherwise the nodes are partitioned into segments (graph/
-// partition.h): the ops the backend lacks run on the CPU backend, opened
-// through the registry, and the values crossing between the two devices are
-// copied through host memory at the segment boundaries.
+// partition.h): the ops the backend lacks run on the fallback device the
+// caller passes (core/fallback_device.h, the cpu backend), and the values
+// crossing between the two devices are copied through host memory at the
+// segment boundaries.
 //
 // Collective nodes (ALL_REDUCE) are cut out the same way: the executor runs
 // them on the host between the compiled pieces, through the Collectives the
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/fallback_device.h"
 #include "graph/collectives.h"
 #include "graph/compiled_graph.h"
 #include "graph/graph.h"
@@ -44,7 +46,12 @@ struct ExecutionSplit {
 
 class Executable {
  public:
-  Executable(Device& device, const Graph& graph);
+  // `fallback` runs the ops `device`'s backend lacks; it must outlive the
+  // executable. Without one, a graph with such ops is an error naming them.
+  // With `extract` (kiln precompile's extract mode) every piece records its
+  // compile request there instead of compiling; run() then refuses.
+  Executable(Device& device, const Graph& graph, FallbackDevice* fallback = nullptr,
+             cache::Extraction* extract = nullptr);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -91,7 +98,7 @@ class Executable {
   DeviceBuffer& resolve(Ref& ref);
 
   Device& device_;
-  std::shared_ptr<Device> fallback_;  // declared before the segments: closed after them
+  Device* fallback_ = nullptr;  // set when some ops run on the fallback
   Graph graph_;
   ExecutionSplit split_;
   std::vector<std::unique_ptr<CompiledGraph>> segments_;  // null for host collective segments
@@ -102,13 +109,5 @@ class Executable {
   bool ports_dirty_ = true;
   std::vector<uint8_t> staging_;
 };
-
-// Whether the backend implements `op` (a plugin without op_supported
-// implements every op).
-bool backend_supports(const Plugin& plugin, kiln_op op);
-
-// The CPU device that runs fallback ops, shared by every executable alive
-// at the same time and closed with the last of them.
-std::shared_ptr<Device> fallback_device();
 
 }  // namespace kiln::graph

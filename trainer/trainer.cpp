@@ -21,6 +21,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/fallback_device.h"
 #include "core/log.h"
 #include "core/registry.h"
 #include "graph/executor.h"
@@ -222,7 +223,12 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   dist::Comm& dp_group = dp_owned ? *dp_owned : comm;
   dist::GroupCollectives tp_collectives(tp_owned ? *tp_owned : comm);
 
-  // ---- everything that can fail on user input, before any real work
+  // ---- everything that can fail on user input, before any real work; the
+  // backend and device first, so a typo in them is reported before any
+  // dataset index is built
+  std::unique_ptr<Device> device =
+      Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  FallbackDevice fallback;  // runs the ops the backend lacks; outlives the executables
   LoadedCheckpoint resume;
   if (!cfg.load.empty()) resume = load_and_check(cfg);
   std::unique_ptr<TokenSource> data = !cfg.data_path.empty() ? make_megatron_data(cfg)
@@ -231,9 +237,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
                                           : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
   LrSchedule schedule(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
 
-  // ---- device and compiled step graphs
-  std::unique_ptr<Device> device =
-      Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  // ---- compiled step graphs
   logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
   logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
                 model.hidden_size, model.num_attention_heads, T, model.vocab_size,
@@ -250,14 +254,14 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   // The same list `kiln precompile` extracts (trainer/run_graphs.h).
   RunGraphs graphs = build_run_graphs(cfg);
   // The first micro-batch of a step writes the gradients, later ones add.
-  graph::Executable first_micro_batch(*device, graphs.first_micro_batch);
+  graph::Executable first_micro_batch(*device, graphs.first_micro_batch, &fallback);
   std::unique_ptr<graph::Executable> next_micro_batch;
   if (graphs.next_micro_batch)
-    next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs.next_micro_batch);
-  graph::Executable grad_norm(*device, graphs.grad_norm);
-  graph::Executable optimizer(*device, graphs.optimizer);
+    next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs.next_micro_batch, &fallback);
+  graph::Executable grad_norm(*device, graphs.grad_norm, &fallback);
+  graph::Executable optimizer(*device, graphs.optimizer, &fallback);
   std::unique_ptr<graph::Executable> eval;
-  if (graphs.eval) eval = std::make_unique<graph::Executable>(*device, *graphs.eval);
+  if (graphs.eval) eval = std::make_unique<graph::Executable>(*device, *graphs.eval, &fallback);
   for (graph::Executable* exe : {&first_micro_batch, next_micro_batch.get(), &grad_norm, eval.get()})
     if (exe) exe->set_collectives(&tp_collectives);
   logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),

@@ -60,7 +60,7 @@ std::string guard_damage(const Guarded& g) {
 std::set<kiln_op> missing_ops(const Plugin& plugin, const graph::Graph& g) {
   std::set<kiln_op> missing;
   for (const graph::Node& n : g.nodes())
-    if (!graph::backend_supports(plugin, n.op)) missing.insert(n.op);
+    if (!plugin.supports(n.op)) missing.insert(n.op);
   return missing;
 }
 
@@ -70,9 +70,10 @@ std::string op_list(const std::set<kiln_op>& ops) {
   return s;
 }
 
-void run_on_device(Device& device, const Case& c, const graph::TensorMap& want, CaseResult& r) {
+void run_on_device(Device& device, FallbackDevice* fallback, const Case& c, const graph::TensorMap& want,
+                   CaseResult& r) {
   const graph::Graph& g = c.graph;
-  graph::Executable exe(device, g);
+  graph::Executable exe(device, g, fallback);
   std::map<std::string, Guarded> buffers;
   std::set<std::string> updated;
   for (const graph::Port& p : g.outputs())
@@ -177,7 +178,7 @@ const char* status_name(Status s) {
   return "?";
 }
 
-CaseResult run_case(Device& device, const Case& c) {
+CaseResult run_case(Device& device, const Case& c, FallbackDevice* fallback) {
   CaseResult r;
   r.c = &c;
   const auto t0 = Clock::now();
@@ -196,7 +197,7 @@ CaseResult run_case(Device& device, const Case& c) {
     return r;
   }
   try {
-    run_on_device(device, c, want, r);
+    run_on_device(device, fallback, c, want, r);
   } catch (const Error& e) {
     r.status = Status::Fail;
     r.detail = e.what();
@@ -228,7 +229,7 @@ int Report::unsupported() const {
       std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Unsupported; }));
 }
 
-Report run(Device& device, const Suite& suite, const Options& options) {
+Report run(Device& device, const Suite& suite, const Options& options, FallbackDevice* fallback) {
   Report report;
   const auto t0 = Clock::now();
   auto finish_group = [&](GroupResult& g) {
@@ -257,7 +258,7 @@ Report run(Device& device, const Suite& suite, const Options& options) {
     GroupResult g;
     g.group = name;
     for (const Case* c : by_group[name]) {
-      CaseResult r = run_case(device, *c);
+      CaseResult r = run_case(device, *c, fallback);
       ++g.cases;
       g.threshold = std::max(g.threshold, c->threshold);
       switch (r.status) {

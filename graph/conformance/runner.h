@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/fallback_device.h"
 #include "graph/conformance/suite.h"
 
 namespace kiln::conformance {
@@ -28,7 +29,8 @@ struct CaseResult {
   double seconds = 0.0;
 };
 
-CaseResult run_case(Device& device, const Case& c);
+// `fallback` runs the ops whole-model cases need and the backend lacks.
+CaseResult run_case(Device& device, const Case& c, FallbackDevice* fallback = nullptr);
 
 // One report line: every case of a group.
 struct GroupResult {
@@ -67,6 +69,6 @@ struct Report {
 // Runs the selected cases in suite order, printing a line per group as it
 // finishes (and per case with verbose), a HOST line per host collective the
 // filters select, then a summary line.
-Report run(Device& device, const Suite& suite, const Options& options);
+Report run(Device& device, const Suite& suite, const Options& options, FallbackDevice* fallback = nullptr);
 
 }  // namespace kiln::conformance

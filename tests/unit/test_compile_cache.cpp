@@ -218,12 +218,16 @@ TEST(CompileCache, ExtractModeRecordsWithoutCompiling) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   configure(CacheConfig{});
   const CacheStats before = stats();
-  ExtractScope scope;
-  graph::CompiledGraph g(*cpu, small_graph(4));
+  Extraction extraction;
+  graph::CompiledGraph g(*cpu, small_graph(4), &extraction);
   EXPECT_THROW(g.run(), Error);
-  ASSERT_EQ(scope.tasks().size(), 1u);
-  EXPECT_EQ(scope.tasks()[0].backend, "cpu");
+  ASSERT_EQ(extraction.tasks().size(), 1u);
+  EXPECT_EQ(extraction.tasks()[0].backend, "cpu");
   EXPECT_EQ(stats().compiled, before.compiled);
+  // Only the graph given the extraction records: another compiles as usual.
+  graph::CompiledGraph compiled(*cpu, small_graph(4));
+  EXPECT_EQ(extraction.tasks().size(), 1u);
+  EXPECT_EQ(stats().compiled, before.compiled + 1);
 }
 
 }  // namespace

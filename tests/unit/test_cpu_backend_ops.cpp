@@ -624,7 +624,7 @@ TEST_P(CpuOps, SpecialValues) {
 // ---------------------------------------------------------------- ABI edges
 
 TEST_P(CpuOps, RejectsCorruptAndForeignExecutables) {
-  const kiln_plugin_api* api = dev().plugin().api;
+  const kiln_plugin_api* api = dev().plugin().raw_table();
   std::vector<uint8_t> junk = {'n', 'o', 't', ' ', 'I', 'R'};
   kiln_compile_args c{};
   c.struct_size = sizeof(c);
@@ -652,7 +652,7 @@ TEST_P(CpuOps, DeviceProperties) {
   EXPECT_GT(p.memory_bytes, 0u);
   EXPECT_GT(p.compute_units, 0);
   EXPECT_EQ(std::strlen(p.fingerprint), 64u);
-  EXPECT_STREQ(p.driver_version, dev().plugin().api->compiler_version());
+  EXPECT_STREQ(p.driver_version, dev().plugin().raw_table()->compiler_version());
 }
 
 // ---------------------------------------------------------------- hand-built IR
@@ -710,7 +710,7 @@ class IrWriter {
 // Compiles `ir`; returns the error code (KILN_OK on success) and message.
 int32_t compile_code(const std::vector<uint8_t>& ir, std::string* message = nullptr,
                      std::vector<uint8_t>* exe = nullptr) {
-  const kiln_plugin_api* api = device("avx2").plugin().api;
+  const kiln_plugin_api* api = device("avx2").plugin().raw_table();
   kiln_compile_args c{};
   c.struct_size = sizeof(c);
   c.ir = ir.data();
@@ -735,7 +735,7 @@ TEST(CpuPlugin, RefusesUnknownOpsAsUnsupported) {
 }
 
 TEST(CpuPlugin, AllReduceIsAHostCollective) {
-  const kiln_plugin_api* api = device("avx2").plugin().api;
+  const kiln_plugin_api* api = device("avx2").plugin().raw_table();
   for (int op = KILN_OP_ALL_REDUCE; op < KILN_OP_COUNT_; ++op) {
     kiln_op_supported_args a{};
     a.struct_size = sizeof(a);
@@ -813,7 +813,7 @@ TEST(CpuPlugin, LoadRefusesOtherCompilerVersions) {
   std::vector<uint8_t> exe;
   ASSERT_EQ(compile_code(w.bytes(3, 0), nullptr, &exe), KILN_OK);
   Device& d = device("avx2");
-  const std::string version = d.plugin().api->compiler_version();
+  const std::string version = d.plugin().raw_table()->compiler_version();
   // The version string follows magic (8), format (4) and its length (4).
   ASSERT_EQ(std::string(exe.begin() + 16, exe.begin() + 16 + static_cast<long>(version.size())), version);
   exe[16 + version.size() - 1] ^= 1;
@@ -822,10 +822,10 @@ TEST(CpuPlugin, LoadRefusesOtherCompilerVersions) {
   l.device = d.handle();
   l.executable = exe.data();
   l.executable_size = exe.size();
-  kiln_error* err = d.plugin().api->load(&l);
+  kiln_error* err = d.plugin().raw_table()->load(&l);
   ASSERT_NE(err, nullptr);
-  EXPECT_EQ(d.plugin().api->error_code(err), KILN_ERR_CORRUPT);
-  d.plugin().api->error_destroy(err);
+  EXPECT_EQ(d.plugin().raw_table()->error_code(err), KILN_ERR_CORRUPT);
+  d.plugin().raw_table()->error_destroy(err);
 }
 
 TEST(CpuPlugin, ExecuteChecksSlotSizes) {
@@ -835,7 +835,7 @@ TEST(CpuPlugin, ExecuteChecksSlotSizes) {
   std::vector<uint8_t> bytes;
   ASSERT_EQ(compile_code(w.bytes(3, 0), nullptr, &bytes), KILN_OK);
   Device& d = device("avx2");
-  const kiln_plugin_api* api = d.plugin().api;
+  const kiln_plugin_api* api = d.plugin().raw_table();
   kiln_load_args l{};
   l.struct_size = sizeof(l);
   l.device = d.handle();

@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Loader, OlderMinorTableLoadsWithoutLaterFields) {
   kiln::PluginRecord r = kiln::Registry::instance().load_file(bad_plugin("old_table"));
   ASSERT_TRUE(r.loaded) << r.reason;
-  EXPECT_EQ(r.plugin->api_size, offsetof(kiln_plugin_api, op_supported));
+  EXPECT_EQ(r.plugin->raw_table_size(), offsetof(kiln_plugin_api, op_supported));
   EXPECT_TRUE(r.plugin->has(&kiln_plugin_api::synchronize));
   EXPECT_FALSE(r.plugin->has(&kiln_plugin_api::op_supported));
 }
@@ -254,13 +254,8 @@ kiln_plugin_api fake_api() {
   return api;
 }
 
-std::shared_ptr<kiln::Plugin> fake_plugin(const kiln_plugin_api& api) {
-  auto p = std::make_shared<kiln::Plugin>();
-  p->name = "fake";
-  p->path = "/fake/libkiln-backend-fake.so";
-  p->api = &api;
-  p->api_size = sizeof(api);
-  return p;
+std::shared_ptr<kiln::Plugin> fake_plugin(const kiln_plugin_api& api, size_t table_size = sizeof(kiln_plugin_api)) {
+  return std::make_shared<kiln::Plugin>("fake", "/fake/libkiln-backend-fake.so", &api, table_size);
 }
 
 TEST(BackendHandles, DeviceAndBuffers) {
@@ -298,6 +293,16 @@ TEST(BackendHandles, DeviceAndBuffers) {
   EXPECT_TRUE(g_device_closed);
 }
 
+// supports(): a plugin without op_supported runs every device op, and no
+// plugin runs a host collective (the executor runs those between pieces).
+TEST(BackendHandles, SupportsWithoutOpSupported) {
+  static const kiln_plugin_api api = fake_api();
+  auto p = fake_plugin(api);
+  EXPECT_TRUE(p->supports(KILN_OP_MATMUL));
+  EXPECT_FALSE(p->supports(KILN_OP_ALL_REDUCE));
+  EXPECT_EQ(p->compiler_version(), "");
+}
+
 TEST(BackendHandles, DeviceIndexOutOfRange) {
   static const kiln_plugin_api api = fake_api();
   std::string msg = error_of([] { kiln::Device dev(fake_plugin(api), 2, 0); });
@@ -308,8 +313,7 @@ TEST(BackendHandles, DeviceIndexOutOfRange) {
 // missing even if the memory after the table happens to be non-zero.
 TEST(BackendHandles, ShortTableHidesLaterFields) {
   static const kiln_plugin_api api = fake_api();
-  auto p = fake_plugin(api);
-  p->api_size = offsetof(kiln_plugin_api, device_open);
+  auto p = fake_plugin(api, offsetof(kiln_plugin_api, device_open));
   EXPECT_TRUE(p->has(&kiln_plugin_api::device_count));
   EXPECT_FALSE(p->has(&kiln_plugin_api::device_open));
   std::string msg = error_of([&] { kiln::Device dev(p, 0, 0); });

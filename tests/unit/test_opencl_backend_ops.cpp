@@ -140,7 +140,8 @@ class OpenclOps : public ::testing::Test {
   // or written out of bounds. `labels` describe the cases by port prefix.
   void check(const Graph& g, const TensorMap& inputs, double tol, const std::map<size_t, std::string>& labels = {}) {
     TensorMap ref = run_reference(g, inputs);
-    Executable exe(dev(), g);
+    FallbackDevice fallback;  // the tensor-parallel ops run on cpu
+    Executable exe(dev(), g, &fallback);
     std::map<std::string, uint64_t> out_bytes;
     for (const Port& p : g.outputs()) {
       if (!p.updates.empty()) continue;  // lives in the input's buffer
@@ -466,7 +467,7 @@ TEST_F(OpenclOps, CrossEntropyAndGrad) {
 // compile that gets one anyway refuses it as unsupported, and a graph
 // holding the vocab-parallel pieces runs them on the cpu fallback.
 TEST_F(OpenclOps, TensorParallelOpsFallBackToCpu) {
-  const kiln_plugin_api* api = dev().plugin().api;
+  const kiln_plugin_api* api = dev().plugin().raw_table();
   for (kiln_op op : {KILN_OP_ALL_REDUCE, KILN_OP_ROW_MAX, KILN_OP_CROSS_ENTROPY_SHARD, KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
                      KILN_OP_CROSS_ENTROPY_FROM_SUMS, KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD}) {
     kiln_op_supported_args a{};
@@ -504,7 +505,8 @@ TEST_F(OpenclOps, TensorParallelOpsFallBackToCpu) {
   HostTensor targets = ids({17}, 3 * 65);
   for (int32_t& id : targets.i32) id -= 65;  // a third in this shard
   check(g, {{"x", rnd({17, 33})}, {"w", rnd({33, 65})}, {"targets", targets}}, kTolSoftmax);
-  EXPECT_EQ(Executable(dev(), g).split().fallback, "cpu");
+  FallbackDevice fallback;
+  EXPECT_EQ(Executable(dev(), g, &fallback).split().fallback, "cpu");
 }
 
 TEST_F(OpenclOps, OutOfRangeIdsAreErrors) {
@@ -849,7 +851,7 @@ std::vector<uint8_t> compile_bytes(const Graph& graph) {
   Graph g = eliminate_dead_code(graph);
   MemoryPlan plan = plan_memory(g);
   std::vector<uint8_t> ir = serialize(g, plan);
-  const kiln_plugin_api* api = device()->plugin().api;
+  const kiln_plugin_api* api = device()->plugin().raw_table();
   kiln_compile_args c{};
   c.struct_size = sizeof(c);
   c.ir = ir.data();
@@ -861,7 +863,7 @@ std::vector<uint8_t> compile_bytes(const Graph& graph) {
 }
 
 int32_t load_code(std::vector<uint8_t>& exe, kiln_loaded_executable** loaded) {
-  const kiln_plugin_api* api = device()->plugin().api;
+  const kiln_plugin_api* api = device()->plugin().raw_table();
   kiln_load_args l{};
   l.struct_size = sizeof(l);
   l.device = device()->handle();
@@ -918,7 +920,7 @@ TEST_F(OpenclOps, ForeignBinaryFallsBackToSource) {
       bufs.back()->write(t.data(), t.bytes());
     }
   }
-  const kiln_plugin_api* api = device()->plugin().api;
+  const kiln_plugin_api* api = device()->plugin().raw_table();
   kiln_execute_args e{};
   e.struct_size = sizeof(e);
   e.device = device()->handle();
@@ -948,7 +950,7 @@ TEST_F(OpenclOps, LoadRefusesOtherCompilerVersionsAndJunk) {
   std::vector<uint8_t> exe = compile_bytes(bias_gelu_residual());
   ExeLayout l = parse_executable(exe);
   const std::string version(reinterpret_cast<const char*>(exe.data() + l.version_at), l.version_len);
-  EXPECT_EQ(version, device()->plugin().api->compiler_version());
+  EXPECT_EQ(version, device()->plugin().raw_table()->compiler_version());
   exe[l.version_at + l.version_len - 1] ^= 1;
   kiln_loaded_executable* loaded = nullptr;
   EXPECT_EQ(load_code(exe, &loaded), KILN_ERR_CORRUPT);
@@ -987,7 +989,7 @@ TEST_F(OpenclOps, ConcurrentCompilesAgree) {
 }
 
 TEST_F(OpenclOps, CompileRefusesBadIr) {
-  const kiln_plugin_api* api = device()->plugin().api;
+  const kiln_plugin_api* api = device()->plugin().raw_table();
   std::vector<uint8_t> junk = {'n', 'o', 't', ' ', 'I', 'R'};
   kiln_compile_args c{};
   c.struct_size = sizeof(c);

@@ -111,14 +111,15 @@ class SplitExecution : public ::testing::Test {
     partial_ = testing::open_wrapped_cpu();
     testing::wrapped_hooks().supported = template_ops;
     cpu_ = Registry::instance().open("cpu", 0, 0);
+    fallback_ = std::make_unique<FallbackDevice>(*cpu_);
   }
   void TearDown() override { EXPECT_EQ(testing::wrapped_hooks().violation, ""); }
 
   // Runs g `runs` times on `device` with `inputs` written once (in-place
   // updates carry over between runs); returns every output of the last run
   // and every input port's final contents.
-  static TensorMap run(Device& device, const Graph& g, const TensorMap& inputs, int runs, ExecutionSplit* split) {
-    Executable exe(device, g);
+  TensorMap run(Device& device, const Graph& g, const TensorMap& inputs, int runs, ExecutionSplit* split) {
+    Executable exe(device, g, fallback_.get());
     for (const Port& p : g.inputs()) exe.buffer(p.name)->write(inputs.at(p.name).data(), inputs.at(p.name).bytes());
     for (int i = 0; i < runs; ++i) exe.run();
     TensorMap out;
@@ -147,6 +148,7 @@ class SplitExecution : public ::testing::Test {
   }
 
   std::unique_ptr<Device> partial_, cpu_;
+  std::unique_ptr<FallbackDevice> fallback_;  // cpu_, for the ops partial_ lacks
 };
 
 TEST_F(SplitExecution, ValuesCrossBothWaysAndOutputsComeFromEitherDevice) {
@@ -233,7 +235,7 @@ TEST_F(SplitExecution, GptTrainStepMatchesTheUnsplitRun) {
 TEST_F(SplitExecution, FullySupportedGraphsAreNotSplit) {
   testing::wrapped_hooks().supported = nullptr;
   Graph g = trainer::build_optimizer_step(trainer::GptConfig{1, 16, 2, 11, 5}, trainer::AdamWConfig{});
-  Executable exe(*partial_, g);
+  Executable exe(*partial_, g, fallback_.get());
   EXPECT_EQ(exe.split().segments, 1);
   EXPECT_EQ(exe.split().fallback, "");
   EXPECT_EQ(exe.split().fallback_nodes, 0);
@@ -242,7 +244,7 @@ TEST_F(SplitExecution, FullySupportedGraphsAreNotSplit) {
 TEST_F(SplitExecution, BindChecksSizeAndDevice) {
   Graph g;
   g.output("y", g.matmul(g.input("x", KILN_F32, {3, 3}), g.input("w", KILN_F32, {3, 3})));
-  Executable exe(*partial_, g);
+  Executable exe(*partial_, g, fallback_.get());
   EXPECT_THROW(exe.bind("x", std::make_shared<DeviceBuffer>(*partial_, 8)), Error);
   EXPECT_THROW(exe.bind("x", std::make_shared<DeviceBuffer>(*cpu_, 36)), Error);
   EXPECT_THROW(exe.buffer("nope"), Error);
@@ -255,6 +257,23 @@ TEST_F(SplitExecution, BindChecksSizeAndDevice) {
 namespace kiln::graph {
 namespace {
 
+// The fallback device comes from the caller; without one, a graph that needs
+// it is a one-line error naming the ops the backend lacks.
+TEST(SplitExecutionErrors, NoFallbackDeviceNamesTheMissingOps) {
+  auto partial = testing::open_wrapped_cpu();
+  testing::wrapped_hooks().supported = [](kiln_op op) { return op != KILN_OP_SUM_SQUARES; };
+  Graph g;
+  g.output("sq", g.sum_squares(g.scale(g.input("x", KILN_F32, {8}), 2.0f)));
+  try {
+    Executable exe(*partial, g);
+    FAIL() << "expected an error: the graph needs a fallback device";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "backend wrapped does not support sum_squares, and this graph was given no fallback device to run them "
+              "on");
+  }
+}
+
 // A split graph is refused for the same reasons as an unsplit one.
 TEST(SplitExecutionErrors, InPlaceUpdateReadLaterIsRefused) {
   auto partial = testing::open_wrapped_cpu();
@@ -263,7 +282,8 @@ TEST(SplitExecutionErrors, InPlaceUpdateReadLaterIsRefused) {
   ValueId x = g.input("x", KILN_F32, {8});
   g.output("x.out", g.scale(x, 2.0f), "x");
   g.output("sq", g.sum_squares(x));  // reads x after the in-place write
-  EXPECT_THROW(Executable(*partial, g), Error);
+  FallbackDevice fallback;
+  EXPECT_THROW(Executable(*partial, g, &fallback), Error);
 }
 
 }  // namespace

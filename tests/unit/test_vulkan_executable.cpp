@@ -92,7 +92,7 @@ class VulkanExecutable : public ::testing::Test {
     Graph g = eliminate_dead_code(graph);
     MemoryPlan plan = plan_memory(g);
     std::vector<uint8_t> ir = serialize(g, plan);
-    const kiln_plugin_api* api = device()->plugin().api;
+    const kiln_plugin_api* api = device()->plugin().raw_table();
     kiln_compile_args c{};
     c.struct_size = sizeof(c);
     c.ir = ir.data();
@@ -105,7 +105,7 @@ class VulkanExecutable : public ::testing::Test {
 
   // Loads `exe`; returns the error code and what the plugin printed.
   int32_t load(const std::vector<uint8_t>& exe, kiln_loaded_executable** loaded, std::string* stderr_text) {
-    const kiln_plugin_api* api = device()->plugin().api;
+    const kiln_plugin_api* api = device()->plugin().raw_table();
     kiln_load_args l{};
     l.struct_size = sizeof(l);
     l.device = device()->handle();
@@ -141,7 +141,7 @@ class VulkanExecutable : public ::testing::Test {
       if (s > 0 && in.count(plan.slot_ports[s]))
         bufs.back()->write(in.at(plan.slot_ports[s]).data(), in.at(plan.slot_ports[s]).bytes());
     }
-    const kiln_plugin_api* api = device()->plugin().api;
+    const kiln_plugin_api* api = device()->plugin().raw_table();
     kiln_execute_args e{};
     e.struct_size = sizeof(e);
     e.device = device()->handle();
@@ -174,7 +174,7 @@ TEST_F(VulkanExecutable, IntactPipelineCacheIsUsedSilently) {
   ASSERT_EQ(load(exe, &loaded, &err), KILN_OK);
   EXPECT_EQ(err.find("pipeline cache"), std::string::npos) << err;
   expect_correct(g, loaded);
-  device()->plugin().api->loaded_free(device()->handle(), loaded);
+  device()->plugin().raw_table()->loaded_free(device()->handle(), loaded);
 }
 
 // Each damage is caught by the plugin's own checks, so the blob never
@@ -207,7 +207,7 @@ TEST_F(VulkanExecutable, ForeignOrCorruptPipelineCacheIsDroppedAndRebuilt) {
     EXPECT_NE(err.find(d.expect), std::string::npos) << d.what << ": " << err;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one line: " << err;
     expect_correct(g, loaded);
-    device()->plugin().api->loaded_free(device()->handle(), loaded);
+    device()->plugin().raw_table()->loaded_free(device()->handle(), loaded);
   }
   // A cache section cut to nothing: dropped too.
   std::vector<uint8_t> exe(good.begin(), good.begin() + static_cast<long>(l.cache_at - 8 - 12));
@@ -222,14 +222,14 @@ TEST_F(VulkanExecutable, ForeignOrCorruptPipelineCacheIsDroppedAndRebuilt) {
   ASSERT_EQ(load(exe, &loaded, &err), KILN_OK);
   EXPECT_NE(err.find("shorter than its header"), std::string::npos) << err;
   expect_correct(g, loaded);
-  device()->plugin().api->loaded_free(device()->handle(), loaded);
+  device()->plugin().raw_table()->loaded_free(device()->handle(), loaded);
 }
 
 TEST_F(VulkanExecutable, LoadRefusesOtherCompilerVersionsAndJunk) {
   std::vector<uint8_t> exe = compile_bytes(bias_gelu_matmul());
   ExeLayout l = parse_executable(exe);
   const std::string version(reinterpret_cast<const char*>(exe.data() + l.version_at), l.version_len);
-  EXPECT_EQ(version, device()->plugin().api->compiler_version());
+  EXPECT_EQ(version, device()->plugin().raw_table()->compiler_version());
   std::string err;
   kiln_loaded_executable* loaded = nullptr;
   std::vector<uint8_t> truncated(exe.begin(), exe.begin() + static_cast<long>(exe.size() / 2));

@@ -79,22 +79,19 @@ inline std::unique_ptr<Device> open_wrapped_cpu(int threads = 0) {
   WrappedHooks& h = wrapped_hooks();
   auto cpu = Registry::instance().find("cpu");
   if (!cpu) throw Error("the cpu plugin is not loaded");
-  h.real = cpu->api;
+  h.real = cpu->raw_table();
   h.supported = nullptr;
   h.after_execute = nullptr;
   h.violation.clear();
   static kiln_plugin_api table;
-  table = *cpu->api;
+  table = *cpu->raw_table();
   table.name = "wrapped";
   table.buffer_alloc = wrapped_detail::buffer_alloc;
   table.buffer_free = wrapped_detail::buffer_free;
   table.execute = wrapped_detail::execute;
   table.op_supported = wrapped_detail::op_supported;
-  auto plugin = std::make_shared<Plugin>();
-  plugin->name = "wrapped";
-  plugin->path = "(in-process test wrapper of " + cpu->path + ")";
-  plugin->api = &table;
-  plugin->api_size = sizeof(table);
+  auto plugin =
+      std::make_shared<Plugin>("wrapped", "(in-process test wrapper of " + cpu->path + ")", &table, sizeof(table));
   return std::make_unique<Device>(plugin, 0, threads);
 }
 
