@@ -58,7 +58,7 @@ std::set<kiln_op> ops_of(const graph::Graph& g) {
 // Compiles `g` on the device; the error code (KILN_OK on success) and message.
 int32_t compile(const Device& dev, const graph::Graph& g, std::string* message) {
   const std::vector<uint8_t> ir = graph::serialize(g, graph::plan_memory(g));
-  const kiln_plugin_api* api = dev.plugin().api;
+  const kiln_plugin_api* api = dev.plugin().raw_table();
   kiln_compile_args c{};
   c.struct_size = sizeof(c);
   c.device_index = 0;
@@ -104,7 +104,7 @@ void check_support_list(const std::string& backend) {
     }
     GTEST_SKIP() << "no " << backend << " device (plugin not built or no driver): " << why;
   }
-  const kiln_plugin_api* api = dev->plugin().api;
+  const kiln_plugin_api* api = dev->plugin().raw_table();
   std::set<kiln_op> claimed;
   for (const kiln_op_info& info : kiln_op_table)
     if (claims(api, info.code)) claimed.insert(info.code);

@@ -244,7 +244,7 @@ TEST_F(VulkanExecutable, LoadRefusesOtherCompilerVersionsAndJunk) {
 // host then runs them on the cpu fallback), and a compile that gets one
 // anyway refuses it as unsupported rather than as a malformed graph.
 TEST_F(VulkanExecutable, TensorParallelOpsAreUnsupported) {
-  const kiln_plugin_api* api = device()->plugin().api;
+  const kiln_plugin_api* api = device()->plugin().raw_table();
   for (kiln_op op : {KILN_OP_ALL_REDUCE, KILN_OP_ROW_MAX, KILN_OP_CROSS_ENTROPY_SHARD, KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
                      KILN_OP_CROSS_ENTROPY_FROM_SUMS, KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD}) {
     kiln_op_supported_args a{};
