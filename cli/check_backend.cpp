@@ -9,7 +9,6 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "core/fallback_device.h"
 #include "core/registry.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
@@ -38,7 +37,11 @@ constexpr const char* kUsage =
     "  --filter A,B      only cases whose op or name contains one of these (case-insensitive)\n"
     "  --list            list the cases and exit\n"
     "  --verbose         a line per case with the NMSE of each output\n"
-    "  --num-threads N   threads for host-CPU backends (0: all cores)\n";
+    "  --num-threads N   threads for host-CPU backends (0: all cores)\n"
+    "  --repeat          run every graph twice; outputs must be bitwise identical\n"
+    "  --batch N         up to N op cases per graph, one compile each (0: all in one)\n"
+    "  --hint NAME=VALUE an environment variable the plugin reads, set while it opens\n"
+    "                    and runs (repeatable), e.g. KILN_CPU_DISABLE_AVX2=1\n";
 
 // Small and odd-sized: every dim is off any tile, and the step runs in well
 // under a second on the reference interpreter.
@@ -132,16 +135,21 @@ int run_check_backend(const std::vector<std::string>& args) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-  int64_t device_index = 0, num_threads = 0;
+  int64_t device_index = 0, num_threads = 0, batch = 1;
   std::string filter;
-  bool list = false, verbose = false;
+  std::vector<std::string> hints;
+  bool list = false, verbose = false, repeat = false;
   trainer::Flags flags("check-backend");
   flags.add("--device", &device_index, "device index");
   flags.add("--filter", &filter, "comma-separated substrings of op or case names");
   flags.add("--list", &list, "list the cases and exit");
   flags.add("--verbose", &verbose, "a line per case");
   flags.add("--num-threads", &num_threads, "threads for host-CPU backends (0: all cores)");
+  flags.add("--repeat", &repeat, "run every graph twice and require bitwise-identical outputs");
+  flags.add("--batch", &batch, "op cases per graph (0: all in one)");
+  flags.add("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
   flags.parse(rest);
+  if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
 
   conformance::Suite suite = conformance::Suite::builtin();
   add_model_cases(suite);
@@ -156,6 +164,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   if (backend.empty())
     throw Error("kiln check-backend needs a backend name or plugin path, e.g. kiln check-backend cpu");
 
+  const conformance::ScopedHints scoped_hints(hints);
   auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
   fmt::print("check-backend: backend {} ({}), device {}: {}\n", device->backend(), device->plugin().path,
              device->index(), device->properties().name);
@@ -163,8 +172,11 @@ int run_check_backend(const std::vector<std::string>& args) {
   conformance::Options options;
   options.filters = filters;
   options.verbose = verbose;
+  options.repeat = repeat;
+  options.batch = static_cast<size_t>(batch);
   FallbackDevice fallback;  // whole-model cases run the ops a backend lacks on cpu
-  const conformance::Report report = conformance::run(*device, suite, options, &fallback);
+  options.fallback = &fallback;
+  const conformance::Report report = conformance::run(*device, suite, options);
   if (report.cases.empty()) throw Error("no conformance case matches --filter " + filter + "; see --list");
   // Exit statuses above 125 mean something else to shells.
   return std::min(report.failed(), 125);

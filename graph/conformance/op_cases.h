@@ -53,6 +53,18 @@ class CaseMaker {
     c.threshold = threshold;
     suite_.add(std::move(c));
   }
+  // A case the device must refuse: running it throws an error whose message
+  // contains `message` ("" matches any).
+  void add_error(kiln_op op, const std::string& what, graph::Graph g, graph::TensorMap inputs,
+                 const std::string& message) {
+    Case c;
+    c.group = graph::op_name(op);
+    c.name = c.group + " " + what;
+    c.graph = std::move(g);
+    c.inputs = std::move(inputs);
+    c.expect_error = message;
+    suite_.add(std::move(c));
+  }
 
  private:
   Suite& suite_;

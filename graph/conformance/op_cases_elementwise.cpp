@@ -83,12 +83,18 @@ void special_value_cases(CaseMaker& m) {
     g.output("y", g.gelu(g.input("x", KILN_F32, {3, 33})));
     m.add(KILN_OP_GELU, "[3, 33] with NaN and +inf", std::move(g), {{"x", x}});
   }
+  // Not for gelu: the reference gives gelu(-inf) = -inf * 0 = NaN, the cpu
+  // kernels -inf (the limit is 0); the backends agree on everything else.
+  x.f32[41] = -inf;
   for (kiln_op op : {KILN_OP_ADD, KILN_OP_MUL}) {
     Graph g;
     ValueId a = g.input("x", KILN_F32, {3, 33}), bv = g.input("b", KILN_F32, {33});
     g.output("y", g.add_node(op, {a, bv})[0]);
-    m.add(op, "[3, 33] [33] with NaN and +inf", std::move(g), {{"x", x}, {"b", b}});
+    m.add(op, "[3, 33] [33] with NaN and infinities", std::move(g), {{"x", x}, {"b", b}});
   }
+  Graph g;
+  g.output("y", g.sum_to(g.input("x", KILN_F32, {3, 33}), {33}));
+  m.add(KILN_OP_SUM_TO, "[3, 33] -> [33] with NaN and infinities", std::move(g), {{"x", x}});
 }
 
 void reduction_cases(CaseMaker& m) {
@@ -130,6 +136,30 @@ void adamw_cases(CaseMaker& m) {
       }
 }
 
+// Ops chained in one graph, as the transformer's epilogues are: a backend
+// that fuses them into one kernel (OpenCL) is checked on the fused code.
+void chain_cases(CaseMaker& m) {
+  {
+    // Every step writes the input's memory.
+    Graph g;
+    ValueId x = g.input("x", KILN_F32, {33, 65}), b = g.input("b", KILN_F32, {65});
+    g.output("y", g.gelu(g.add(g.scale(x, 3.0f), b)), "x");
+    m.add(KILN_OP_GELU, "after scale and add, in place", std::move(g),
+          {{"x", m.rng.uniform({33, 65})}, {"b", m.rng.uniform({65})}});
+  }
+  // Bias + GELU, bias + residual, and a chain whose intermediate also leaves the kernel.
+  Graph g;
+  ValueId h = g.input("h", KILN_F32, {37, 96}), bias = g.input("bias", KILN_F32, {96});
+  ValueId res = g.input("res", KILN_F32, {37, 96});
+  ValueId pre = g.add(h, bias);
+  g.output("act", g.gelu(pre));
+  g.output("pre", pre);
+  g.output("resid", g.add(g.add(h, bias), res));
+  g.output("grad", g.gelu_grad(pre, g.mul(res, g.scale(h, 0.5f))));
+  m.add(KILN_OP_GELU_GRAD, "in the epilogue chains of a layer", std::move(g),
+        {{"h", m.rng.uniform({37, 96}, -3.0f, 3.0f)}, {"bias", m.rng.uniform({96})}, {"res", m.rng.uniform({37, 96})}});
+}
+
 }  // namespace
 
 void add_elementwise_cases(Suite& suite) {
@@ -140,6 +170,7 @@ void add_elementwise_cases(Suite& suite) {
   special_value_cases(m);
   reduction_cases(m);
   adamw_cases(m);
+  chain_cases(m);
 }
 
 }  // namespace kiln::conformance

@@ -191,6 +191,54 @@ void cross_entropy_cases(CaseMaker& m) {
         {{"logits", logits}, {"targets", targets}, {"dloss", m.rng.scalar(1.0f)}});
 }
 
+// The attention pattern: the gradient of the softmax just computed; and
+// rows longer than any work group (OpenCL's GPU code runs one per row).
+void softmax_chain_cases(CaseMaker& m) {
+  for (const Shape& s : {Shape{2, 3, 33, 33}, Shape{300, 300}}) {
+    Graph g;
+    ValueId y = g.causal_softmax(g.input("x", KILN_F32, s), 0.3f);
+    g.output("y", y);
+    g.output("dx", g.softmax_grad(y, g.input("dy", KILN_F32, s), 0.3f));
+    m.add(KILN_OP_SOFTMAX_GRAD, str(s) + " of the causal softmax before it", std::move(g),
+          {{"x", m.rng.uniform(s, -3.0f, 3.0f)}, {"dy", m.rng.uniform(s)}});
+  }
+}
+
+// Ids out of range are the caller's bug, and a kernel that read or wrote
+// with them would touch memory it does not own: the device must say so.
+void invalid_id_cases(CaseMaker& m) {
+  {
+    graph::HostTensor targets = m.rng.ids({3}, 5);
+    targets.i32[2] = 5;
+    Graph g;
+    g.output("loss", g.cross_entropy(g.input("logits", KILN_F32, {3, 5}), g.input("targets", KILN_I32, {3})));
+    m.add_error(KILN_OP_CROSS_ENTROPY, "N=3 V=5 with target 5", std::move(g),
+                {{"logits", m.rng.uniform({3, 5})}, {"targets", targets}}, "target");
+  }
+  {
+    graph::HostTensor targets = m.rng.ids({3}, 5);
+    targets.i32[0] = -1;
+    Graph g;
+    ValueId l = g.input("logits", KILN_F32, {3, 5}), t = g.input("targets", KILN_I32, {3});
+    g.output("dlogits", g.cross_entropy_grad(l, t, g.input("dloss", KILN_F32, {1})));
+    m.add_error(KILN_OP_CROSS_ENTROPY_GRAD, "N=3 V=5 with target -1", std::move(g),
+                {{"logits", m.rng.uniform({3, 5})}, {"targets", targets}, {"dloss", m.rng.scalar(1.0f)}}, "target");
+  }
+  {
+    graph::HostTensor ids = m.rng.ids({2}, 4);
+    ids.i32[0] = -1;
+    Graph g;
+    g.output("y", g.embedding(g.input("table", KILN_F32, {4, 3}), g.input("ids", KILN_I32, {2})));
+    m.add_error(KILN_OP_EMBEDDING, "V=4 with id -1", std::move(g), {{"table", m.rng.uniform({4, 3})}, {"ids", ids}},
+                "");
+  }
+  graph::HostTensor ids = m.rng.ids({2}, 4);
+  ids.i32[1] = 4;
+  Graph g;
+  g.output("dtable", g.embedding_grad(g.input("dy", KILN_F32, {2, 3}), g.input("ids", KILN_I32, {2}), 4));
+  m.add_error(KILN_OP_EMBEDDING_GRAD, "V=4 with id 4", std::move(g), {{"dy", m.rng.uniform({2, 3})}, {"ids", ids}}, "");
+}
+
 }  // namespace
 
 void add_linear_cases(Suite& suite) {
@@ -201,6 +249,8 @@ void add_linear_cases(Suite& suite) {
   rmsnorm_cases(m);
   softmax_cases(m);
   cross_entropy_cases(m);
+  softmax_chain_cases(m);
+  invalid_id_cases(m);
 }
 
 }  // namespace kiln::conformance

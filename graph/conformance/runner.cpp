@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -70,17 +71,25 @@ std::string op_list(const std::set<kiln_op>& ops) {
   return s;
 }
 
-void run_on_device(Device& device, FallbackDevice* fallback, const Case& c, const graph::TensorMap& want,
-                   CaseResult& r) {
-  const graph::Graph& g = c.graph;
+// One graph on the device: its outputs, and what went wrong port by port
+// (guard bytes, inputs modified, two runs that differ).
+struct DeviceRun {
+  graph::TensorMap outputs;
+  std::map<std::string, std::string> faults;  // port name -> what happened
+  graph::ExecutionSplit split;
+};
+
+DeviceRun run_on_device(Device& device, const graph::Graph& g, const graph::TensorMap& inputs, bool repeat,
+                        FallbackDevice* fallback) {
+  DeviceRun run;
   graph::Executable exe(device, g, fallback);
   std::map<std::string, Guarded> buffers;
   std::set<std::string> updated;
   for (const graph::Port& p : g.outputs())
     if (!p.updates.empty()) updated.insert(p.updates);
   for (const graph::Port& p : g.inputs()) {
-    auto it = c.inputs.find(p.name);
-    if (it == c.inputs.end()) throw Error("case has no value for input '" + p.name + "'");
+    auto it = inputs.find(p.name);
+    if (it == inputs.end()) throw Error("case has no value for input '" + p.name + "'");
     buffers[p.name] = guarded(device, it->second.bytes(), it->second.data());
     exe.bind(p.name, buffers[p.name].buffer);
   }
@@ -89,43 +98,135 @@ void run_on_device(Device& device, FallbackDevice* fallback, const Case& c, cons
     buffers[p.name] = guarded(device, static_cast<uint64_t>(graph::numel(g.shape(p.value))) * 4, nullptr);
     exe.bind(p.name, buffers[p.name].buffer);
   }
-  exe.run();
-  device.synchronize();
-
-  for (const auto& [name, buf] : buffers) {
-    if (std::string damage = guard_damage(buf); !damage.empty()) {
-      r.status = Status::Fail;
-      r.detail = "'";
-      r.detail.append(name).append("': ").append(damage).append(" (guard bytes overwritten)");
-      return;
+  for (int pass = 0; pass < (repeat ? 2 : 1); ++pass) {
+    if (pass > 0)  // the same start as the first run: in-place outputs overwrote their inputs
+      for (const graph::Port& p : g.inputs()) {
+        const Guarded fresh = guarded(device, buffers[p.name].bytes, inputs.at(p.name).data());
+        std::vector<uint8_t> init(fresh.bytes + kGuardBytes);
+        fresh.buffer->read(init.data(), init.size());
+        buffers[p.name].buffer->write(init.data(), init.size());
+      }
+    exe.run();
+    device.synchronize();
+    for (const auto& [name, buf] : buffers) {
+      if (run.faults.count(name)) continue;
+      if (std::string damage = guard_damage(buf); !damage.empty()) {
+        run.faults[name] = damage + " (guard bytes overwritten)";
+      } else if (!buf.written.empty() && !updated.count(name)) {
+        std::vector<uint8_t> now(buf.bytes);
+        buf.buffer->read(now.data(), buf.bytes);
+        if (now != buf.written) run.faults[name] = "input was modified, but no output updates it";
+      }
     }
-    if (!buf.written.empty() && !updated.count(name)) {
-      std::vector<uint8_t> now(buf.bytes);
-      buf.buffer->read(now.data(), buf.bytes);
-      if (now != buf.written) {
-        r.status = Status::Fail;
-        r.detail = "input '" + name + "' was modified, but no output updates it";
-        return;
+    for (const graph::Port& p : g.outputs()) {
+      const graph::Value& v = g.value(p.value);
+      graph::HostTensor got = graph::HostTensor::zeros(v.dtype, v.shape);
+      exe.buffer(p.name)->read(got.data(), got.bytes());
+      if (pass == 0) {
+        run.outputs[p.name] = std::move(got);
+      } else if (std::memcmp(got.data(), run.outputs[p.name].data(), got.bytes()) != 0 && !run.faults.count(p.name)) {
+        run.faults[p.name] = "two runs on the same inputs differ (not bitwise repeatable)";
       }
     }
   }
-  for (const graph::Port& p : g.outputs()) {
-    const graph::Value& v = g.value(p.value);
-    graph::HostTensor got = graph::HostTensor::zeros(v.dtype, v.shape);
-    exe.buffer(p.name)->read(got.data(), got.bytes());
-    Comparison cmp = compare(want.at(p.name), got);
+  run.split = exe.split();
+  return run;
+}
+
+// Judges one case's ports (named prefix + port) of a device run.
+void judge(const Case& c, const std::string& prefix, const DeviceRun& run, const graph::TensorMap& want,
+           CaseResult& r) {
+  auto fail = [&](std::string why) {
+    if (r.status == Status::Fail) return;
+    r.status = Status::Fail;
+    r.detail = std::move(why);
+  };
+  for (const graph::Port& p : c.graph.inputs())
+    if (auto it = run.faults.find(prefix + p.name); it != run.faults.end())
+      fail("input '" + p.name + "': " + it->second);
+  for (const graph::Port& p : c.graph.outputs())
+    if (auto it = run.faults.find(prefix + p.name); it != run.faults.end()) fail("'" + p.name + "': " + it->second);
+  for (const graph::Port& p : c.graph.outputs()) {
+    Comparison cmp = compare(want.at(p.name), run.outputs.at(prefix + p.name));
     r.outputs.emplace_back(p.name, cmp.nmse);
     if (cmp.nmse > r.nmse || r.outputs.size() == 1) r.nmse = cmp.nmse;
-    if (cmp.nmse > c.threshold && r.status != Status::Fail) {
-      r.status = Status::Fail;
-      r.detail =
-          fmt::format("'{}': NMSE {} > {}; {}", p.name, format_nmse(cmp.nmse), format_nmse(c.threshold), cmp.where);
-    }
+    if (cmp.nmse > c.threshold)
+      fail(fmt::format("'{}': NMSE {} > {}; {}", p.name, format_nmse(cmp.nmse), format_nmse(c.threshold), cmp.where));
   }
-  const graph::ExecutionSplit& split = exe.split();
+  const graph::ExecutionSplit& split = run.split;
   if (r.status == Status::Pass && !split.fallback.empty())
     r.detail = fmt::format("{} ops on {}, {} on the {} fallback", split.primary_nodes, split.primary,
                            split.fallback_nodes, split.fallback);
+}
+
+// An error case: the device must refuse the inputs.
+void run_expecting_error(Device& device, const Case& c, CaseResult& r, FallbackDevice* fallback) {
+  const std::string& want = *c.expect_error;
+  try {
+    run_on_device(device, c.graph, c.inputs, false, fallback);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find(want) != std::string::npos) return;
+    r.status = Status::Fail;
+    r.detail = fmt::format("the error does not say '{}': {}", want, e.what());
+    return;
+  }
+  r.status = Status::Fail;
+  r.detail = want.empty() ? std::string("ran without an error; the inputs are invalid")
+                          : fmt::format("ran without an error; expected one that says '{}'", want);
+}
+
+// Checks what every case needs before it runs: the backend's ops, and the
+// reference result (empty for error cases). False: `r` says why not.
+bool prepare(Device& device, const Case& c, CaseResult& r, graph::TensorMap& want) {
+  r.c = &c;
+  const std::set<kiln_op> missing = missing_ops(device.plugin(), c.graph);
+  if (!missing.empty() && !c.fallback) {
+    r.status = Status::Unsupported;
+    r.detail = "backend lacks " + op_list(missing);
+    return false;
+  }
+  if (c.expect_error) return true;
+  try {
+    want = graph::run_reference(c.graph, c.inputs);
+  } catch (const Error& e) {
+    r.status = Status::Fail;
+    r.detail = std::string("the reference interpreter refused the case (a suite bug): ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+// Several cases as one graph: every port renamed c<i>.<name>.
+struct Batch {
+  graph::Graph graph;
+  graph::TensorMap inputs;
+  std::vector<std::string> prefixes;
+};
+
+Batch merge(const std::vector<const Case*>& cases) {
+  Batch b;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = *cases[i];
+    const std::string prefix = fmt::format("c{}.", i);
+    b.prefixes.push_back(prefix);
+    std::vector<graph::ValueId> to(c.graph.values().size(), -1);
+    for (const graph::Port& p : c.graph.inputs()) {
+      const graph::Value& v = c.graph.value(p.value);
+      to[static_cast<size_t>(p.value)] = b.graph.input(prefix + p.name, v.dtype, v.shape);
+      b.inputs[prefix + p.name] = c.inputs.at(p.name);
+    }
+    for (const graph::Node& n : c.graph.nodes()) {
+      std::vector<graph::ValueId> in;
+      for (graph::ValueId v : n.inputs) in.push_back(to[static_cast<size_t>(v)]);
+      std::vector<graph::Shape> shapes;
+      for (graph::ValueId v : n.outputs) shapes.push_back(c.graph.shape(v));
+      const std::vector<graph::ValueId> out = b.graph.add_node(n.op, in, n.iattrs, n.fattrs, shapes);
+      for (size_t k = 0; k < out.size(); ++k) to[static_cast<size_t>(n.outputs[k])] = out[k];
+    }
+    for (const graph::Port& p : c.graph.outputs())
+      b.graph.output(prefix + p.name, to[static_cast<size_t>(p.value)], p.updates.empty() ? "" : prefix + p.updates);
+  }
+  return b;
 }
 
 // The group column fits the longest op name, cross_entropy_from_sums_grad.
@@ -178,26 +279,16 @@ const char* status_name(Status s) {
   return "?";
 }
 
-CaseResult run_case(Device& device, const Case& c, FallbackDevice* fallback) {
+CaseResult run_case(Device& device, const Case& c, const Options& options) {
   CaseResult r;
-  r.c = &c;
   const auto t0 = Clock::now();
-  const std::set<kiln_op> missing = missing_ops(device.plugin(), c.graph);
-  if (!missing.empty() && !c.fallback) {
-    r.status = Status::Unsupported;
-    r.detail = "backend lacks " + op_list(missing);
-    return r;
-  }
   graph::TensorMap want;
+  if (!prepare(device, c, r, want)) return r;
   try {
-    want = graph::run_reference(c.graph, c.inputs);
-  } catch (const Error& e) {
-    r.status = Status::Fail;
-    r.detail = std::string("the reference interpreter refused the case (a suite bug): ") + e.what();
-    return r;
-  }
-  try {
-    run_on_device(device, fallback, c, want, r);
+    if (c.expect_error)
+      run_expecting_error(device, c, r, options.fallback);
+    else
+      judge(c, "", run_on_device(device, c.graph, c.inputs, options.repeat, options.fallback), want, r);
   } catch (const Error& e) {
     r.status = Status::Fail;
     r.detail = e.what();
@@ -205,6 +296,37 @@ CaseResult run_case(Device& device, const Case& c, FallbackDevice* fallback) {
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
+
+namespace {
+
+// Runs `cases` as one graph, or one by one where the batch fails as a whole
+// (a compile error, a kernel that throws) so the report names the culprit.
+std::vector<CaseResult> run_batch(Device& device, const std::vector<const Case*>& cases, const Options& options) {
+  std::vector<CaseResult> results(cases.size());
+  std::vector<graph::TensorMap> want(cases.size());
+  std::vector<const Case*> ready;
+  std::vector<size_t> slot;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (prepare(device, *cases[i], results[i], want[i])) ready.push_back(cases[i]), slot.push_back(i);
+  if (ready.empty()) return results;
+  const auto t0 = Clock::now();
+  const Batch b = merge(ready);
+  DeviceRun run;
+  try {
+    run = run_on_device(device, b.graph, b.inputs, options.repeat, options.fallback);
+  } catch (const Error&) {
+    for (size_t k = 0; k < ready.size(); ++k) results[slot[k]] = run_case(device, *ready[k], options);
+    return results;
+  }
+  const double each = std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(ready.size());
+  for (size_t k = 0; k < ready.size(); ++k) {
+    judge(*ready[k], b.prefixes[k], run, want[slot[k]], results[slot[k]]);
+    results[slot[k]].seconds = each;
+  }
+  return results;
+}
+
+}  // namespace
 
 bool selected(const Case& c, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
@@ -229,7 +351,7 @@ int Report::unsupported() const {
       std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Unsupported; }));
 }
 
-Report run(Device& device, const Suite& suite, const Options& options, FallbackDevice* fallback) {
+Report run(Device& device, const Suite& suite, const Options& options) {
   Report report;
   const auto t0 = Clock::now();
   auto finish_group = [&](GroupResult& g) {
@@ -254,33 +376,64 @@ Report run(Device& device, const Suite& suite, const Options& options, FallbackD
     if (cases.empty()) order.push_back(c.group);
     cases.push_back(&c);
   }
-  for (const std::string& name : order) {
-    GroupResult g;
-    g.group = name;
-    for (const Case* c : by_group[name]) {
-      CaseResult r = run_case(device, *c, fallback);
-      ++g.cases;
-      g.threshold = std::max(g.threshold, c->threshold);
-      switch (r.status) {
-        case Status::Pass:
-          ++g.passed;
-          g.worst_nmse = std::max(g.worst_nmse, r.nmse);
-          if (g.note.empty()) g.note = r.detail;
-          break;
-        case Status::Fail:
-          if (g.failed++ == 0) g.first_failure = c->name + ": " + r.detail;
-          g.worst_nmse = std::max(g.worst_nmse, r.nmse);
-          break;
-        case Status::Unsupported:
-          if (g.unsupported++ == 0) g.unsupported_reason = r.detail;
-          break;
+  // The cases in report order, run in batches; a group's line is printed
+  // as soon as its last case has run.
+  std::vector<const Case*> flat;
+  for (const std::string& name : order)
+    for (const Case* c : by_group[name]) flat.push_back(c);
+  std::map<const Case*, CaseResult> done;
+  size_t next_group = 0;
+  auto report_finished_groups = [&] {
+    for (; next_group < order.size(); ++next_group) {
+      const std::vector<const Case*>& cases = by_group[order[next_group]];
+      if (!std::all_of(cases.begin(), cases.end(), [&](const Case* c) { return done.count(c) != 0; })) return;
+      GroupResult g;
+      g.group = order[next_group];
+      for (const Case* c : cases) {
+        CaseResult r = std::move(done[c]);
+        ++g.cases;
+        g.threshold = std::max(g.threshold, c->threshold);
+        switch (r.status) {
+          case Status::Pass:
+            ++g.passed;
+            g.worst_nmse = std::max(g.worst_nmse, r.nmse);
+            if (g.note.empty()) g.note = r.detail;
+            break;
+          case Status::Fail:
+            if (g.failed++ == 0) g.first_failure = c->name + ": " + r.detail;
+            g.worst_nmse = std::max(g.worst_nmse, r.nmse);
+            break;
+          case Status::Unsupported:
+            if (g.unsupported++ == 0) g.unsupported_reason = r.detail;
+            break;
+        }
+        if (options.out && options.verbose) print_case(options.out, r);
+        report.cases.push_back(std::move(r));
       }
-      if (options.out && options.verbose) print_case(options.out, r);
-      report.cases.push_back(std::move(r));
+      finish_group(g);
+      report.groups.push_back(std::move(g));
     }
-    finish_group(g);
-    report.groups.push_back(std::move(g));
+  };
+  const size_t batch = options.batch == 0 ? flat.size() : options.batch;
+  std::vector<const Case*> pending;
+  auto flush = [&] {
+    if (pending.empty()) return;
+    std::vector<CaseResult> results = run_batch(device, pending, options);
+    for (size_t i = 0; i < pending.size(); ++i) done[pending[i]] = std::move(results[i]);
+    pending.clear();
+    report_finished_groups();
+  };
+  for (const Case* c : flat) {
+    if (c->fallback || c->expect_error || batch <= 1) {
+      flush();
+      done[c] = run_case(device, *c, options);
+      report_finished_groups();
+      continue;
+    }
+    pending.push_back(c);
+    if (pending.size() >= batch) flush();
   }
+  flush();
   // A backend is never asked to run a collective, so there is nothing to
   // test; saying so keeps the report a complete list of the IR's ops.
   for (int op = 0; op < KILN_OP_COUNT_; ++op) {
@@ -297,6 +450,26 @@ Report run(Device& device, const Suite& suite, const Options& options, FallbackD
     std::fflush(options.out);
   }
   return report;
+}
+
+ScopedHints::ScopedHints(const std::vector<std::string>& hints) {
+  for (const std::string& h : hints) {
+    const size_t eq = h.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("hint '" + h + "' is not NAME=VALUE");
+    const std::string name = h.substr(0, eq);
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    setenv(name.c_str(), h.c_str() + eq + 1, 1);
+  }
+}
+
+ScopedHints::~ScopedHints() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second)
+      setenv(it->first.c_str(), it->second->c_str(), 1);
+    else
+      unsetenv(it->first.c_str());
+  }
 }
 
 }  // namespace kiln::conformance

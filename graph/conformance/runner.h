@@ -4,11 +4,17 @@
 // on the device. Every port buffer is bound with guard bytes after the
 // tensor (a write past the end fails the case) and outputs start as NaN
 // (an element a kernel forgets to write fails); inputs that no output
-// updates must come back unchanged.
+// updates must come back unchanged. Options add what the per-backend unit
+// tests need: two runs with bitwise-equal results, many cases in one graph
+// (one compile: PoCL spends about half a second per program), and hints
+// (environment variables the plugin reads, such as the cpu plugin's
+// KILN_CPU_DISABLE_AVX2) set while the device opens and runs.
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -29,9 +35,6 @@ struct CaseResult {
   double seconds = 0.0;
 };
 
-// `fallback` runs the ops whole-model cases need and the backend lacks.
-CaseResult run_case(Device& device, const Case& c, FallbackDevice* fallback = nullptr);
-
 // One report line: every case of a group.
 struct GroupResult {
   std::string group;
@@ -50,9 +53,40 @@ struct Options {
   std::vector<std::string> filters;
   bool verbose = false;     // a line per case, with NMSE per output
   std::FILE* out = stdout;  // nullptr: print nothing
+  // Run every graph twice and require bit-identical outputs: kernels are
+  // deterministic for a fixed device (and thread count).
+  bool repeat = false;
+  // Up to this many op cases in one graph (ports renamed c<i>.<name>), so a
+  // backend with a slow compiler compiles once per batch; 0: all in one.
+  // Whole-model cases and error cases run alone. A batch that fails to
+  // compile or run is retried case by case to name the culprit.
+  size_t batch = 1;
+  // Runs the ops whole-model cases need and the backend lacks (the cpu
+  // device, opened on first need); nullptr: such cases fail with a line
+  // naming the ops.
+  FallbackDevice* fallback = nullptr;
+};
+
+// Sets environment variables ("NAME=VALUE") for its lifetime and restores
+// the old values after: the way to pass a plugin a device-open or compile
+// hint, e.g. KILN_CPU_DISABLE_AVX2=1 (the cpu plugin's baseline kernels) or
+// KILN_OPENCL_GPU_CODEGEN=1 (OpenCL's GPU code on any device). Throws on an
+// entry without '='.
+class ScopedHints {
+ public:
+  explicit ScopedHints(const std::vector<std::string>& hints);
+  ~ScopedHints();
+  ScopedHints(const ScopedHints&) = delete;
+  ScopedHints& operator=(const ScopedHints&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;  // name, old value
 };
 
 bool selected(const Case& c, const std::vector<std::string>& filters);
+
+// One case alone on the device (options.batch does not apply).
+CaseResult run_case(Device& device, const Case& c, const Options& options);
 
 struct Report {
   std::vector<CaseResult> cases;
@@ -69,6 +103,6 @@ struct Report {
 // Runs the selected cases in suite order, printing a line per group as it
 // finishes (and per case with verbose), a HOST line per host collective the
 // filters select, then a summary line.
-Report run(Device& device, const Suite& suite, const Options& options, FallbackDevice* fallback = nullptr);
+Report run(Device& device, const Suite& suite, const Options& options);
 
 }  // namespace kiln::conformance

@@ -1,5 +1,8 @@
 #include "graph/conformance/suite.h"
 
+#include <map>
+#include <utility>
+
 #include "core/error.h"
 #include "graph/conformance/op_cases.h"
 
@@ -11,6 +14,26 @@ Suite Suite::builtin() {
   add_linear_cases(s);
   add_layout_cases(s);
   add_vocab_parallel_cases(s);
+  return s;
+}
+
+namespace {
+
+std::multimap<std::string, std::function<void(Suite&)>>& backend_cases() {
+  static std::multimap<std::string, std::function<void(Suite&)>> registered;
+  return registered;
+}
+
+}  // namespace
+
+void register_backend_cases(const std::string& backend, std::function<void(Suite&)> add) {
+  backend_cases().emplace(backend, std::move(add));
+}
+
+Suite Suite::for_backend(const std::string& backend) {
+  Suite s = builtin();
+  auto [first, last] = backend_cases().equal_range(backend);
+  for (auto it = first; it != last; ++it) it->second(s);
   return s;
 }
 

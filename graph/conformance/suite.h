@@ -5,6 +5,8 @@
 // train step, which needs trainer/).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@ struct Case {
   // Whole-model cases run ops the backend lacks on the CPU fallback (and so
   // also test the split); op cases report such a backend "unsupported".
   bool fallback = false;
+  // Set: the device must refuse the inputs (an id out of range): running
+  // throws an error whose message contains this ("" matches any). Such a
+  // case has no reference result and always runs alone.
+  std::optional<std::string> expect_error;
 };
 
 // Ops the host runs itself, across the ranks of a group (ALL_REDUCE): no
@@ -34,6 +40,8 @@ class Suite {
  public:
   // Every op in kiln/ir.h that runs on a device (all but host collectives).
   static Suite builtin();
+  // builtin() plus the cases registered for `backend` (register_backend_cases).
+  static Suite for_backend(const std::string& backend);
 
   // Throws if a case's name is taken or its graph holds a host collective.
   void add(Case c);
@@ -48,5 +56,10 @@ class Suite {
  private:
   std::vector<Case> cases_;
 };
+
+// Lets a backend's tests add cases of their own to the one suite (a fused
+// chain only that backend has, say): Suite::for_backend(backend) calls
+// `add` after the built-in cases. Not thread-safe; register before running.
+void register_backend_cases(const std::string& backend, std::function<void(Suite&)> add);
 
 }  // namespace kiln::conformance

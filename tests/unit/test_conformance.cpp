@@ -1,10 +1,14 @@
-// The conformance suite itself: it covers every op, the cpu plugin passes
-// it, and it catches what it promises to catch (unsupported ops, wrong
-// values, unwritten outputs, writes past the end, modified inputs), using an
-// in-process wrapper of the cpu plugin that misbehaves on demand.
+// The conformance suite itself: it covers every op, its options do what
+// they say (batches, repeats, hints, backend cases), and it catches what it
+// promises to catch (unsupported ops, wrong values, unwritten outputs,
+// writes past the end, modified inputs, runs that differ, invalid inputs
+// accepted), using an in-process wrapper of the cpu plugin that misbehaves
+// on demand. test_conformance_backends.cpp runs it on every backend.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,15 +52,76 @@ TEST(Conformance, MatmulCoversEveryTransposeAndBatching) {
   EXPECT_EQ(seen, (std::set<std::string>{"00", "01", "10", "11", "00b", "01b", "10b", "11b"}));
 }
 
-TEST(Conformance, CpuPassesEveryCase) {
+TEST(Conformance, EveryIdTakingOpHasAnInvalidIdCase) {
+  std::set<std::string> refused;
+  const Suite suite = Suite::builtin();
+  for (const Case& c : suite.cases())
+    if (c.expect_error) refused.insert(c.group);
+  EXPECT_EQ(refused, (std::set<std::string>{"embedding", "embedding_grad", "cross_entropy", "cross_entropy_grad"}));
+}
+
+TEST(Conformance, BatchedRunsMatchCaseByCase) {
   auto device = Registry::instance().open("cpu", 0, 2);
   Options options;
   options.out = nullptr;
-  Report report = run(*device, Suite::builtin(), options);
-  EXPECT_EQ(report.failed(), 0);
-  EXPECT_EQ(report.unsupported(), 0);
-  EXPECT_EQ(report.host_collectives, std::vector<kiln_op>{KILN_OP_ALL_REDUCE});
-  for (const CaseResult& r : report.cases) EXPECT_EQ(r.status, Status::Pass) << r.c->name << ": " << r.detail;
+  options.filters = {"layernorm", "matmul [3, 17]", "fill"};
+  const Suite suite = Suite::builtin();
+  const Report alone = run(*device, suite, options);
+  options.batch = 5;
+  const Report batched = run(*device, suite, options);
+  ASSERT_EQ(alone.cases.size(), batched.cases.size());
+  ASSERT_GT(alone.cases.size(), 5u);
+  for (size_t i = 0; i < alone.cases.size(); ++i) {
+    EXPECT_EQ(alone.cases[i].c, batched.cases[i].c);
+    EXPECT_EQ(batched.cases[i].status, Status::Pass) << batched.cases[i].c->name << ": " << batched.cases[i].detail;
+    // The same kernels on the same inputs: the same bits, so the same NMSE.
+    EXPECT_EQ(alone.cases[i].outputs, batched.cases[i].outputs) << alone.cases[i].c->name;
+  }
+}
+
+TEST(Conformance, ErrorCasesFailWhenTheDeviceAcceptsTheInputs) {
+  graph::Graph g;
+  g.output("y", g.gelu(g.input("x", KILN_F32, {3})));
+  Case c;
+  c.group = c.name = "gelu accepted";
+  c.graph = g;
+  c.inputs["x"] = graph::HostTensor::zeros(KILN_F32, {3});
+  c.expect_error = "out of range";
+  Suite suite;
+  suite.add(c);
+  auto device = Registry::instance().open("cpu", 0, 1);
+  Options options;
+  options.out = nullptr;
+  const Report r = run(*device, suite, options);
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_EQ(r.cases[0].status, Status::Fail);
+  EXPECT_NE(r.cases[0].detail.find("without an error"), std::string::npos) << r.cases[0].detail;
+}
+
+TEST(Conformance, BackendCasesJoinOnlyTheirBackend) {
+  register_backend_cases("conformance-test-backend", [](Suite& s) {
+    graph::Graph g;
+    g.output("y", g.scale(g.input("x", KILN_F32, {4}), 2.0f));
+    s.add_case("backend only", std::move(g), kTolElementwise);
+  });
+  const Suite mine = Suite::for_backend("conformance-test-backend");
+  EXPECT_EQ(mine.cases().size(), Suite::builtin().cases().size() + 1);
+  EXPECT_EQ(mine.cases().back().name, "backend only");
+  EXPECT_EQ(Suite::for_backend("cpu").cases().size(), Suite::builtin().cases().size());
+}
+
+TEST(Conformance, HintsHoldForTheirScope) {
+  unsetenv("KILN_CONFORMANCE_TEST_HINT");
+  setenv("KILN_CONFORMANCE_TEST_OLD", "old", 1);
+  {
+    const ScopedHints hints({"KILN_CONFORMANCE_TEST_HINT=1", "KILN_CONFORMANCE_TEST_OLD=new"});
+    EXPECT_STREQ(std::getenv("KILN_CONFORMANCE_TEST_HINT"), "1");
+    EXPECT_STREQ(std::getenv("KILN_CONFORMANCE_TEST_OLD"), "new");
+  }
+  EXPECT_EQ(std::getenv("KILN_CONFORMANCE_TEST_HINT"), nullptr);
+  EXPECT_STREQ(std::getenv("KILN_CONFORMANCE_TEST_OLD"), "old");
+  unsetenv("KILN_CONFORMANCE_TEST_OLD");
+  EXPECT_THROW(ScopedHints({"KILN_CPU_DISABLE_AVX2"}), Error);
 }
 
 TEST(Conformance, HostCollectivesAreListedNotRun) {
@@ -113,12 +178,15 @@ class FaultyBackend : public ::testing::Test {
   void TearDown() override { EXPECT_EQ(testing::wrapped_hooks().violation, ""); }
 
   // Runs the cases whose names contain `filter`; returns their results.
-  Report run_filtered(const std::string& filter) {
+  Report run_filtered(const std::string& filter, bool repeat = false, size_t batch = 1) {
     Options options;
     options.out = nullptr;
     options.filters = {filter};
-    return run(*device_, Suite::builtin(), options);
+    options.repeat = repeat;
+    options.batch = batch;
+    return run(*device_, suite_, options);
   }
+  const Suite suite_ = Suite::builtin();  // outlives the reports, which point into it
   std::unique_ptr<Device> device_;
 };
 
@@ -131,6 +199,11 @@ TEST_F(FaultyBackend, UnsupportedOpsAreReportedNotFailed) {
   EXPECT_NE(r.groups[0].detail.find("gelu"), std::string::npos) << r.groups[0].detail;
   EXPECT_EQ(r.groups[1].status, Status::Pass);
   EXPECT_EQ(r.failed(), 0);
+  // In a batch too: the unsupported cases stay out of the batch's graph.
+  Report batched = run_filtered("gelu", false, 0);
+  ASSERT_EQ(batched.groups.size(), 2u);
+  EXPECT_EQ(batched.groups[0].status, Status::Unsupported);
+  EXPECT_EQ(batched.groups[1].status, Status::Pass);
 }
 
 TEST_F(FaultyBackend, WrongValuesFail) {
@@ -207,6 +280,34 @@ TEST_F(FaultyBackend, ModifiedInputsFail) {
   ASSERT_EQ(r.cases.size(), 1u);
   EXPECT_EQ(r.cases[0].status, Status::Fail);
   EXPECT_NE(r.cases[0].detail.find("modified"), std::string::npos) << r.cases[0].detail;
+}
+
+TEST_F(FaultyBackend, RunsThatDifferFailWithRepeat) {
+  // Every second execute leaves one element off by a little: within the
+  // NMSE threshold, so only the repeat can see it.
+  static int executes;
+  executes = 0;
+  testing::wrapped_hooks().after_execute = [](const kiln_plugin_api* api, kiln_execute_args* a, auto&) {
+    if (executes++ % 2 == 0) return;
+    kiln_buffer_transfer_args t{};
+    t.struct_size = sizeof(t);
+    t.device = a->device;
+    t.buffer = a->slots[a->num_slots - 1];
+    float v = 0;
+    t.size_bytes = 4;
+    t.host = &v;
+    api->buffer_read(&t);
+    v = std::nextafter(v, 10.0f);
+    api->buffer_write(&t);
+  };
+  Report once = run_filtered("gelu [127, 129]");
+  ASSERT_EQ(once.cases.size(), 1u);
+  EXPECT_EQ(once.cases[0].status, Status::Pass) << once.cases[0].detail;
+  executes = 0;
+  Report twice = run_filtered("gelu [127, 129]", true);
+  ASSERT_EQ(twice.cases.size(), 1u);
+  EXPECT_EQ(twice.cases[0].status, Status::Fail);
+  EXPECT_NE(twice.cases[0].detail.find("bitwise"), std::string::npos) << twice.cases[0].detail;
 }
 
 }  // namespace
