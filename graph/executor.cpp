@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 #include "core/log.h"
@@ -37,7 +38,7 @@ Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallb
 
   std::array<int, KILN_OP_COUNT_> support{};  // 0 unknown, 1 yes, 2 no
   std::vector<int> device_of(nodes.size(), kPrimaryDevice);
-  std::set<kiln_op> missing;
+  std::map<kiln_op, int64_t> missing;  // op -> its nodes here
   for (size_t i = 0; i < nodes.size(); ++i) {
     const kiln_op op = nodes[i].op;
     if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) {  // never a device op
@@ -49,10 +50,13 @@ Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallb
     if (known == 0) known = device_.plugin().supports(op) ? 1 : 2;
     if (known == 2) {
       device_of[i] = kFallbackDevice;
-      missing.insert(op);
+      ++missing[op];
     }
   }
-  split_.fallback_ops.assign(missing.begin(), missing.end());
+  for (const auto& [op, count] : missing) {
+    split_.fallback_ops.push_back(op);
+    split_.fallback_op_nodes.push_back(count);
+  }
 
   std::vector<Segment> segments;
   std::vector<SegmentGraph> pieces;

@@ -38,10 +38,11 @@ struct ExecutionSplit {
   std::string fallback;  // "cpu" when some ops fall back, else empty
   int64_t primary_nodes = 0;
   int64_t fallback_nodes = 0;
-  int64_t collectives = 0;            // ALL_REDUCE nodes, run by the host
-  int64_t segments = 0;               // compiled pieces, run in order
-  uint64_t bytes_per_run = 0;         // copied between the devices by each run()
-  std::vector<kiln_op> fallback_ops;  // distinct ops the primary lacks
+  int64_t collectives = 0;                 // ALL_REDUCE nodes, run by the host
+  int64_t segments = 0;                    // compiled pieces, run in order
+  uint64_t bytes_per_run = 0;              // copied between the devices by each run()
+  std::vector<kiln_op> fallback_ops;       // distinct ops the primary lacks
+  std::vector<int64_t> fallback_op_nodes;  // nodes of each of them (same order)
 };
 
 class Executable {

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/fallback_device.h"
@@ -168,22 +169,26 @@ struct StepGraph {
   int64_t runs_per_iteration;
 };
 
+// Once per run, so a slow fallback is never silent: a line per op the backend
+// lacks ("vulkan: row_max runs on the cpu fallback (2 nodes per iteration)"),
+// then the split of each graph and the copies it costs.
 void log_split(const std::vector<StepGraph>& graphs) {
-  std::set<kiln_op> lacks;
+  std::map<kiln_op, int64_t> lacks;  // op -> nodes per iteration
   std::string primary, fallback;
   uint64_t per_iteration = 0;
   for (const StepGraph& g : graphs) {
     if (!g.exe || g.exe->split().fallback.empty()) continue;
     const graph::ExecutionSplit& s = g.exe->split();
-    lacks.insert(s.fallback_ops.begin(), s.fallback_ops.end());
+    for (size_t i = 0; i < s.fallback_ops.size(); ++i)
+      lacks[s.fallback_ops[i]] += s.fallback_op_nodes[i] * g.runs_per_iteration;
     primary = s.primary;
     fallback = s.fallback;
     per_iteration += s.bytes_per_run * static_cast<uint64_t>(g.runs_per_iteration);
   }
   if (lacks.empty()) return;
-  std::string ops;
-  for (kiln_op op : lacks) ops += (ops.empty() ? "" : ", ") + std::string(graph::op_name(op));
-  logger().info("backend {} lacks {}: they run on the {} backend", primary, ops, fallback);
+  for (const auto& [op, nodes] : lacks)
+    logger().info("{}: {} runs on the {} fallback ({} node{} per iteration)", primary, graph::op_name(op), fallback,
+                  nodes, nodes == 1 ? "" : "s");
   for (const StepGraph& g : graphs) {
     if (!g.exe) continue;
     const graph::ExecutionSplit& s = g.exe->split();
