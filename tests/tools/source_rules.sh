@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The design rules of issue 12 that a grep can check, over the non-test
+# sources of the tree given as $1:
+#   1. one definition per op: each op's name string ("layernorm") appears in
+#      include/kiln/ops.h and in no other source file;
+#   2. adding an op touches few files: LAYERNORM's code (issue 12's yardstick)
+#      and RMSNORM's (the first op added by docs/ADDING_AN_OP.md) are named in
+#      at most 6 non-test files: the table, the graph/ops family file, the
+#      conformance cases, one kernel file per backend. (Other ops may also
+#      appear where a backend special-cases them, e.g. OpenCL's fusion.)
+#   3. core/ is the only host-side client of the plugin ABI: no host file
+#      outside core/ calls the plugin function table.
+set -u
+root=$1
+fail=0
+bad() {
+  echo "FAIL: $*" >&2
+  fail=1
+}
+cd "$root" || exit 1
+dirs=(core graph cache compiler_cache backends trainer cli include)
+existing=()
+for d in "${dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
+sources() { grep -rl --include='*.cpp' --include='*.h' --include='*.hpp' --include='*.c' "$@" "${existing[@]}"; }
+
+rows=$(grep -E '^ *X\([A-Z_0-9]+, [0-9]+, "' include/kiln/ops.h)
+[ "$(wc -l <<<"$rows")" -ge 28 ] || bad "could not read the op table from include/kiln/ops.h"
+while read -r code name; do
+  # The checkpoint's optimizer metadata says {"type": "adamw"}: the
+  # optimizer's name (as in Megatron's --optimizer), not the op's.
+  files=$(sources -F "\"$name\"" | grep -v '^include/kiln/ops.h$')
+  [ "$name" = adamw ] && files=$(grep -v '^trainer/trainer.cpp$' <<<"$files")
+  [ -z "$files" ] || bad "op name \"$name\" is spelled outside include/kiln/ops.h: $(echo $files)"
+done < <(sed -E 's/^ *X\(([A-Z_0-9]+), [0-9]+, "([a-z_0-9]+)".*/\1 \2/' <<<"$rows")
+
+for code in LAYERNORM RMSNORM; do
+  files=$(sources -E "KILN_OP_${code}\\b|X\\(${code},")
+  n=$(wc -l <<<"$files")
+  [ "$n" -le 6 ] || bad "op $code is named in $n non-test files (at most 6): $(echo $files)"
+done
+
+host=()
+for d in graph cache compiler_cache trainer cli; do [ -d "$d" ] && host+=("$d"); done
+abi=$(grep -rnE 'raw_table\(|api_?->|\.api\b' --include='*.cpp' --include='*.h' "${host[@]}")
+[ -z "$abi" ] || bad "host code outside core/ calls the plugin function table: $abi"
+
+[ $fail -eq 0 ] && echo "source rules hold: one definition per op, core/ the only ABI client"
+exit $fail
