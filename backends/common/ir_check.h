@@ -11,37 +11,11 @@
 #include "failure.h"
 #include "kiln/ir.h"
 #include "kiln/ir_decode.hpp"
+#include "node_sizes.h"
 
 #pragma GCC visibility push(hidden)
 
 namespace kiln::backend {
-
-// PERMUTE after dropping size-1 dims and merging dims that stay adjacent:
-// output dim i has size out_dims[i] and input stride in_strides[i].
-struct PermutePlan {
-  int rank = 0;
-  int64_t out_dims[KILN_IR_MAX_RANK] = {};
-  int64_t in_strides[KILN_IR_MAX_RANK] = {};
-};
-
-struct NodeInfo {
-  kiln_op op = KILN_OP_FILL;
-  // Meaning per op:
-  //   elementwise, RESHAPE, PERMUTE, SUM_SQUARES:  count (elements)
-  //   ADD, MUL:                                    count, bcast (= numel(b))
-  //   MATMUL:                                      batch, m, n, k, trans_a, trans_b
-  //   EMBEDDING(_GRAD):                            rows (ids), cols (C), vocab
-  //   LAYERNORM(_GRAD), SOFTMAX_GRAD,
-  //   CROSS_ENTROPY(_GRAD), SUM_TO:                rows, cols
-  //   CAUSAL_SOFTMAX:                              rows (= batch * T), cols (T)
-  //   SPLIT:                                       rows (outer), parts, inner (per part)
-  //   CONCAT:                                      rows (outer), inners (per input), inner (output)
-  int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
-  int64_t parts = 0, inner = 0;
-  bool trans_a = false, trans_b = false, weight_decay = false;
-  std::vector<int64_t> inners;
-  PermutePlan permute;
-};
 
 // A plugin's support list: the ops its compile accepts and its op_supported
 // claims (a host collective is never in one).

@@ -48,14 +48,14 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto fout = [&](size_t i) { return static_cast<float*>(values[nd.out[i]]); };
   auto fa = [&](size_t i) { return nd.fattrs[i]; };
   switch (nd.op) {
-    case KILN_OP_FILL: return fill(ctx, fout(0), nd.n, fa(0));
-    case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.n, nd.inner);
-    case KILN_OP_MUL: return mul(ctx, fin(0), fin(1), fout(0), nd.n, nd.inner);
-    case KILN_OP_SCALE: return scale(ctx, fin(0), fout(0), nd.n, fa(0));
-    case KILN_OP_GELU: return gelu(ctx, fin(0), fout(0), nd.n);
-    case KILN_OP_GELU_GRAD: return gelu_grad(ctx, fin(0), fin(1), fout(0), nd.n);
+    case KILN_OP_FILL: return fill(ctx, fout(0), nd.count, fa(0));
+    case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
+    case KILN_OP_MUL: return mul(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
+    case KILN_OP_SCALE: return scale(ctx, fin(0), fout(0), nd.count, fa(0));
+    case KILN_OP_GELU: return gelu(ctx, fin(0), fout(0), nd.count);
+    case KILN_OP_GELU_GRAD: return gelu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_MATMUL:
-      return matmul(ctx, fin(0), fin(1), fout(0), nd.batch, nd.m, nd.cols, nd.k, nd.trans_a, nd.trans_b);
+      return matmul(ctx, fin(0), fin(1), fout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a, nd.trans_b);
     case KILN_OP_EMBEDDING: return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
     case KILN_OP_EMBEDDING_GRAD: return embedding_grad(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols, nd.vocab);
     case KILN_OP_LAYERNORM: return layernorm(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, fa(0));
@@ -64,12 +64,12 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_RMSNORM: return rmsnorm(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_RMSNORM_GRAD:
       return rmsnorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), nd.rows, nd.cols, fa(0));
-    case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, fin(0), fout(0), nd.batch, nd.cols, fa(0));
+    case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, fin(0), fout(0), nd.rows / nd.cols, nd.cols, fa(0));
     case KILN_OP_SOFTMAX_GRAD: return softmax_grad(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy_grad(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);
     case KILN_OP_SUM_TO: return sum_to(ctx, fin(0), fout(0), nd.rows, nd.cols);
-    case KILN_OP_RESHAPE: return copy(ctx, values[nd.in[0]], values[nd.out[0]], nd.n);
+    case KILN_OP_RESHAPE: return copy(ctx, values[nd.in[0]], values[nd.out[0]], nd.count);
     case KILN_OP_PERMUTE:
       return permute(ctx, static_cast<const uint32_t*>(values[nd.in[0]]), static_cast<uint32_t*>(values[nd.out[0]]),
                      nd.permute);
@@ -84,10 +84,10 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
       return concat(ctx, xs, nd.inners.data(), static_cast<int64_t>(nd.in.size()),
                     static_cast<uint32_t*>(values[nd.out[0]]), nd.rows, nd.inner);
     }
-    case KILN_OP_SUM_SQUARES: return sum_squares(ctx, fin(0), fout(0), nd.n);
+    case KILN_OP_SUM_SQUARES: return sum_squares(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_ADAMW:
-      return adamw(ctx, fin(0), fin(1), fin(2), fin(3), fin(4), fout(0), fout(1), fout(2), nd.n, fa(0), fa(1), fa(2),
-                   nd.flag);
+      return adamw(ctx, fin(0), fin(1), fin(2), fin(3), fin(4), fout(0), fout(1), fout(2), nd.count, fa(0), fa(1),
+                   fa(2), nd.weight_decay);
     case KILN_OP_ROW_MAX: return row_max(ctx, fin(0), fout(0), nd.rows, nd.cols);
     case KILN_OP_CROSS_ENTROPY_SHARD:
       return cross_entropy_shard(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);

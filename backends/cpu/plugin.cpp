@@ -366,10 +366,10 @@ void record_profile(kiln_device* dev, const NodePlan& node, double seconds) {
   dev->op_calls[node.op] += 1;
   if (node.op != KILN_OP_MATMUL) return;
   auto& t =
-      dev->matmul_shapes[std::to_string(node.batch) + "x" + std::to_string(node.m) + "x" + std::to_string(node.cols) +
+      dev->matmul_shapes[std::to_string(node.batch) + "x" + std::to_string(node.m) + "x" + std::to_string(node.n) +
                          "x" + std::to_string(node.k) + (node.trans_a ? " ta" : "") + (node.trans_b ? " tb" : "")];
   t.seconds += seconds;
-  t.flops += 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) * static_cast<double>(node.cols) *
+  t.flops += 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) * static_cast<double>(node.n) *
              static_cast<double>(node.k);
   t.calls += 1;
 }

@@ -43,7 +43,9 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
     if (numel == 1) return it->second + "[0]";
     return it->second + "[i % " + num(static_cast<uint64_t>(numel)) + "]";
   };
-  for (uint32_t ni : unit.nodes) {
+  // One node's lines (a lambda rather than the loop body, so its string
+  // building is plainly per node, not per element).
+  auto emit_node = [&](uint32_t ni) {
     const ir::DecodedNode& n = g.nodes[ni];
     const NodeInfo& inf = ctx.info[ni];
     auto in = [&](size_t i) { return operand(n.inputs[i], g.values[n.inputs[i]].numel()); };
@@ -101,10 +103,12 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
       default: fail(KILN_ERR_INTERNAL, std::string("no elementwise lowering for ") + op_name(n.op));
     }
     for (uint32_t o : n.outputs) produced[o] = true;
-  }
+  };
+  auto store = [&](uint32_t o) { body.push_back(k.param(value(o), "float") + "[i] = " + v(o) + ";"); };
+  for (uint32_t ni : unit.nodes) emit_node(ni);
   for (uint32_t ni : unit.nodes)
     for (uint32_t o : g.nodes[ni].outputs)
-      if (stored[o]) body.push_back(k.param(value(o), "float") + "[i] = " + v(o) + ";");
+      if (stored[o]) store(o);
 
   k.line("const " + I + " i = get_global_id(0);");
   k.line(guard("i", static_cast<uint64_t>(count), ctx.target.elementwise_group));

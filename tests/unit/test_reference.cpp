@@ -129,20 +129,24 @@ TEST(Reference, GeluGradIsDyTimesDerivative) {
 
 // ------------------------------------------------------------ matmul
 
+// Index of element (r, c) of a row-major matrix `width` wide.
+size_t at(int r, int c, int width) {
+  return static_cast<size_t>(r) * static_cast<size_t>(width) + static_cast<size_t>(c);
+}
+
 // Row-major a [M,K] @ b [K,N], the textbook way.
 std::vector<double> naive_matmul(const std::vector<float>& a, const std::vector<float>& b, int M, int K, int N) {
-  std::vector<double> y(static_cast<size_t>(M * N), 0.0);
+  std::vector<double> y(at(M, 0, N), 0.0);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j)
-      for (int k = 0; k < K; ++k)
-        y[static_cast<size_t>(i * N + j)] += a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)];
+      for (int k = 0; k < K; ++k) y[at(i, j, N)] += a[at(i, k, K)] * b[at(k, j, N)];
   return y;
 }
 
 std::vector<float> transpose(const std::vector<float>& x, int rows, int cols) {
   std::vector<float> t(x.size());
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) t[static_cast<size_t>(j * rows + i)] = x[static_cast<size_t>(i * cols + j)];
+    for (int j = 0; j < cols; ++j) t[at(j, i, rows)] = x[at(i, j, cols)];
   return t;
 }
 
@@ -210,7 +214,7 @@ TEST(Reference, EmbeddingRejectsOutOfRangeIds) {
     run_reference(g, {{"t", table}, {"ids", I({2}, {1, 7})}});
     FAIL() << "expected kiln::Error";
   } catch (const kiln::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find('7'), std::string::npos) << e.what();
   }
 }
 
