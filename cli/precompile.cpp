@@ -16,11 +16,11 @@
 #include <map>
 #include <thread>
 
-#include "cache/atomic_file.h"
-#include "cache/store.h"
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/precompile_task.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/store.h"
 #include "core/fallback_device.h"
 #include "core/log.h"
 #include "core/registry.h"
@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct Task {
-  cache::ExtractedTask work;
+  compiler_cache::ExtractedTask work;
   std::string label;  // the graph it came from, for messages
   int uses = 0;       // how many compile units in the run share this key
   std::string dir;    // where its task/IR/log files live
@@ -88,14 +88,14 @@ std::vector<Task> extract(const trainer::TrainConfig& cfg, int* builds, size_t* 
       Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   FallbackDevice fallback;
   trainer::RunGraphs graphs = trainer::build_run_graphs(cfg);
-  cache::Extraction extraction;
+  compiler_cache::Extraction extraction;
   std::vector<std::string> labels;
   for (const auto& [name, g] : graphs.list()) {
     graph::Executable exe(*device, *g, &fallback, &extraction);
     labels.resize(extraction.tasks().size(), name);
     ++*builds;
   }
-  std::vector<cache::ExtractedTask> all = extraction.tasks();
+  std::vector<compiler_cache::ExtractedTask> all = extraction.tasks();
   *units = all.size();
   std::map<std::string, size_t> index_of_key;
   std::vector<Task> unique;
@@ -117,9 +117,9 @@ std::vector<Task> extract(const trainer::TrainConfig& cfg, int* builds, size_t* 
 
 void write_task(Task& t, const std::string& dir) {
   t.dir = dir;
-  cache::make_dirs(dir);
+  compiler_cache::make_dirs(dir);
   const std::string ir_file = dir + "/graph.ir";
-  cache::write_file_atomically(ir_file, t.work.ir.data(), t.work.ir.size());
+  compiler_cache::write_file_atomically(ir_file, t.work.ir.data(), t.work.ir.size());
   const std::shared_ptr<const Plugin> plugin = Registry::instance().find(t.work.backend);
   nlohmann::json j = {{"backend", t.work.backend},
                       {"plugin_path", plugin ? plugin->path : ""},
@@ -127,17 +127,17 @@ void write_task(Task& t, const std::string& dir) {
                       {"ir_file", ir_file},
                       {"summary", t.work.summary}};
   const std::string text = j.dump();
-  cache::write_file_atomically(dir + "/task.json", text.data(), text.size());
+  compiler_cache::write_file_atomically(dir + "/task.json", text.data(), text.size());
 }
 
 int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t num_parallel, double timeout_s) {
-  cache::CacheConfig config = flags.config();
+  compiler_cache::CacheConfig config = flags.config();
   config.require_precompiled = false;
   if (config.dir.empty()) throw Error("kiln precompile needs a compile cache; pass --cache-dir DIR (not 'off')");
-  cache::configure(config);
-  if (!cache::writable())
+  compiler_cache::configure(config);
+  if (!compiler_cache::writable())
     throw Error("compile cache " + config.dir + " is not writable; pass --cache-dir with a writable directory");
-  const cache::Store store(config.dir);
+  const compiler_cache::Store store(config.dir);
   const int parallel = num_parallel > 0 ? static_cast<int>(num_parallel) : default_parallelism();
 
   auto t0 = Clock::now();
@@ -172,7 +172,7 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   std::string last_progress;
   auto last_print = Clock::now() - std::chrono::seconds(10);
   int locked = 0;
-  cache::LockPolicy lock_policy;
+  compiler_cache::LockPolicy lock_policy;
   const auto start = Clock::now();
   while (!queue.empty() || !running.empty()) {
     // Start work, skipping keys another process is compiling right now.
@@ -180,8 +180,9 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
     for (auto it = queue.begin(); it != queue.end();) {
       Task& t = **it;
       const std::string entry = store.entry_path(t.work.parts, t.work.key);
-      std::optional<cache::LockHolder> holder = cache::read_lock(store.lock_path(t.work.parts, t.work.key));
-      if (holder && !cache::lock_is_stale(*holder, lock_policy)) {
+      std::optional<compiler_cache::LockHolder> holder =
+          compiler_cache::read_lock(store.lock_path(t.work.parts, t.work.key));
+      if (holder && !compiler_cache::lock_is_stale(*holder, lock_policy)) {
         ++locked;
         ++it;
         continue;

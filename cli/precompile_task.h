@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cache/compile_cache.h"
+#include "compiler_cache/compile_cache.h"
 
 namespace kiln::cli {
 
@@ -13,6 +13,6 @@ inline constexpr int kWorkerFailed = 1;
 inline constexpr int kWorkerAlreadyCached = 10;
 inline constexpr int kWorkerFailedBefore = 11;
 
-int run_precompile_worker(const std::string& task_file, const cache::CacheConfig& config);
+int run_precompile_worker(const std::string& task_file, const compiler_cache::CacheConfig& config);
 
 }  // namespace kiln::cli

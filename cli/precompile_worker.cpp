@@ -5,15 +5,15 @@
 // written when the error is deterministic); a signal means it crashed.
 #include <fstream>
 
-#include "cache/atomic_file.h"
-#include "cache/compile_cache.h"
 #include "cli/precompile_task.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/compile_cache.h"
 #include "core/log.h"
 #include "core/registry.h"
 
 namespace kiln::cli {
 
-int run_precompile_worker(const std::string& task_file, const cache::CacheConfig& config) {
+int run_precompile_worker(const std::string& task_file, const compiler_cache::CacheConfig& config) {
   nlohmann::json task;
   try {
     std::ifstream in(task_file);
@@ -28,20 +28,22 @@ int run_precompile_worker(const std::string& task_file, const cache::CacheConfig
     if (!r.loaded) throw Error("precompile worker: backend " + backend + " is not available: " + r.reason);
     plugin = r.plugin;
   }
-  const std::vector<uint8_t> ir = cache::read_file(task.at("ir_file").get<std::string>());
-  cache::configure(config);
-  cache::CompileRequest request;
+  const std::vector<uint8_t> ir = compiler_cache::read_file(task.at("ir_file").get<std::string>());
+  compiler_cache::configure(config);
+  compiler_cache::CompileRequest request;
   request.plugin = plugin.get();
   request.device_index = task.at("device_index").get<int>();
-  request.device_fingerprint = cache::device_fingerprint(*plugin, request.device_index);
+  request.device_fingerprint = compiler_cache::device_fingerprint(*plugin, request.device_index);
   request.ir = &ir;
   request.summary = task.at("summary");
   std::string message;
-  switch (cache::compile_into_cache(request, &message)) {
-    case cache::Outcome::Compiled: return kWorkerCompiled;
-    case cache::Outcome::AlreadyCached: return kWorkerAlreadyCached;
-    case cache::Outcome::FailedBefore: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailedBefore;
-    case cache::Outcome::Failed: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailed;
+  switch (compiler_cache::compile_into_cache(request, &message)) {
+    case compiler_cache::Outcome::Compiled: return kWorkerCompiled;
+    case compiler_cache::Outcome::AlreadyCached: return kWorkerAlreadyCached;
+    case compiler_cache::Outcome::FailedBefore:
+      std::fprintf(stderr, "%s\n", message.c_str());
+      return kWorkerFailedBefore;
+    case compiler_cache::Outcome::Failed: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailed;
   }
   return kWorkerFailed;
 }
