@@ -9,10 +9,10 @@
 #include <ctime>
 #include <filesystem>
 
-#include "cache/atomic_file.h"
-#include "cache/lock.h"
-#include "cache/store.h"
 #include "cli/commands.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/lock.h"
+#include "compiler_cache/store.h"
 #include "core/error.h"
 #include "trainer/flags.h"
 
@@ -58,11 +58,11 @@ std::string human_bytes(uint64_t b) {
 }
 
 // Reads and verifies an entry; on failure `why` says what is wrong.
-std::optional<cache::Entry> load(const std::string& path, std::string* why) {
+std::optional<compiler_cache::Entry> load(const std::string& path, std::string* why) {
   try {
-    std::vector<uint8_t> bytes = cache::read_file(path);
-    cache::Entry e = cache::decode_entry(bytes.data(), bytes.size());
-    *why = cache::verify_entry(e, cache::key_of_path(path));
+    std::vector<uint8_t> bytes = compiler_cache::read_file(path);
+    compiler_cache::Entry e = compiler_cache::decode_entry(bytes.data(), bytes.size());
+    *why = compiler_cache::verify_entry(e, compiler_cache::key_of_path(path));
     if (why->empty()) return e;
   } catch (const Error& err) {
     *why = err.what();
@@ -100,7 +100,7 @@ void remove_file(const std::string& path, int* count) {
   if (::unlink(path.c_str()) == 0) ++*count;
 }
 
-int cmd_ls(const cache::Store& store) {
+int cmd_ls(const compiler_cache::Store& store) {
   uint64_t total = 0;
   std::vector<std::string> entries = store.files(".entry");
   std::printf("%-16s  %-10s  %-14s  %-12s  %10s  %8s  %8s  %s\n", "KEY", "BACKEND", "COMPILER", "DEVICE", "SIZE", "AGE",
@@ -109,14 +109,14 @@ int cmd_ls(const cache::Store& store) {
     FileInfo f = info(path);
     total += f.bytes;
     std::string why;
-    std::optional<cache::Entry> e = load(path, &why);
-    const std::string key = cache::key_of_path(path).substr(0, 16);
+    std::optional<compiler_cache::Entry> e = load(path, &why);
+    const std::string key = compiler_cache::key_of_path(path).substr(0, 16);
     if (!e) {
       std::printf("%-16s  CORRUPT: %s\n", key.c_str(), why.c_str());
       continue;
     }
     nlohmann::json meta = nlohmann::json::parse(e->metadata);
-    cache::KeyParts p = cache::key_parts_from_json(meta.value("key_parts", nlohmann::json::object()));
+    compiler_cache::KeyParts p = compiler_cache::key_parts_from_json(meta.value("key_parts", nlohmann::json::object()));
     const nlohmann::json summary = meta.value("summary", nlohmann::json::object());
     std::string ports;
     const nlohmann::json port_shapes = summary.value("ports", nlohmann::json::object());
@@ -130,19 +130,20 @@ int cmd_ls(const cache::Store& store) {
   }
   std::vector<std::string> failed = store.files(".failed"), locks = store.files(".lock");
   for (const std::string& path : failed)
-    std::printf("%-16s  FAILED (kiln cache explain %s)\n", cache::key_of_path(path).substr(0, 16).c_str(),
-                cache::key_of_path(path).substr(0, 16).c_str());
+    std::printf("%-16s  FAILED (kiln cache explain %s)\n", compiler_cache::key_of_path(path).substr(0, 16).c_str(),
+                compiler_cache::key_of_path(path).substr(0, 16).c_str());
   for (const std::string& path : locks) {
-    std::optional<cache::LockHolder> h = cache::read_lock(path);
-    std::printf("%-16s  LOCKED by %s pid %ld (heartbeat %.0f s ago)\n", cache::key_of_path(path).substr(0, 16).c_str(),
-                h ? h->host.c_str() : "?", h ? h->pid : 0L, h ? h->heartbeat_age_s : 0.0);
+    std::optional<compiler_cache::LockHolder> h = compiler_cache::read_lock(path);
+    std::printf("%-16s  LOCKED by %s pid %ld (heartbeat %.0f s ago)\n",
+                compiler_cache::key_of_path(path).substr(0, 16).c_str(), h ? h->host.c_str() : "?", h ? h->pid : 0L,
+                h ? h->heartbeat_age_s : 0.0);
   }
   std::printf("%zu entries, %s; %zu failed; %zu locked; cache %s\n", entries.size(), human_bytes(total).c_str(),
               failed.size(), locks.size(), store.root().c_str());
   return 0;
 }
 
-int cmd_verify(const cache::Store& store, bool fix) {
+int cmd_verify(const compiler_cache::Store& store, bool fix) {
   int ok = 0, bad = 0, fixed = 0;
   for (const std::string& path : store.files(".entry")) {
     std::string why;
@@ -157,11 +158,11 @@ int cmd_verify(const cache::Store& store, bool fix) {
   int stale = 0, temps = 0;
   if (fix) {
     for (const std::string& path : store.files(".lock")) {
-      std::optional<cache::LockHolder> h = cache::read_lock(path);
-      if (h && cache::lock_is_stale(*h, cache::LockPolicy{})) remove_file(path, &stale);
+      std::optional<compiler_cache::LockHolder> h = compiler_cache::read_lock(path);
+      if (h && compiler_cache::lock_is_stale(*h, compiler_cache::LockPolicy{})) remove_file(path, &stale);
     }
     for (const std::string& path : store.files(""))
-      if (cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
+      if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
   }
   std::printf("%d entries ok, %d corrupt%s\n", ok, bad,
               fix ? (", " + std::to_string(fixed) + " quarantined, " + std::to_string(stale) + " stale locks and " +
@@ -171,7 +172,7 @@ int cmd_verify(const cache::Store& store, bool fix) {
   return fix ? (bad - fixed > 0 ? 1 : 0) : (bad > 0 ? 1 : 0);
 }
 
-int cmd_clear(const cache::Store& store, bool failed, bool locks) {
+int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   int n = 0;
   const bool all = !failed && !locks;
   for (const std::string& path : store.files("")) {
@@ -186,7 +187,7 @@ int cmd_clear(const cache::Store& store, bool failed, bool locks) {
   return 0;
 }
 
-int cmd_gc(const cache::Store& store, const std::string& max_size, const std::string& max_age) {
+int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, const std::string& max_age) {
   if (max_size.empty() && max_age.empty())
     throw Error("kiln cache gc needs --max-size and/or --max-age (e.g. --max-size 2G)");
   std::vector<FileInfo> entries;
@@ -211,23 +212,23 @@ int cmd_gc(const cache::Store& store, const std::string& max_size, const std::st
   }
   int temps = 0;
   for (const std::string& path : store.files(""))
-    if (cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
+    if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
   std::printf("removed %d entries (%s) and %d abandoned temp files; %s left in %s\n", removed,
               human_bytes(freed).c_str(), temps, human_bytes(total - freed).c_str(), store.root().c_str());
   return 0;
 }
 
-int cmd_explain(const cache::Store& store, const std::string& key) {
+int cmd_explain(const compiler_cache::Store& store, const std::string& key) {
   if (key.empty()) throw Error("kiln cache explain needs a KEY (or a prefix of one, from 'kiln cache ls')");
   int shown = 0;
   for (const std::string& path : store.files("")) {
-    const std::string k = cache::key_of_path(path);
-    if (k.rfind(key, 0) != 0 || cache::is_temp_file(path)) continue;
+    const std::string k = compiler_cache::key_of_path(path);
+    if (k.rfind(key, 0) != 0 || compiler_cache::is_temp_file(path)) continue;
     ++shown;
     std::printf("%s\n", path.c_str());
     if (path.ends_with(".entry")) {
       std::string why;
-      std::optional<cache::Entry> e = load(path, &why);
+      std::optional<compiler_cache::Entry> e = load(path, &why);
       if (!e) {
         std::printf("  state: CORRUPT (%s); 'kiln cache verify --fix' quarantines it\n", why.c_str());
         continue;
@@ -241,14 +242,15 @@ int cmd_explain(const cache::Store& store, const std::string& key) {
       for (const char* f : {"compile_seconds", "created_unix", "host", "summary"})
         if (meta.contains(f)) std::printf("  %s: %s\n", f, meta[f].dump().c_str());
     } else if (path.ends_with(".failed")) {
-      std::vector<uint8_t> log = cache::read_file(path);
+      std::vector<uint8_t> log = compiler_cache::read_file(path);
       std::printf("  state: FAILED (deterministic compile error; kiln precompile --retry-failed retries it)\n  log: %s",
                   std::string(log.begin(), log.end()).c_str());
     } else if (path.ends_with(".lock")) {
-      std::optional<cache::LockHolder> h = cache::read_lock(path);
+      std::optional<compiler_cache::LockHolder> h = compiler_cache::read_lock(path);
       if (h)
         std::printf("  state: LOCKED by %s pid %ld, heartbeat %.0f s ago%s\n", h->host.c_str(), h->pid,
-                    h->heartbeat_age_s, cache::lock_is_stale(*h, cache::LockPolicy{}) ? " (stale)" : "");
+                    h->heartbeat_age_s,
+                    compiler_cache::lock_is_stale(*h, compiler_cache::LockPolicy{}) ? " (stale)" : "");
     }
   }
   if (shown == 0)
@@ -287,8 +289,8 @@ int run_cache(const std::vector<std::string>& args) {
     flags.add("--max-age", &max_age, "drop entries unused for longer (seconds, or s/m/h/d suffix)");
   }
   if (!flags.parse(rest)) return 0;
-  if (dir.empty()) dir = cache::default_cache_dir();
-  const cache::Store store(dir);
+  if (dir.empty()) dir = compiler_cache::default_cache_dir();
+  const compiler_cache::Store store(dir);
   if (sub == "ls") return cmd_ls(store);
   if (sub == "verify") return cmd_verify(store, fix);
   if (sub == "clear") return cmd_clear(store, failed && !all, locks && !all);

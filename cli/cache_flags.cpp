@@ -1,6 +1,6 @@
 #include "cli/cache_flags.h"
 
-#include "cache/store.h"
+#include "compiler_cache/store.h"
 
 namespace kiln::cli {
 
@@ -12,9 +12,9 @@ void CacheFlags::register_flags(trainer::Flags& f) {
   f.add("--retry-failed", &retry_failed, "compile graphs whose earlier compilation failed (cached .failed markers)");
 }
 
-cache::CacheConfig CacheFlags::config() const {
-  cache::CacheConfig c;
-  c.dir = cache_dir.empty() ? cache::default_cache_dir() : cache_dir;
+compiler_cache::CacheConfig CacheFlags::config() const {
+  compiler_cache::CacheConfig c;
+  c.dir = cache_dir.empty() ? compiler_cache::default_cache_dir() : cache_dir;
   if (c.dir == "off") c.dir.clear();
   c.require_precompiled = require_precompiled;
   c.retry_failed = retry_failed;

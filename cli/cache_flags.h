@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cache/compile_cache.h"
+#include "compiler_cache/compile_cache.h"
 #include "trainer/flags.h"
 
 namespace kiln::cli {
@@ -15,7 +15,7 @@ struct CacheFlags {
   bool retry_failed = false;
 
   void register_flags(trainer::Flags& flags);
-  cache::CacheConfig config() const;
+  compiler_cache::CacheConfig config() const;
 };
 
 }  // namespace kiln::cli

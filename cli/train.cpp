@@ -30,7 +30,7 @@ int run_train(const std::vector<std::string>& args) {
                   "it (mpirun -np N)");
     cfg.data_parallel_size = comm.size() / cfg.tensor_model_parallel_size;
     cfg.finalize(flags);
-    cache::configure(cache_flags.config());
+    compiler_cache::configure(cache_flags.config());
     return trainer::train(cfg, comm);
   } catch (const Error& e) {
     // Every rank usually finds the same user error; one line from each ends

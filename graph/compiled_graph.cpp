@@ -9,24 +9,24 @@
 
 namespace kiln::graph {
 
-CompiledGraph::CompiledGraph(Device& device, const Graph& graph, cache::Extraction* extract)
+CompiledGraph::CompiledGraph(Device& device, const Graph& graph, compiler_cache::Extraction* extract)
     : device_(device), graph_(eliminate_dead_code(graph)) {
   compile_and_load(extract);
 }
 
-CompiledGraph::CompiledGraph(Device& device, Pruned pruned, cache::Extraction* extract)
+CompiledGraph::CompiledGraph(Device& device, Pruned pruned, compiler_cache::Extraction* extract)
     : device_(device), graph_(pruned.graph) {
   compile_and_load(extract);
 }
 
-void CompiledGraph::compile_and_load(cache::Extraction* extract) {
+void CompiledGraph::compile_and_load(compiler_cache::Extraction* extract) {
   plan_ = plan_memory(graph_);
   ir_ = serialize(graph_, plan_);
   const Plugin& plugin = device_.plugin();
 
-  // Through the compile cache (cache/compile_cache.h): a hit loads without
+  // Through the compile cache (compiler_cache/compile_cache.h): a hit loads without
   // compiling; in precompile's extract mode nothing compiles or loads.
-  cache::CompileRequest request;
+  compiler_cache::CompileRequest request;
   request.plugin = &plugin;
   request.device_index = device_.index();
   request.device_fingerprint = device_.properties().fingerprint;
@@ -37,7 +37,7 @@ void CompiledGraph::compile_and_load(cache::Extraction* extract) {
     slots_.resize(plan_.slot_ports.size());  // bind() still works; run() refuses
     return;
   }
-  const std::vector<uint8_t> executable = cache::obtain(request);
+  const std::vector<uint8_t> executable = compiler_cache::obtain(request);
 
   loaded_ = plugin.load(device_.handle(), executable);
 

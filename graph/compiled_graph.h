@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/compile_cache.h"
+#include "compiler_cache/compile_cache.h"
 #include "core/backend.h"
 #include "graph/graph.h"
 #include "graph/memory_plan.h"
@@ -24,13 +24,13 @@ class CompiledGraph {
   // Dead nodes are removed first; ports are kept. With `extract` (kiln
   // precompile's extract mode) the compile request is recorded there and
   // nothing compiles or loads; run() then refuses.
-  CompiledGraph(Device& device, const Graph& graph, cache::Extraction* extract = nullptr);
+  CompiledGraph(Device& device, const Graph& graph, compiler_cache::Extraction* extract = nullptr);
   // A graph already free of dead nodes: graph::Executable prunes its graph
   // once, and its pieces inherit that, so nothing is pruned twice.
   struct Pruned {
     const Graph& graph;
   };
-  CompiledGraph(Device& device, Pruned pruned, cache::Extraction* extract = nullptr);
+  CompiledGraph(Device& device, Pruned pruned, compiler_cache::Extraction* extract = nullptr);
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
   CompiledGraph& operator=(const CompiledGraph&) = delete;
@@ -51,7 +51,7 @@ class CompiledGraph {
   const std::vector<uint8_t>& ir() const { return ir_; }
 
  private:
-  void compile_and_load(cache::Extraction* extract);
+  void compile_and_load(compiler_cache::Extraction* extract);
   uint32_t slot_of(const std::string& name) const;
 
   Device& device_;

@@ -31,7 +31,8 @@ bool is_read(const Graph& g, ValueId v) {
 
 }  // namespace
 
-Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback, cache::Extraction* extract)
+Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback,
+                       compiler_cache::Extraction* extract)
     : device_(device), graph_(eliminate_dead_code(graph)) {
   const auto& nodes = graph_.nodes();
   split_.primary = device_.backend();

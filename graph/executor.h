@@ -52,7 +52,7 @@ class Executable {
   // With `extract` (kiln precompile's extract mode) every piece records its
   // compile request there instead of compiling; run() then refuses.
   Executable(Device& device, const Graph& graph, FallbackDevice* fallback = nullptr,
-             cache::Extraction* extract = nullptr);
+             compiler_cache::Extraction* extract = nullptr);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;

@@ -1,6 +1,6 @@
 #include "trainer/run_graphs.h"
 
-#include "cache/compile_cache.h"
+#include "compiler_cache/compile_cache.h"
 #include "core/log.h"
 #include "trainer/step_graphs.h"
 
@@ -31,11 +31,12 @@ std::vector<std::pair<std::string, const graph::Graph*>> RunGraphs::list() const
 }
 
 void log_compile_cache_use() {
-  const cache::CacheStats s = cache::stats();
-  const std::string& dir = cache::config().dir;
-  logger().info("compile cache: {} graphs from the cache (loading took {:.3f} s), {} compiled ({:.2f} s){}", s.hits,
-                s.lookup_seconds, s.compiled, s.compile_seconds,
-                dir.empty() ? std::string(", no cache") : ", cache " + dir + (cache::writable() ? "" : " (read-only)"));
+  const compiler_cache::CacheStats s = compiler_cache::stats();
+  const std::string& dir = compiler_cache::config().dir;
+  logger().info(
+      "compile cache: {} graphs from the cache (loading took {:.3f} s), {} compiled ({:.2f} s){}", s.hits,
+      s.lookup_seconds, s.compiled, s.compile_seconds,
+      dir.empty() ? std::string(", no cache") : ", cache " + dir + (compiler_cache::writable() ? "" : " (read-only)"));
 }
 
 }  // namespace kiln::trainer

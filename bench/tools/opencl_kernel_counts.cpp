@@ -5,9 +5,9 @@
 //   usage: opencl_kernel_counts CACHE_DIR
 #include <cstdio>
 
-#include "cache/atomic_file.h"
-#include "cache/entry_format.h"
-#include "cache/store.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/entry_format.h"
+#include "compiler_cache/store.h"
 #include "executable.h"
 
 int main(int argc, char** argv) {
@@ -16,9 +16,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   size_t launches = 0, kernels = 0, entries = 0;
-  for (const std::string& path : kiln::cache::Store(argv[1]).files(".entry")) {
-    const std::vector<uint8_t> bytes = kiln::cache::read_file(path);
-    const kiln::cache::Entry e = kiln::cache::decode_entry(bytes.data(), bytes.size());
+  for (const std::string& path : kiln::compiler_cache::Store(argv[1]).files(".entry")) {
+    const std::vector<uint8_t> bytes = kiln::compiler_cache::read_file(path);
+    const kiln::compiler_cache::Entry e = kiln::compiler_cache::decode_entry(bytes.data(), bytes.size());
     if (e.metadata.find("\"backend\":\"opencl\"") == std::string::npos) continue;
     try {
       const kiln::ocl::ExecutableImage image = kiln::ocl::decode_executable(e.executable.data(), e.executable.size());

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "cache/entry_format.h"
-#include "cache/key.h"
+#include "compiler_cache/entry_format.h"
+#include "compiler_cache/key.h"
 #include "core/hash.h"
 #include "graph/graph.h"
 #include "graph/graph_summary.h"
@@ -188,7 +188,7 @@ void write_ir(const fs::path& dir) {
 
 // ---------------------------------------------------------------- cache entries
 
-// Compile-cache entries as kiln writes them (cache/entry_format.h), for the
+// Compile-cache entries as kiln writes them (compiler_cache/entry_format.h), for the
 // small graphs the CPU plugin compiles above; metadata without times or
 // host names, so the corpus is deterministic.
 void write_cache_entries(const fs::path& dir) {
@@ -205,20 +205,20 @@ void write_cache_entries(const fs::path& dir) {
       api->error_destroy(e);
       throw std::runtime_error("cpu compile of " + name + " failed");
     }
-    kiln::cache::KeyParts parts;
+    kiln::compiler_cache::KeyParts parts;
     parts.backend = "cpu";
     parts.compiler_version = api->compiler_version();
     parts.device_fingerprint = std::string(64, '0');
     parts.ir_hash = kiln::sha256_hex(ir.data(), ir.size());
-    kiln::cache::Entry entry;
-    entry.key = kiln::cache::compute_key(parts);
+    kiln::compiler_cache::Entry entry;
+    entry.key = kiln::compiler_cache::compute_key(parts);
     entry.ir = ir;
     entry.executable.assign(c.executable, c.executable + c.executable_size);
     api->executable_bytes_free(c.executable);
-    entry.metadata =
-        nlohmann::json{{"key_parts", kiln::cache::key_parts_json(parts)}, {"summary", kiln::graph::graph_summary(g)}}
-            .dump();
-    const std::vector<uint8_t> bytes = kiln::cache::encode_entry(entry);
+    entry.metadata = nlohmann::json{{"key_parts", kiln::compiler_cache::key_parts_json(parts)},
+                                    {"summary", kiln::graph::graph_summary(g)}}
+                         .dump();
+    const std::vector<uint8_t> bytes = kiln::compiler_cache::encode_entry(entry);
     write_file(dir / (name + ".entry"), bytes.data(), bytes.size());
   }
 }

@@ -1,11 +1,11 @@
 // Prints, for each training graph of a small GPT config, its canonical hash
-// and the compile-cache key it gets on a fixed backend/device (cache/key.h
+// and the compile-cache key it gets on a fixed backend/device (compiler_cache/key.h
 // over the IR exactly as graph::CompiledGraph serializes it). The
 // hash-stability test runs this in two processes (with different
 // environment and allocation patterns) and requires identical output.
 #include <cstdio>
 
-#include "cache/key.h"
+#include "compiler_cache/key.h"
 #include "core/hash.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
@@ -17,12 +17,12 @@ namespace {
 std::string cache_key(const kiln::graph::Graph& graph) {
   const kiln::graph::Graph g = kiln::graph::eliminate_dead_code(graph);
   const std::vector<uint8_t> ir = kiln::graph::serialize(g, kiln::graph::plan_memory(g));
-  kiln::cache::KeyParts parts;
+  kiln::compiler_cache::KeyParts parts;
   parts.backend = "cpu";
   parts.compiler_version = "cpu-1";
   parts.device_fingerprint = std::string(64, 'f');
   parts.ir_hash = kiln::sha256_hex(ir.data(), ir.size());
-  return kiln::cache::compute_key(parts);
+  return kiln::compiler_cache::compute_key(parts);
 }
 
 void print(const char* name, const kiln::graph::Graph& g) {

@@ -18,7 +18,7 @@ bad() {
   fail=1
 }
 cd "$root" || exit 1
-dirs=(core graph cache compiler_cache backends trainer cli include)
+dirs=(core graph compiler_cache backends trainer cli include)
 existing=()
 for d in "${dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
 sources() { grep -rl --include='*.cpp' --include='*.h' --include='*.hpp' --include='*.c' "$@" "${existing[@]}"; }
@@ -40,7 +40,7 @@ for code in LAYERNORM RMSNORM; do
 done
 
 host=()
-for d in graph cache compiler_cache trainer cli; do [ -d "$d" ] && host+=("$d"); done
+for d in graph compiler_cache trainer cli; do [ -d "$d" ] && host+=("$d"); done
 abi=$(grep -rnE 'raw_table\(|api_?->|\.api\b' --include='*.cpp' --include='*.h' "${host[@]}")
 [ -z "$abi" ] || bad "host code outside core/ calls the plugin function table: $abi"
 

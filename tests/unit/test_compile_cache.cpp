@@ -9,18 +9,18 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cache/atomic_file.h"
-#include "cache/compile_cache.h"
-#include "cache/entry_format.h"
-#include "cache/key.h"
-#include "cache/lock.h"
-#include "cache/store.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/compile_cache.h"
+#include "compiler_cache/entry_format.h"
+#include "compiler_cache/key.h"
+#include "compiler_cache/lock.h"
+#include "compiler_cache/store.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/registry.h"
 #include "graph/compiled_graph.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 namespace {
 
 namespace fs = std::filesystem;
@@ -231,4 +231,4 @@ TEST(CompileCache, ExtractModeRecordsWithoutCompiling) {
 }
 
 }  // namespace
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 struct LockPolicy {
   std::chrono::milliseconds max_wait{std::chrono::minutes(10)};
@@ -61,4 +61,4 @@ class Lock {
   std::unique_ptr<Heartbeat> heartbeat_;
 };
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -1,8 +1,8 @@
-#include "cache/key.h"
+#include "compiler_cache/key.h"
 
 #include "core/hash.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 std::string compute_key(const KeyParts& p) {
   // Length-prefixed fields: no two different part lists share a preimage.
@@ -48,4 +48,4 @@ std::string path_component(const std::string& s) {
   return out;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -1,11 +1,11 @@
-#include "cache/entry_format.h"
+#include "compiler_cache/entry_format.h"
 
 #include <cstring>
 
 #include "core/error.h"
 #include "core/hash.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 namespace {
 
 constexpr size_t kKeyChars = 64;
@@ -150,4 +150,4 @@ Entry decode_entry(const uint8_t* data, size_t size) {
   return e;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

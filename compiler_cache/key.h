@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 struct KeyParts {
   std::string backend;
@@ -32,4 +32,4 @@ KeyParts key_parts_from_json(const nlohmann::json& j);
 // A name usable as one path component: [A-Za-z0-9._-], others become '_'.
 std::string path_component(const std::string& s);
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -1,4 +1,4 @@
-#include "cache/lock.h"
+#include "compiler_cache/lock.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 std::string this_host() {
   char name[256] = {};
@@ -155,4 +155,4 @@ std::unique_ptr<Lock> Lock::acquire(const std::string& path, const LockPolicy& p
   }
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

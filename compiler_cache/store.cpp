@@ -1,4 +1,4 @@
-#include "cache/store.h"
+#include "compiler_cache/store.h"
 
 #include <unistd.h>
 
@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cache/atomic_file.h"
+#include "compiler_cache/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 namespace fs = std::filesystem;
 
@@ -145,4 +145,4 @@ std::vector<std::string> Store::files(const std::string& suffix) const {
   return out;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

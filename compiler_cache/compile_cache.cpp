@@ -1,4 +1,4 @@
-#include "cache/compile_cache.h"
+#include "compiler_cache/compile_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <mutex>
 
-#include "cache/store.h"
+#include "compiler_cache/store.h"
 #include "core/hash.h"
 #include "core/log.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -227,4 +227,4 @@ std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index,
 
 std::string device_fingerprint(const Plugin& plugin, int index) { return plugin.device_properties(index).fingerprint; }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/key.h"
-#include "cache/lock.h"
+#include "compiler_cache/key.h"
+#include "compiler_cache/lock.h"
 #include "core/backend.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 struct CacheConfig {
   std::string dir;  // empty: no cache (every graph compiles)
@@ -101,4 +101,4 @@ std::string device_fingerprint(const Plugin& plugin, int index);
 std::string explain_miss(const std::string& dir, const KeyParts& parts, const std::string& key,
                          const nlohmann::json& summary);
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 // Throws kiln::Error naming the path and the errno text.
 void write_file_atomically(const std::string& path, const void* data, size_t size);
@@ -19,4 +19,4 @@ std::vector<uint8_t> read_file(const std::string& path);
 void make_dirs(const std::string& dir);
 bool is_temp_file(const std::string& filename);
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

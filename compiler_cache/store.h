@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cache/entry_format.h"
-#include "cache/key.h"
+#include "compiler_cache/entry_format.h"
+#include "compiler_cache/key.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 // --cache-dir's default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
 // ~/.cache/kiln.
@@ -66,4 +66,4 @@ class Store {
 // The key of an entry path ("<dir>/<key>.entry" -> key).
 std::string key_of_path(const std::string& path);
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

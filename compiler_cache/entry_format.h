@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 
 inline constexpr char kEntryMagic[8] = {'K', 'I', 'L', 'N', 'C', 'E', 'N', 'T'};
 inline constexpr uint32_t kEntryFormatVersion = 1;
@@ -41,4 +41,4 @@ Entry decode_entry(const uint8_t* data, size_t size);
 
 bool is_hex_key(const std::string& s);
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

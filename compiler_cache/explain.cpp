@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "cache/atomic_file.h"
-#include "cache/compile_cache.h"
-#include "cache/store.h"
+#include "compiler_cache/atomic_file.h"
+#include "compiler_cache/compile_cache.h"
+#include "compiler_cache/store.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 namespace {
 
 std::string shape_text(const nlohmann::json& shape) {
@@ -92,4 +92,4 @@ std::string explain_miss(const std::string& dir, const KeyParts& parts, const st
   return "the nearest cached entry differs in " + d;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache

@@ -1,4 +1,4 @@
-#include "cache/atomic_file.h"
+#include "compiler_cache/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <random>
 
-#include "cache/lock.h"
+#include "compiler_cache/lock.h"
 #include "core/error.h"
 
-namespace kiln::cache {
+namespace kiln::compiler_cache {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
@@ -89,4 +89,4 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return out;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln::compiler_cache
