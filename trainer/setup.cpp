@@ -5,8 +5,8 @@
 
 #include "core/log.h"
 #include "core/registry.h"
-#include "trainer/checkpointer.h"
-#include "trainer/tensor_parallel.h"
+#include "trainer/checkpoint/checkpointer.h"
+#include "trainer/model/tensor_parallel.h"
 
 namespace kiln::trainer {
 

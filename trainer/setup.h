@@ -11,13 +11,13 @@
 
 #include "core/fallback_device.h"
 #include "graph/executor.h"
+#include "trainer/data/token_source.h"
 #include "trainer/dist/comm.h"
 #include "trainer/dist/gradient_allreduce.h"
 #include "trainer/dist/group_collectives.h"
 #include "trainer/lr_schedule.h"
-#include "trainer/model_state.h"
-#include "trainer/run_graphs.h"
-#include "trainer/token_source.h"
+#include "trainer/model/model_state.h"
+#include "trainer/model/run_graphs.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
@@ -63,7 +63,7 @@ struct Setup {
   std::unique_ptr<TokenSource> data;
   std::unique_ptr<LrSchedule> schedule;
 
-  // The same list `kiln precompile` extracts (trainer/run_graphs.h). The
+  // The same list `kiln precompile` extracts (trainer/model/run_graphs.h). The
   // first micro-batch of a step writes the gradients, later ones add.
   std::unique_ptr<const RunGraphs> graphs;
   std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;

@@ -2,8 +2,8 @@
 // below, as llm.c's train_gpt2.c: the setup (trainer/setup.h), then per
 // iteration one Step (trainer/step.h: micro-batches forward+backward, the
 // sums across ranks, grad norm, skip or AdamW), its report
-// (trainer/reporter.h), evaluation and checkpoint at their intervals
-// (trainer/checkpointer.h).
+// (trainer/report/reporter.h), evaluation and checkpoint at their intervals
+// (trainer/checkpoint/checkpointer.h).
 //
 // Data parallel (mpirun -np N): each rank runs its share of every global
 // batch's micro-batches, then one gradient all-reduce makes every rank's
@@ -11,15 +11,15 @@
 // carries the loss and any save/exit request (trainer/job_control.h).
 //
 // Tensor parallel (--tensor-model-parallel-size T): the T consecutive ranks
-// of a group hold one model replica split Megatron-style (trainer/gpt.h),
+// of a group hold one model replica split Megatron-style (trainer/model/gpt.h),
 // see the same micro-batches, and meet in the step graphs' own all-reduce
 // nodes; data parallelism then runs over the groups (world = DP x T).
 #include "trainer/trainer.h"
 
-#include "trainer/checkpointer.h"
+#include "trainer/checkpoint/checkpointer.h"
 #include "trainer/dist/gradient_allreduce.h"
 #include "trainer/job_control.h"
-#include "trainer/reporter.h"
+#include "trainer/report/reporter.h"
 #include "trainer/setup.h"
 #include "trainer/step.h"
 

@@ -1,4 +1,4 @@
-#include "trainer/reporter.h"
+#include "trainer/report/reporter.h"
 
 #include <cstdio>
 

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <memory>
 
-#include "trainer/megatron_log.h"
+#include "trainer/report/megatron_log.h"
+#include "trainer/report/tensorboard.h"
 #include "trainer/setup.h"
 #include "trainer/step.h"
-#include "trainer/tensorboard.h"
 
 namespace kiln::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/checkpointer.h"
+#include "trainer/checkpoint/checkpointer.h"
 
 #include <chrono>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "trainer/megatron_log.h"
+#include "trainer/report/megatron_log.h"
 #include "trainer/trainer.h"
 
 namespace kiln::trainer {

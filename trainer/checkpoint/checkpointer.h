@@ -3,7 +3,7 @@
 // last iteration and when a signal or trigger file asks (trainer/job_control.h).
 #pragma once
 
-#include "trainer/checkpoint_io.h"
+#include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/job_control.h"
 #include "trainer/setup.h"
 
