@@ -12,8 +12,8 @@
 #include "core/registry.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
+#include "trainer/model/step_graphs.h"
 #include "trainer/rng.h"
-#include "trainer/step_graphs.h"
 
 namespace kiln::cli {
 namespace {

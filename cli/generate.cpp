@@ -10,12 +10,12 @@
 #include "core/fallback_device.h"
 #include "core/registry.h"
 #include "graph/executor.h"
-#include "trainer/checkpoint_io.h"
-#include "trainer/corpus.h"
+#include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/data/corpus.h"
 #include "trainer/flags.h"
-#include "trainer/model_state.h"
+#include "trainer/model/model_state.h"
+#include "trainer/model/step_graphs.h"
 #include "trainer/rng.h"
-#include "trainer/step_graphs.h"
 #include "trainer/trainer.h"
 
 namespace kiln::cli {

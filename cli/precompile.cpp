@@ -1,5 +1,5 @@
 // `kiln precompile <kiln train flags>`: build every graph the training run
-// would execute (trainer/run_graphs.h) in extract mode, de-duplicate them by
+// would execute (trainer/model/run_graphs.h) in extract mode, de-duplicate them by
 // cache key, and compile the unique ones in the worker pool
 // (compiler_cache/compile_pool.h: worker processes, largest first, each with
 // a timeout) into the compile cache. The exit status is the number of failed
@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "core/registry.h"
 #include "graph/executor.h"
-#include "trainer/run_graphs.h"
+#include "trainer/model/run_graphs.h"
 
 namespace kiln::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "trainer/flags.h"
-#include "trainer/gpt.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 

@@ -1,5 +1,5 @@
 // Fuzz target: a checkpoint's meta.json and latest_checkpointed_iteration.txt
-// (trainer/checkpoint_io.h load_checkpoint) and what `kiln train --load`
+// (trainer/checkpoint/checkpoint_io.h load_checkpoint) and what `kiln train --load`
 // reads from the metadata (trainer/trainer.h model_config_from_json, the
 // resume counters).
 //
@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "fuzz_util.h"
-#include "trainer/checkpoint_io.h"
+#include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/trainer.h"
 
 namespace {

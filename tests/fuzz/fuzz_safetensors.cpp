@@ -1,5 +1,5 @@
 // Fuzz target: the safetensors reader behind checkpoint loading
-// (trainer/safetensors.h read_safetensors).
+// (trainer/checkpoint/safetensors.h read_safetensors).
 //
 // Input: a whole .safetensors file (8-byte header length, JSON header,
 // tensor data), written to a scratch file because the reader takes a path.
@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "fuzz_util.h"
-#include "trainer/safetensors.h"
+#include "trainer/checkpoint/safetensors.h"
 
 namespace {
 std::string g_in, g_out;

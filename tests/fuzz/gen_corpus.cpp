@@ -31,10 +31,10 @@
 #include "graph/passes.h"
 #include "graph/serialize.h"
 #include "kiln/plugin.h"
-#include "trainer/corpus.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/corpus.h"
 #include "trainer/data/mmidx.h"
-#include "trainer/safetensors.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 #include "trainer/trainer.h"
 
 extern "C" const kiln_plugin_api* kiln_plugin_get_api(void);

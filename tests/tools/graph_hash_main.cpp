@@ -10,7 +10,7 @@
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 #include "graph/serialize.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "trainer/checkpoint_io.h"
+#include "trainer/checkpoint/checkpoint_io.h"
 
 using namespace kiln::trainer;
 namespace fs = std::filesystem;

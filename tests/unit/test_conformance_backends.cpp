@@ -19,8 +19,8 @@
 #include "core/error.h"
 #include "core/registry.h"
 #include "graph/conformance/runner.h"
-#include "trainer/gpt.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/gpt.h"
+#include "trainer/model/step_graphs.h"
 
 namespace kiln::conformance {
 namespace {

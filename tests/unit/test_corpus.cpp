@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "trainer/corpus.h"
+#include "trainer/data/corpus.h"
 
 using namespace kiln::trainer;
 

@@ -8,7 +8,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/reference/reference.h"
-#include "trainer/gpt.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln {
 namespace {

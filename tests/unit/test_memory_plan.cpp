@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "graph/memory_plan.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 
 namespace kiln::graph {
 namespace {

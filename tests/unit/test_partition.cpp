@@ -13,7 +13,7 @@
 #include "graph/executor.h"
 #include "graph/partition.h"
 #include "graph/reference/reference.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 #include "wrapped_cpu_plugin.h"
 
 namespace kiln::graph {

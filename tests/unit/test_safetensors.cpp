@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "trainer/checkpoint/safetensors.h"
 #include "trainer/rng.h"
-#include "trainer/safetensors.h"
 
 using namespace kiln::trainer;
 namespace fs = std::filesystem;

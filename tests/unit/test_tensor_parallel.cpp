@@ -13,8 +13,8 @@
 
 #include "core/registry.h"
 #include "graph/executor.h"
-#include "trainer/step_graphs.h"
-#include "trainer/tensor_parallel.h"
+#include "trainer/model/step_graphs.h"
+#include "trainer/model/tensor_parallel.h"
 
 namespace kiln::trainer {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "trainer/tensorboard.h"
+#include "trainer/report/tensorboard.h"
 
 namespace kiln::trainer {
 namespace {

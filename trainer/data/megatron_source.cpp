@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/data/gpt_dataset.h"
-#include "trainer/token_source.h"
+#include "trainer/data/token_source.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer::dist {
 

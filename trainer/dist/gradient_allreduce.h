@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "trainer/dist/comm.h"
-#include "trainer/model_state.h"
+#include "trainer/model/model_state.h"
 
 namespace kiln::trainer::dist {
 

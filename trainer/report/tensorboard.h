@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "trainer/megatron_log.h"
+#include "trainer/report/megatron_log.h"
 
 namespace kiln::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/checkpoint_io.h"
+#include "trainer/checkpoint/checkpoint_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>

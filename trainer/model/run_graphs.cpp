@@ -1,8 +1,8 @@
-#include "trainer/run_graphs.h"
+#include "trainer/model/run_graphs.h"
 
 #include "compiler_cache/compile_cache.h"
 #include "core/log.h"
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer {
 

@@ -64,7 +64,7 @@ double flops_per_token(const GptConfig& cfg);
 //
 // With tensor parallelism each rank builds the same graph over its shards:
 // "tokens" and "token_mask" come from shard_input_ids, the loss's "targets"
-// from shard_token_ids (trainer/tensor_parallel.h), the logits are the shard's columns, and the
+// from shard_token_ids (trainer/model/tensor_parallel.h), the logits are the shard's columns, and the
 // ALL_REDUCE nodes are Megatron's: after the vocab-parallel embedding and
 // after each row-parallel layer (2 per layer forward); the inputs of the
 // column-parallel layers and of the LM head get their gradients all-reduced

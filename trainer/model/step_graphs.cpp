@@ -1,4 +1,4 @@
-#include "trainer/step_graphs.h"
+#include "trainer/model/step_graphs.h"
 
 #include "graph/autodiff.h"
 

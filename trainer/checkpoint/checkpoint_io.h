@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "trainer/safetensors.h"
+#include "trainer/checkpoint/safetensors.h"
 
 namespace kiln::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/corpus.h"
+#include "trainer/data/corpus.h"
 
 #include <algorithm>
 #include <iterator>

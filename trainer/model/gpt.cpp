@@ -1,4 +1,4 @@
-#include "trainer/gpt.h"
+#include "trainer/model/gpt.h"
 
 #include <cmath>
 

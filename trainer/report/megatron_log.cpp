@@ -1,4 +1,4 @@
-#include "trainer/megatron_log.h"
+#include "trainer/report/megatron_log.h"
 
 #include <cmath>
 #include <ctime>

@@ -1,4 +1,4 @@
-#include "trainer/safetensors.h"
+#include "trainer/checkpoint/safetensors.h"
 
 #include <algorithm>
 #include <bit>

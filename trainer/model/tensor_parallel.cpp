@@ -1,4 +1,4 @@
-#include "trainer/tensor_parallel.h"
+#include "trainer/model/tensor_parallel.h"
 
 #include <algorithm>
 

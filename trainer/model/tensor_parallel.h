@@ -1,13 +1,13 @@
 // Moving between full tensors (checkpoints, initialisation, the data's
 // token ids) and one tensor-parallel rank's part of them. The split itself
-// (which parameter, which dim) is declared in trainer/gpt.h's ParamSpec.
+// (which parameter, which dim) is declared in trainer/model/gpt.h's ParamSpec.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "trainer/gpt.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 

@@ -1,10 +1,10 @@
-#include "trainer/model_state.h"
+#include "trainer/model/model_state.h"
 
 #include <cmath>
 
+#include "trainer/model/step_graphs.h"
+#include "trainer/model/tensor_parallel.h"
 #include "trainer/rng.h"
-#include "trainer/step_graphs.h"
-#include "trainer/tensor_parallel.h"
 
 namespace kiln::trainer {
 

@@ -1,7 +1,7 @@
-#include "trainer/token_source.h"
+#include "trainer/data/token_source.h"
 
 #include "core/error.h"
-#include "trainer/corpus.h"
+#include "trainer/data/corpus.h"
 
 namespace kiln::trainer {
 

@@ -11,9 +11,9 @@
 
 #include "core/backend.h"
 #include "graph/executor.h"
+#include "trainer/checkpoint/safetensors.h"
 #include "trainer/dist/comm.h"
-#include "trainer/gpt.h"
-#include "trainer/safetensors.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 

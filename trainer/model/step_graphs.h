@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "trainer/gpt.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 

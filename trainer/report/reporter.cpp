@@ -1,0 +1,70 @@
+#include "trainer/report/reporter.h"
+
+#include <cstdio>
+
+namespace kiln::trainer {
+
+Reporter::Reporter(const Setup& run) : run_(run), prints_(run.comm.is_last_rank()) {
+  const TrainConfig& cfg = run.cfg;
+  if (!cfg.metrics_file.empty() && prints_) {
+    metrics_ = std::make_unique<std::ofstream>(cfg.metrics_file, std::ios::app);
+    if (!*metrics_) throw Error("cannot open --metrics-file " + cfg.metrics_file + " for appending");
+  }
+  if (!cfg.tensorboard_dir.empty() && prints_) tensorboard_ = std::make_unique<TensorBoardWriter>(cfg.tensorboard_dir);
+}
+
+void Reporter::log(const StepResult& step) {
+  const TrainConfig& cfg = run_.cfg;
+  if (step.skipped) {
+    ++stats_.skipped;
+    ++stats_.nan;
+  } else {
+    stats_.add(step.loss, step.grad_norm);
+  }
+  ++stats_.iterations;
+  const int64_t iteration = step.iteration;
+  if (iteration % cfg.log_interval != 0 && iteration != cfg.train_iters) return;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start_).count();
+  IterationLog line;
+  line.iteration = iteration;
+  line.train_iters = cfg.train_iters;
+  line.consumed_samples = run_.progress.consumed;
+  line.ms_per_iteration = 1000.0 * seconds / static_cast<double>(stats_.iterations);
+  line.tokens_per_second =
+      static_cast<double>(stats_.iterations * cfg.global_batch_size * cfg.model.seq_length) / seconds;
+  line.learning_rate = step.lr;
+  line.global_batch_size = cfg.global_batch_size;
+  line.lm_loss = stats_.mean_loss();
+  line.grad_norm = stats_.mean_norm();
+  line.skipped = stats_.skipped;
+  line.nan = stats_.nan;
+  if (prints_) {
+    std::printf("%s\n", format_iteration(line).c_str());
+    std::fflush(stdout);
+  }
+  if (metrics_) *metrics_ << iteration_json(line).dump() << "\n" << std::flush;
+  if (tensorboard_) tensorboard_->add_iteration(line);
+  stats_ = IntervalStats{};
+  restart_clock();
+}
+
+void Reporter::log_validation(int64_t iteration, double loss) {
+  if (prints_) {
+    std::printf("%s", format_validation(iteration, loss).c_str());
+    std::fflush(stdout);
+  }
+  if (tensorboard_) tensorboard_->add_scalar("lm loss validation", loss, iteration);
+  restart_clock();
+}
+
+void Reporter::log_exit(int64_t iteration, const JobControl::Decision& request) {
+  if (!prints_) return;
+  const std::string& save = run_.cfg.save;
+  std::printf(" [%s] %s: exiting at iteration %ld %s\n", megatron_timestamp().c_str(), request.reason.c_str(),
+              static_cast<long>(iteration),
+              save.empty() ? "WITHOUT a checkpoint (no --save given)"
+                           : ("with its checkpoint in " + save + "; resume with --load " + save).c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace kiln::trainer

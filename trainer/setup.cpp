@@ -1,0 +1,162 @@
+#include "trainer/setup.h"
+
+#include <chrono>
+#include <map>
+
+#include "core/log.h"
+#include "core/registry.h"
+#include "trainer/checkpoint/checkpointer.h"
+#include "trainer/model/tensor_parallel.h"
+
+namespace kiln::trainer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The ops a backend lacks run on the cpu backend (graph/executor.h): say
+// which, how each step graph is split, and what the copies cost.
+struct StepGraph {
+  const char* name;
+  const graph::Executable* exe;  // may be null (graph not used in this run)
+  int64_t runs_per_iteration;
+};
+
+// Once per run, so a slow fallback is never silent: a line per op the backend
+// lacks ("vulkan: row_max runs on the cpu fallback (2 nodes per iteration)"),
+// then the split of each graph and the copies it costs.
+void log_split(const std::vector<StepGraph>& graphs) {
+  std::map<kiln_op, int64_t> lacks;  // op -> nodes per iteration
+  std::string primary, fallback;
+  uint64_t per_iteration = 0;
+  for (const StepGraph& g : graphs) {
+    if (!g.exe || g.exe->split().fallback.empty()) continue;
+    const graph::ExecutionSplit& s = g.exe->split();
+    for (size_t i = 0; i < s.fallback_ops.size(); ++i)
+      lacks[s.fallback_ops[i]] += s.fallback_op_nodes[i] * g.runs_per_iteration;
+    primary = s.primary;
+    fallback = s.fallback;
+    per_iteration += s.bytes_per_run * static_cast<uint64_t>(g.runs_per_iteration);
+  }
+  if (lacks.empty()) return;
+  for (const auto& [op, nodes] : lacks)
+    logger().info("{}: {} runs on the {} fallback ({} node{} per iteration)", primary, graph::op_name(op), fallback,
+                  nodes, nodes == 1 ? "" : "s");
+  for (const StepGraph& g : graphs) {
+    if (!g.exe) continue;
+    const graph::ExecutionSplit& s = g.exe->split();
+    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run", g.name, s.primary_nodes,
+                  s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
+                  static_cast<double>(s.bytes_per_run) / (1 << 20));
+  }
+  logger().info("split: {:.2f} MiB copied between {} and {} per iteration",
+                static_cast<double>(per_iteration) / (1 << 20), primary, fallback);
+}
+
+}  // namespace
+
+Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(world) {
+  const GptConfig& model = cfg.model;
+  const int64_t B = cfg.micro_batch_size, T = model.seq_length;
+  micro_batches = cfg.num_micro_batches();
+  const int64_t rank = comm.rank(), tp = model.tensor_parallel;
+  at = Layout{comm.size() / tp, rank / tp, tp, rank % tp};
+  const int64_t dp = at.dp;
+  batch_terms = static_cast<double>(micro_batches * dp);
+  if (dp != cfg.data_parallel_size || comm.size() % tp != 0)
+    throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
+                std::to_string(tp) + " but " + std::to_string(comm.size()) + " ranks");
+  comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
+  if (tp > 1) {
+    tp_owned = comm.split(static_cast<int>(at.dp_rank), static_cast<int>(at.tp_rank));
+    dp_owned = comm.split(static_cast<int>(at.tp_rank), static_cast<int>(at.dp_rank));
+  }
+  dp_group = dp_owned ? dp_owned.get() : &comm;
+  tp_collectives = std::make_unique<dist::GroupCollectives>(tp_owned ? *tp_owned : comm);
+
+  // ---- everything that can fail on user input, before any real work; the
+  // backend and device first, so a typo in them is reported before any
+  // dataset index is built
+  device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  LoadedCheckpoint resume;
+  if (!cfg.load.empty()) resume = load_and_check(cfg);
+  data = !cfg.data_path.empty() ? make_megatron_data(cfg)
+         : cfg.mock_data        ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
+                                : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
+  schedule =
+      std::make_unique<LrSchedule>(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
+
+  // ---- compiled step graphs
+  logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
+  logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
+                model.hidden_size, model.num_attention_heads, T, model.vocab_size,
+                static_cast<double>(parameter_count(model)) / 1e6);
+  logger().info("data: {}", data->describe());
+  if (dp > 1)
+    logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", dp, micro_batches,
+                  micro_batches == 1 ? "" : "es", B);
+  if (tp > 1)
+    logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", tp,
+                  model.local_heads(), model.local_vocab());
+
+  auto t0 = Clock::now();
+  graphs = std::make_unique<const RunGraphs>(build_run_graphs(cfg));
+  first_micro_batch = std::make_unique<graph::Executable>(*device, graphs->first_micro_batch, &fallback);
+  if (graphs->next_micro_batch)
+    next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs->next_micro_batch, &fallback);
+  grad_norm = std::make_unique<graph::Executable>(*device, graphs->grad_norm, &fallback);
+  optimizer = std::make_unique<graph::Executable>(*device, graphs->optimizer, &fallback);
+  if (graphs->eval) eval = std::make_unique<graph::Executable>(*device, *graphs->eval, &fallback);
+  for (graph::Executable* exe : {first_micro_batch.get(), next_micro_batch.get(), grad_norm.get(), eval.get()})
+    if (exe) exe->set_collectives(tp_collectives.get());
+  logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
+                std::chrono::duration<double>(Clock::now() - t0).count());
+  log_compile_cache_use();
+  log_split({{"train step (first micro-batch)", first_micro_batch.get(), 1},
+             {"train step (later micro-batches)", next_micro_batch.get(), micro_batches - 1},
+             {"grad norm", grad_norm.get(), 1},
+             {"optimizer", optimizer.get(), 1},
+             {"eval step", eval.get(), 0}});
+
+  // ---- persistent state, resident on the device
+  state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get());
+  if (!cfg.load.empty())
+    progress = resume_from(resume, *state);
+  else
+    state->initialize(static_cast<uint64_t>(cfg.seed));
+  for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);
+  if (next_micro_batch) state->bind(*next_micro_batch);
+  if (eval) state->bind(*eval);
+  gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
+  if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
+}
+
+void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
+  if (at.tp > 1) {
+    batch.token_mask.resize(batch.tokens.size());
+    shard_input_ids(batch.tokens, batch.token_mask, model.local_vocab(), at.tp_rank);
+    shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
+    exe.buffer("token_mask")->write(batch.token_mask.data(), batch.token_mask.size() * 4);
+  }
+  exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
+  exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+}
+
+void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch) {
+  batch.tokens.resize(static_cast<size_t>(B * T));
+  batch.targets.resize(static_cast<size_t>(B * T));
+  std::vector<int32_t> sample(static_cast<size_t>(T + 1));
+  for (int64_t b = 0; b < B; ++b) {
+    data.sample(split, first + b, T, sample.data());
+    std::copy(sample.begin(), sample.end() - 1, batch.tokens.begin() + b * T);
+    std::copy(sample.begin() + 1, sample.end(), batch.targets.begin() + b * T);
+  }
+}
+
+float read_scalar(graph::Executable& exe, const std::string& port) {
+  float v = 0;
+  exe.buffer(port)->read(&v, sizeof(v));
+  return v;
+}
+
+}  // namespace kiln::trainer

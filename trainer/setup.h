@@ -1,0 +1,84 @@
+// Everything a training run holds before its first step: the process groups,
+// the device, the data, the compiled step graphs and the model state resident
+// on the device (fresh or resumed from --load). Built in the order that
+// reports a user's mistake (a backend typo, a checkpoint of another model)
+// before any expensive work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/fallback_device.h"
+#include "graph/executor.h"
+#include "trainer/data/token_source.h"
+#include "trainer/dist/comm.h"
+#include "trainer/dist/gradient_allreduce.h"
+#include "trainer/dist/group_collectives.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/model/model_state.h"
+#include "trainer/model/run_graphs.h"
+#include "trainer/train_config.h"
+
+namespace kiln::trainer {
+
+// Where this rank sits in the job: world rank = dp_rank x tp + tp_rank
+// (Megatron's order: a tensor-parallel group is consecutive ranks).
+struct Layout {
+  int64_t dp = 1, dp_rank = 0, tp = 1, tp_rank = 0;
+};
+
+// One micro-batch on the host, before it is written to a step graph.
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+  std::vector<float> token_mask;  // tensor parallelism only
+};
+
+// How far the run is; saved in and restored from checkpoint metadata.
+struct Progress {
+  int64_t iteration = 0, consumed = 0, skipped_total = 0, nan_total = 0;
+};
+
+struct Setup {
+  Setup(const TrainConfig& cfg, dist::Comm& comm);
+  Setup(const Setup&) = delete;
+  Setup& operator=(const Setup&) = delete;
+
+  const TrainConfig& cfg;
+  dist::Comm& comm;  // every rank
+  Layout at;
+  int64_t micro_batches = 1;  // per data-parallel rank and step
+  // Gradients and losses are summed over every micro-batch of every
+  // data-parallel rank.
+  double batch_terms = 1;
+
+  // The groups: a tensor-parallel group shares a model replica, a
+  // data-parallel group the same shard of every replica.
+  std::unique_ptr<dist::Comm> tp_owned, dp_owned;
+  dist::Comm* dp_group = nullptr;
+  std::unique_ptr<dist::GroupCollectives> tp_collectives;
+
+  std::unique_ptr<Device> device;
+  FallbackDevice fallback;  // runs the ops the backend lacks; outlives the executables
+  std::unique_ptr<TokenSource> data;
+  std::unique_ptr<LrSchedule> schedule;
+
+  // The same list `kiln precompile` extracts (trainer/model/run_graphs.h). The
+  // first micro-batch of a step writes the gradients, later ones add.
+  std::unique_ptr<const RunGraphs> graphs;
+  std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
+
+  std::unique_ptr<ModelState> state;  // resident on the device
+  std::unique_ptr<dist::GradientAllReduce> gradient_allreduce;
+  Progress progress;
+  Batch batch;  // host staging, shared by training and evaluation
+};
+
+// Writes a micro-batch to a step graph's inputs, as ids of this rank's
+// vocab shard under tensor parallelism.
+void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at);
+// Fills one micro-batch with samples [first, first + B) of a split.
+void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch);
+float read_scalar(graph::Executable& exe, const std::string& port);
+
+}  // namespace kiln::trainer

@@ -1,0 +1,108 @@
+#include "trainer/step.h"
+
+#include <cmath>
+#include <span>
+#include <string>
+
+namespace kiln::trainer {
+
+StepResult Step::run() {
+  StepResult result;
+  result.iteration = run_.progress.iteration + 1;
+  const double loss_sum = forward_backward();
+  sum_across_ranks(loss_sum, result);
+  result.grad_norm = gradient_norm();
+  result.lr = run_.schedule->lr(run_.progress.iteration);
+  result.skipped = !std::isfinite(result.loss) || !std::isfinite(result.grad_norm);
+  if (result.skipped)
+    skip(result);
+  else
+    update(result);
+  run_.progress.iteration = result.iteration;
+  run_.progress.consumed += run_.cfg.global_batch_size;
+  return result;
+}
+
+// Gradients accumulate in place in the grad.* buffers. As Megatron's
+// sampler, micro-batch m of the global batch is samples [m x B x DP, +B x DP),
+// and rank r takes the r-th B of them.
+double Step::forward_backward() {
+  const TrainConfig& cfg = run_.cfg;
+  const int64_t B = cfg.micro_batch_size;
+  double loss_sum = 0;
+  for (int64_t m = 0; m < run_.micro_batches; ++m) {
+    graph::Executable& train_step = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
+    fill_batch(*run_.data, Split::Train, run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B, B,
+               cfg.model.seq_length, run_.batch);
+    feed(train_step, run_.batch, cfg.model, run_.at);
+    train_step.run();
+    loss_sum += read_scalar(train_step, "loss");
+  }
+  return loss_sum;
+}
+
+void Step::sum_across_ranks(double loss_sum, StepResult& result) {
+  double shared[1 + JobControl::kSlots] = {run_.at.tp_rank == 0 ? loss_sum : 0.0};
+  control_.local_requests(result.iteration, std::span<double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
+  run_.comm.start_sum(shared);
+  run_.gradient_allreduce->start();
+  const std::string at_iteration = " at iteration " + std::to_string(result.iteration);
+  run_.comm.wait("loss all-reduce" + at_iteration);
+  if (run_.dp_group != &run_.comm) run_.dp_group->wait("gradient all-reduce" + at_iteration);
+  run_.gradient_allreduce->finish();
+  result.loss = shared[0] / run_.batch_terms;
+  result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
+}
+
+// Gradients were summed over micro-batches: the norm of their mean.
+double Step::gradient_norm() {
+  run_.grad_norm->run();
+  return std::sqrt(static_cast<double>(read_scalar(*run_.grad_norm, "grad_sq"))) / run_.batch_terms;
+}
+
+// Skipping needs no clean-up: the next step's first micro-batch overwrites
+// the gradients.
+void Step::skip(const StepResult& result) {
+  ++run_.progress.nan_total;
+  ++run_.progress.skipped_total;
+  if (++nan_in_a_row_ >= 10)
+    throw Error("loss or gradients were NaN/Inf for 10 iterations in a row (last at iteration " +
+                std::to_string(result.iteration) + "); lower --lr or check the data");
+}
+
+// AdamW with the gradients clipped to --clip-grad and divided by the number
+// of summed micro-batches.
+void Step::update(const StepResult& result) {
+  const TrainConfig& cfg = run_.cfg;
+  nan_in_a_row_ = 0;
+  const double norm = result.grad_norm;
+  const double clip = cfg.clip_grad > 0 && norm > cfg.clip_grad ? cfg.clip_grad / (norm + 1e-6) : 1.0;
+  const double step = static_cast<double>(result.iteration);
+  const float hparams[5] = {static_cast<float>(result.lr), static_cast<float>(cfg.weight_decay),
+                            static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
+                            static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
+                            static_cast<float>(clip / run_.batch_terms)};
+  run_.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
+  run_.optimizer->run();
+}
+
+// Each data-parallel rank evaluates its share of eval_iters x DP
+// micro-batches (a tensor-parallel group shares its micro-batches and loss,
+// counted once).
+double evaluate(Setup& run) {
+  const TrainConfig& cfg = run.cfg;
+  const Layout& at = run.at;
+  double sum = 0;
+  const int64_t B = cfg.micro_batch_size;
+  for (int64_t i = 0; i < cfg.eval_iters; ++i) {
+    fill_batch(*run.data, Split::Valid, (i * at.dp + at.dp_rank) * B, B, cfg.model.seq_length, run.batch);
+    feed(*run.eval, run.batch, cfg.model, at);
+    run.eval->run();
+    sum += read_scalar(*run.eval, "loss");
+  }
+  if (at.tp_rank != 0) sum = 0;
+  run.comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
+  return sum / static_cast<double>(cfg.eval_iters * at.dp);
+}
+
+}  // namespace kiln::trainer

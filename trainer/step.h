@@ -1,0 +1,44 @@
+// One training iteration, as llm.c's train_gpt2.c reads: forward+backward
+// over this rank's micro-batches, the sums across ranks, the gradient norm,
+// then either the optimizer or a skip (NaN/Inf).
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/job_control.h"
+#include "trainer/setup.h"
+
+namespace kiln::trainer {
+
+// What one step did, for the reporter and the checkpointer.
+struct StepResult {
+  int64_t iteration = 0;  // the one just finished, 1-based
+  double loss = 0, grad_norm = 0, lr = 0;
+  bool skipped = false;          // non-finite loss or gradients: no optimizer step
+  JobControl::Decision request;  // a save or exit asked for by a signal or trigger file
+};
+
+class Step {
+ public:
+  Step(Setup& run, const JobControl& control) : run_(run), control_(control) {}
+  StepResult run();
+
+ private:
+  double forward_backward();
+  // Sums the loss (once per tensor-parallel group) and any save/exit request
+  // over all ranks, then the gradients over data-parallel ranks.
+  void sum_across_ranks(double loss_sum, StepResult& result);
+  double gradient_norm();
+  void skip(const StepResult& result);
+  void update(const StepResult& result);
+
+  Setup& run_;
+  const JobControl& control_;
+  int64_t nan_in_a_row_ = 0;
+};
+
+// The mean validation loss over --eval-iters micro-batches per data-parallel
+// rank, the same on every rank.
+double evaluate(Setup& run);
+
+}  // namespace kiln::trainer
