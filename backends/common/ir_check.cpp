@@ -20,7 +20,9 @@ void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g, const cha
 }
 
 bool SupportList::contains(int32_t op) const {
-  return std::find(ops, ops + size, static_cast<kiln_op>(op)) != ops + size;
+  // Compared as integers: a code outside the table (op_supported may be asked
+  // anything) is not a valid kiln_op value to convert to.
+  return std::any_of(ops, ops + size, [op](kiln_op o) { return static_cast<int32_t>(o) == op; });
 }
 
 void require_supported(const ir::DecodedGraph& g, const SupportList& supported) {

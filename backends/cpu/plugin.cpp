@@ -301,7 +301,9 @@ class Reader {
 // each op's kernel is called.
 bool is_supported(int32_t op) {
   using kiln::cpu::base::kSupportedOps;
-  return std::find(kSupportedOps.begin(), kSupportedOps.end(), static_cast<kiln_op>(op)) != kSupportedOps.end();
+  // Compared as integers: a code outside the table is not a valid kiln_op.
+  return std::any_of(kSupportedOps.begin(), kSupportedOps.end(),
+                     [op](kiln_op o) { return static_cast<int32_t>(o) == op; });
 }
 
 // Decodes and plans IR bytes; fails with the plan's error code.

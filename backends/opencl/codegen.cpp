@@ -115,7 +115,7 @@ const Generator kGenerators[] = {
 };
 
 bool lists(const std::span<const kiln_op>& ops, int32_t op) {
-  return std::find(ops.begin(), ops.end(), static_cast<kiln_op>(op)) != ops.end();
+  return std::any_of(ops.begin(), ops.end(), [op](kiln_op o) { return static_cast<int32_t>(o) == op; });
 }
 
 void emit_unit(EmitContext& ctx, const Unit& u, const std::vector<bool>& stored) {
