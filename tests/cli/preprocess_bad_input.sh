@@ -36,6 +36,10 @@ grep -q 'Done: 2 documents, .* 1 bad lines skipped' "$tmp/skip.log" || { cat "$t
 test -s "$tmp/skip_text_document.idx"
 
 printf '{"text": "a"}\n{"body": "b", "id": 7}\n' > "$tmp/nokey.jsonl"
+# A number no double holds is an unreadable line too, not a crash.
+printf '{"text": "ok"}\n{"text": 1e999}\n' > "$tmp/overflow.jsonl"
+expect_error number-overflow "line 2 of .* is not valid JSON \\(number overflow parsing '1e999'\\)" \
+  --input "$tmp/overflow.jsonl" "${tok[@]}"
 expect_error missing-key "line 2 of .* has no key 'text' \(it has 'body', 'id'\)" --input "$tmp/nokey.jsonl" "${tok[@]}"
 expect_error missing-key-json-keys "line 1 of .* has no key 'content'" --input "$tmp/nokey.jsonl" "${tok[@]}" --json-keys content
 

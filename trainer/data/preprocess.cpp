@@ -128,10 +128,15 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
         if (!doc.is_object())
           bad = "line " + std::to_string(line_no) + " of " + opt.input + " is a JSON " + json_type(doc) +
                 ", not an object";
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {
+        // A syntax error, or a number too large for a double ("1e999"): both
+        // make the line unreadable, not the run.
         std::string what = e.what();
         // nlohmann says "parse error at line 1, column C: ..."; the line is ours.
-        if (size_t p = what.find("column "); p != std::string::npos) what = "at " + what.substr(p);
+        if (size_t p = what.find("column "); p != std::string::npos)
+          what = "at " + what.substr(p);
+        else if (size_t q = what.find("] "); what.rfind("[json.exception.", 0) == 0 && q != std::string::npos)
+          what = what.substr(q + 2);
         bad = "line " + std::to_string(line_no) + " of " + opt.input + " is not valid JSON (" + what + ")";
       }
     }
@@ -228,8 +233,11 @@ PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const 
   };
 
   auto drain_one = [&] {
-    ChunkResult r = in_flight.front().get();
+    // Off the list before get(): get() releases the future's state even when
+    // the chunk's task threw, and the cleanup below must not wait on it.
+    auto next = std::move(in_flight.front());
     in_flight.pop_front();
+    ChunkResult r = next.get();
     if (!r.fatal.empty()) throw Error(r.fatal);
     for (const std::string& m : r.skipped_messages)
       if (opt.log) std::fprintf(opt.log, "warning: skipping %s\n", m.c_str());
@@ -275,7 +283,8 @@ PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const 
     submit();
     while (!in_flight.empty()) drain_one();
   } catch (...) {
-    for (auto& f : in_flight) f.wait();  // workers hold references into this frame
+    for (auto& f : in_flight)  // workers hold references into this frame
+      if (f.valid()) f.wait();
     throw;
   }
   for (auto& w : writers) w->finalize();
