@@ -12,6 +12,7 @@ namespace kiln::trainer {
 
 namespace {
 std::string format_default(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   std::ostringstream o;
   o << v;
   return o.str();

@@ -1,5 +1,6 @@
 #include "trainer/train_config.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
@@ -13,6 +14,9 @@ namespace {
 // Durations above a year are typos (or 1e300), and would overflow the
 // clocks they are added to.
 constexpr double kMaxMinutes = 365.0 * 24 * 60;
+// Sequence counts are multiplied together (by data-parallel ranks, micro
+// batches, iterations), so they stay far below int64's range.
+constexpr double kMaxBatch = 1 << 30;
 }  // namespace
 
 void TrainConfig::register_flags(Flags& f) {
@@ -22,8 +26,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--seq-length", &model.seq_length, "sequence length");
   f.add("--max-position-embeddings", &max_position_embeddings, "position table size (defaults to --seq-length)");
   f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
-  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch");
-  f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)");
+  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
+  f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
+        Bounds::closed(0, kMaxBatch));
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
   f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
@@ -130,6 +135,36 @@ void TrainConfig::finalize(const Flags& f) {
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
   model.validate();
+  check_tensor_sizes();
+}
+
+void TrainConfig::check_tensor_sizes() const {
+  // A step's graph holds every activation as one IR value, and the IR caps a
+  // value at 2^40 elements (include/kiln/ir_decode.hpp). Say which flags make
+  // a tensor too large here, rather than "IR value too large" later.
+  const double B = static_cast<double>(micro_batch_size), T = static_cast<double>(model.seq_length);
+  const double C = static_cast<double>(model.hidden_size), V = static_cast<double>(model.local_vocab());
+  const double H = static_cast<double>(model.local_heads()), F = static_cast<double>(model.ffn_hidden_size());
+  struct Tensor {
+    const char* what;
+    double elements;
+    const char* flags;
+  };
+  const Tensor largest[] = {
+      {"the attention scores", B * H * T * T, "--micro-batch-size, --seq-length or --num-attention-heads"},
+      {"the logits", B * T * V, "--micro-batch-size, --seq-length or --vocab-size"},
+      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length or --hidden-size"},
+      {"the word embedding", V * C, "--vocab-size or --hidden-size"},
+  };
+  constexpr double kMaxElements = 1099511627776.0;  // 2^40
+  for (const Tensor& t : largest)
+    if (t.elements > kMaxElements) {
+      char count[32];
+      std::snprintf(count, sizeof count, "%.3g", t.elements);
+      throw Error(std::string(t.what) + " would hold " + count + " elements (--micro-batch-size " +
+                  std::to_string(micro_batch_size) + ", --seq-length " + std::to_string(model.seq_length) +
+                  "), above kiln's 2^40 per tensor; lower " + t.flags);
+    }
 }
 
 void TrainConfig::finalize_data(const Flags& f) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -34,6 +35,19 @@ Progress resume_from(const LoadedCheckpoint& ck, ModelState& state) {
   p.consumed = meta_integer(ck.meta, "consumed_samples", 0);
   p.skipped_total = meta_integer(ck.meta, "skipped_iterations", 0);
   p.nan_total = meta_integer(ck.meta, "nan_iterations", 0);
+  // The counters are trusted from here on (the data position, sums that
+  // would overflow), so a crafted or corrupt meta.json stops here: no
+  // iteration consumes more than 2^32 samples.
+  auto check = [&](const char* key, int64_t v, int64_t most) {
+    if (v < 0 || v > most)
+      throw Error("checkpoint " + ck.dir + "/meta.json: '" + key + "' is " + std::to_string(v) +
+                  ", impossible at iteration " + std::to_string(ck.iteration) + " (expected 0 to " +
+                  std::to_string(most) + "); the checkpoint is corrupt, re-save it or point --load at another");
+  };
+  const int64_t most_samples = ck.iteration > (INT64_MAX >> 32) ? INT64_MAX : ck.iteration << 32;
+  check("consumed_samples", p.consumed, most_samples);
+  check("skipped_iterations", p.skipped_total, ck.iteration);
+  check("nan_iterations", p.nan_total, ck.iteration);
   logger().info("resumed from {} at iteration {} ({} consumed samples)", ck.dir, p.iteration, p.consumed);
   return p;
 }
