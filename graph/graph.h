@@ -85,6 +85,11 @@ class Graph {
   std::vector<ValueId> layernorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
   ValueId rmsnorm(ValueId x, ValueId gamma, float eps);
   std::vector<ValueId> rmsnorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
+  // Rotary position embedding (Llama): x [..., T, D] rotated by the angles
+  // whose cos and sin tables [T, R] the caller computed; interleaved pairs
+  // (x[2i], x[2i+1]) instead of (x[i], x[i+R]).
+  ValueId rope(ValueId x, ValueId cos, ValueId sin, bool interleaved);
+  ValueId rope_grad(ValueId dy, ValueId cos, ValueId sin, bool interleaved);
   ValueId causal_softmax(ValueId x, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
   ValueId cross_entropy(ValueId logits, ValueId targets);

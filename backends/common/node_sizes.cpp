@@ -147,6 +147,14 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->count = in(0).numel();
       p->weight_decay = n.iattrs[0] != 0;
       return;
+    case KILN_RULE_ROPE: {
+      const Dims& x = in(0).dims;
+      rows_by_last_dim(in(0));
+      p->positions = x[x.size() - 2];
+      p->pairs = in(1).dims[1];
+      p->interleaved = n.iattrs[0] != 0;
+      return;
+    }
   }
 }
 

@@ -100,6 +100,13 @@ void rmsnorm(const Ctx&, const float* x, const float* gamma, float* y, int64_t r
 void rmsnorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
                   int64_t rows, int64_t cols, float eps);
 
+// ---- kernels_rope.cpp (x [rows, cols], row r at position r % positions;
+// cos, sin [positions, pairs])
+void rope(const Ctx&, const float* x, const float* cos, const float* sin, float* y, int64_t rows, int64_t cols,
+          int64_t positions, int64_t pairs, bool interleaved);
+void rope_grad(const Ctx&, const float* dy, const float* cos, const float* sin, float* dx, int64_t rows, int64_t cols,
+               int64_t positions, int64_t pairs, bool interleaved);
+
 // ---- kernels_attention.cpp
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);

@@ -20,5 +20,6 @@
 #include "kernels_optimizer.cpp"
 #include "kernels_reduce.cpp"
 #include "kernels_rmsnorm.cpp"
+#include "kernels_rope.cpp"
 #include "kernels_vocab_parallel.cpp"
 // NOLINTEND(bugprone-suspicious-include)

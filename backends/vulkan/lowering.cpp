@@ -149,6 +149,7 @@ class Lowerer {
   void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
+  void rope(const ir::DecodedNode& n, const NodeInfo& p);
   void place_barriers();
 
   const ir::DecodedGraph& g_;
@@ -227,6 +228,27 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
     args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
   emit_1d(pipeline(kiln_op_name(n.op), {group_}),
           {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
+}
+
+// ROPE(_GRAD) (rope.comp), one invocation per element, in chunks of rows
+// whose windows fit; the cos and sin tables are bound whole.
+void Lowerer::rope(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                 positions = static_cast<uint64_t>(p.positions), pairs = static_cast<uint64_t>(p.pairs);
+  const uint32_t pipe =
+      pipeline(kiln_op_name(KILN_OP_ROPE), {group_, p.interleaved ? 1u : 0u, n.op == KILN_OP_ROPE_GRAD ? 1u : 0u});
+  const uint64_t chunk = chunk_elems(cols) / cols;
+  const uint64_t table_bytes = positions * pairs * 4;
+  for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const uint64_t nr = std::min(chunk, rows - r0);
+    emit_1d(pipe,
+            {window(plus(at(n.outputs[0]), r0 * cols * 4), nr * cols * 4, true),
+             window(plus(at(n.inputs[0]), r0 * cols * 4), nr * cols * 4, false),
+             window(at(n.inputs[1]), table_bytes, false), window(at(n.inputs[2]), table_bytes, false)},
+            {u32(nr * cols, "count"), u32(cols, "cols"), u32(positions, "positions"), u32(pairs, "pairs"),
+             u32(r0 % positions, "position")},
+            nr * cols);
+  }
 }
 
 // C = op(A) @ op(B), batched. Each operand is stored as [batch][rows][cols]
@@ -514,6 +536,8 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
       return copy2d(dst, src, count, 1, 1, 1);
     }
     case KILN_OP_PERMUTE: return permute(n, p);
+    case KILN_OP_ROPE:
+    case KILN_OP_ROPE_GRAD: return rope(n, p);
     case KILN_OP_SPLIT: {
       const uint64_t rows = static_cast<uint64_t>(p.rows), inner = static_cast<uint64_t>(p.inner),
                      parts = static_cast<uint64_t>(p.parts);
@@ -603,6 +627,8 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_SILU_GRAD,
     KILN_OP_CLAMP,
     KILN_OP_CLAMP_GRAD,
+    KILN_OP_ROPE,
+    KILN_OP_ROPE_GRAD,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

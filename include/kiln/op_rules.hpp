@@ -282,6 +282,22 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     case KILN_RULE_ROW_REDUCE:
       if (d(0).size() < 2) throw name(0) + " must have rank >= 2, got " + dims_string(d(0));
       return {Dims(d(0).begin(), d(0).end() - 1)};
+    case KILN_RULE_ROPE: {
+      // (x [..., T, D], cos [T, R], sin [T, R]) -> x; iattrs = {interleaved}.
+      const Dims& x = d(0);
+      if (x.size() < 2) throw name(0) + " must be [..., T, D], got " + dims_string(x);
+      if (d(1).size() != 2) throw name(1) + " must be [T, R], got " + dims_string(d(1));
+      same_as(1, 2);
+      const int64_t t = x[x.size() - 2], features = x.back(), pairs = d(1)[1];
+      if (d(1)[0] != t)
+        throw name(1) + " " + dims_string(d(1)) + " has " + std::to_string(d(1)[0]) + " positions, " + name(0) + " " +
+            dims_string(x) + " has T = " + std::to_string(t);
+      if (2 * pairs > features)
+        throw name(1) + " " + dims_string(d(1)) + " rotates 2R = " + std::to_string(2 * pairs) + " features, " +
+            name(0) + " " + dims_string(x) + " has D = " + std::to_string(features);
+      if (ia[0] != 0 && ia[0] != 1) throw "interleaved must be 0 or 1, got " + std::to_string(ia[0]);
+      return {x};
+    }
   }
   throw std::string("op has no shape rule");
 }

@@ -85,7 +85,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
-  KILN_RULE_SUMS_LOSS_GRAD = 23   /* (sums, dloss [1]) -> sums */
+  KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
+  KILN_RULE_ROPE = 24             /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -195,7 +196,18 @@ typedef enum kiln_shape_rule {
   X(CLAMP, 32, "clamp", 1, 1, 0, 2, KILN_E, EXACT, SAME, "x:f", "y:f")                                                 \
   /* (x, dy) -> dx; fattrs = {lo, hi}: dx = dy where lo <= x <= hi (inclusive, as PyTorch's backward),                 \
    * else 0 (NaN x included). */                                                                                       \
-  X(CLAMP_GRAD, 33, "clamp_grad", 2, 1, 0, 2, KILN_E, EXACT, SAME, "x:f dy:f", "dx:f")
+  X(CLAMP_GRAD, 33, "clamp_grad", 2, 1, 0, 2, KILN_E, EXACT, SAME, "x:f dy:f", "dx:f")                                 \
+  /* (x [..., T, D], cos [T, R], sin [T, R]) -> y; iattrs = {interleaved}; 1 <= R, 2R <= D. Rotary position            \
+   * embedding: the row at position t (the index along dim -2) rotates R feature pairs (a, b) by the angles            \
+   * whose cosines and sines are cos[t, i] and sin[t, i] (the host computes the tables):                               \
+   *   a' = a cos - b sin,  b' = b cos + a sin,                                                                        \
+   * pair i being (x[i], x[i + R]) if interleaved = 0 (rotate_half: Megatron's default, HF Llama) or                   \
+   * (x[2i], x[2i + 1]) if interleaved = 1 (GPT-J). Features past the first 2R pass through unchanged                  \
+   * (--rotary-percent). Not elementwise: y[i] reads x[i + R]. */                                                      \
+  X(ROPE, 34, "rope", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "x:f cos:f sin:f", "y:f")                                      \
+  /* (dy, cos, sin) -> dx; iattrs = {interleaved}. The transpose of ROPE, a rotation by the negated angles:            \
+   * a pair (a, b) of dy gives (a cos + b sin, b cos - a sin) in dx. */                                                \
+  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:f sin:f", "dx:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

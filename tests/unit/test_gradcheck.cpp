@@ -251,6 +251,38 @@ TEST(GradCheck, Rmsnorm) {
   }
 }
 
+// y = rope(x, cos, sin): dx by finite differences, with tables that are no
+// rotation (random cos and sin) so a wrong sign or partner shows.
+TEST(GradCheck, Rope) {
+  struct Case {
+    Shape x;
+    int64_t pairs;
+  };
+  // Full rotation, partial rotation (R < D/2), and odd D with partial rotation.
+  for (const Case& k : {Case{{2, 3, 6}, 3}, Case{{3, 4, 8}, 2}, Case{{2, 5, 7}, 3}})
+    for (bool interleaved : {false, true}) {
+      SCOPED_TRACE(to_string(k.x) + " R=" + std::to_string(k.pairs) + (interleaved ? " interleaved" : ""));
+      GradCheck c;
+      ValueId x = c.input("x", k.x, -2.0, 2.0);
+      const Shape table{k.x[k.x.size() - 2], k.pairs};
+      ValueId cos = c.input("cos", table), sin = c.input("sin", table);
+      c.check(c.weighted_sum(c.g.rope(x, cos, sin, interleaved)), {"x"});
+    }
+}
+
+TEST(GradCheck, RopeTablesAreConstants) {
+  GradCheck c;
+  ValueId x = c.input("x", {3, 4});
+  ValueId cos = c.input("cos", {3, 2}), sin = c.input("sin", {3, 2});
+  ValueId loss = c.weighted_sum(c.g.rope(x, cos, sin, false));
+  try {
+    backward(c.g, loss, {x, cos});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cos and sin are constant"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GradCheck, CausalSoftmax) {
   for (auto [s, scale] :
        {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {

@@ -118,6 +118,34 @@ TEST(OpRules, EmbeddingGradBoundsTheVocab) {
   EXPECT_EQ(out[0], f32({50, 8}));
 }
 
+TEST(OpRules, RopeRotatesPairsOfTheLastDimByPosition) {
+  std::vector<TensorType> out;
+  // q as the model passes it, [B*H, T, D], with half the features rotated.
+  ASSERT_EQ(run(KILN_OP_ROPE, {f32({8, 5, 6}), f32({5, 3}), f32({5, 3})}, &out, {0}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({8, 5, 6}));
+  ASSERT_EQ(run(KILN_OP_ROPE_GRAD, {f32({5, 10}), f32({5, 2}), f32({5, 2})}, &out, {1}), "");
+  EXPECT_EQ(out[0], f32({5, 10}));
+  // Odd D with partial rotation: 2R = 8 <= 9.
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({2, 9}), f32({2, 4}), f32({2, 4})}, &out, {0}), "");
+}
+
+TEST(OpRules, RopeRefusesWhatItCannotRotate) {
+  std::vector<TensorType> out;
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({6}), f32({1, 3}), f32({1, 3})}, &out, {0}), "x must be [..., T, D], got [6]");
+  EXPECT_EQ(run(KILN_OP_ROPE_GRAD, {f32({6}), f32({1, 3}), f32({1, 3})}, &out, {0}), "dy must be [..., T, D], got [6]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3, 1}), f32({4, 3, 1})}, &out, {0}),
+            "cos must be [T, R], got [4, 3, 1]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 2})}, &out, {0}),
+            "sin [4, 2] differs from cos [4, 3]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({2, 4, 6}), f32({5, 3}), f32({5, 3})}, &out, {0}),
+            "cos [5, 3] has 5 positions, x [2, 4, 6] has T = 4");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 4}), f32({4, 4})}, &out, {0}),
+            "cos [4, 4] rotates 2R = 8 features, x [4, 6] has D = 6");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 3})}, &out, {2}), "interleaved must be 0 or 1, got 2");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 3})}, &out), "expects 1 int attributes, got 0");
+}
+
 // A decoded graph as a plugin receives it: one node whose declared outputs
 // must be exactly what the rule infers.
 kiln::ir::DecodedGraph one_matmul(Dims y) {

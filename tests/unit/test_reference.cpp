@@ -333,6 +333,37 @@ TEST(Reference, RmsnormHasNoMeanAndNoBias) {
   expect_near(y, {1 * r0, 2 * r0 * 2, 3 * r0, -4 * r0, -2 * r1, -2 * r1 * 2, -2 * r1, 2 * r1});
 }
 
+// Two positions, D = 5 with R = 2: pairs (0, 2) and (1, 3), or (0, 1) and
+// (2, 3) interleaved; feature 4 passes through. Position 0 is a quarter turn
+// of pair 0 and a half turn of pair 1; position 1 scales pair 0 by 2 with no
+// turn and turns pair 1 by c = 0.6, s = 0.8.
+TEST(Reference, RopeRotatesPairsByTheirPositionsAngles) {
+  const TensorMap in{{"x", F({2, 5}, {1, 2, 3, 4, 5, -1, 0.5f, 2, -3, 7})},
+                     {"cos", F({2, 2}, {0, -1, 2, 0.6f})},
+                     {"sin", F({2, 2}, {1, 0, 0, 0.8f})}};
+  for (bool interleaved : {false, true}) {
+    SCOPED_TRACE(interleaved ? "interleaved" : "rotate_half");
+    Graph g;
+    ValueId x = g.input("x", KILN_F32, {2, 5});
+    ValueId c = g.input("cos", KILN_F32, {2, 2}), s = g.input("sin", KILN_F32, {2, 2});
+    g.output("y", g.rope(x, c, s, interleaved));
+    g.output("dx", g.rope_grad(x, c, s, interleaved));
+    TensorMap out = run_reference(g, in);
+    if (!interleaved) {
+      // Row 0: pair 0 (1, 3) -> (1*0 - 3*1, 3*0 + 1*1) = (-3, 1); pair 1 (2, 4) -> (-2, -4).
+      // Row 1: pair 0 (-1, 2) -> (-2, 4); pair 1 (0.5, -3) -> (0.3 + 2.4, -1.8 + 0.4) = (2.7, -1.4).
+      expect_near(out.at("y").f32, {-3, -2, 1, -4, 5, -2, 2.7, 4, -1.4, 7});
+      // The inverse: (a c + b s, b c - a s).
+      expect_near(out.at("dx").f32, {3, -2, -1, -4, 5, -2, 0.3 - 2.4, 4, -1.8 - 0.4, 7});
+    } else {
+      // Row 0: pair 0 (1, 2) -> (-2, 1); pair 1 (3, 4) -> (-3, -4).
+      // Row 1: pair 0 (-1, 0.5) -> (-2, 1); pair 1 (2, -3) -> (1.2 + 2.4, -1.8 + 1.6) = (3.6, -0.2).
+      expect_near(out.at("y").f32, {-2, 1, -3, -4, 5, -2, 1, 3.6, -0.2, 7});
+      expect_near(out.at("dx").f32, {2, -1, -3, -4, 5, -2, 1, 1.2 - 2.4, -1.8 - 1.6, 7});
+    }
+  }
+}
+
 TEST(Reference, LayernormGradMatchesExplicitJacobian) {
   const int C = 4, R = 2;
   const double eps = 1e-5;
