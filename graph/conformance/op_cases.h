@@ -76,5 +76,6 @@ void add_elementwise_cases(Suite& suite);     // fill .. gelu_grad, sum_to, sum_
 void add_linear_cases(Suite& suite);          // matmul, embedding, layernorm, rmsnorm, softmax, cross entropy
 void add_layout_cases(Suite& suite);          // reshape, permute, split, concat
 void add_vocab_parallel_cases(Suite& suite);  // row_max, cross_entropy_shard, cross_entropy_from_sums (+ grads)
+void add_dropout_cases(Suite& suite);         // dropout
 
 }  // namespace kiln::conformance

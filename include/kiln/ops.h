@@ -85,7 +85,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
-  KILN_RULE_SUMS_LOSS_GRAD = 23   /* (sums, dloss [1]) -> sums */
+  KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
+  KILN_RULE_DROPOUT = 24          /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -184,7 +185,14 @@ typedef enum kiln_shape_rule {
   X(RMSNORM, 28, "rmsnorm", 2, 1, 0, 1, 0, ELEMENTWISE, NORM, "x:f gamma:f", "y:f")                                    \
   /* (x, gamma, dy) -> (dx, dgamma); fattrs = {eps}. With r = 1/sqrt(mean(x^2) + eps), xhat = x r,                     \
    * g = dy gamma: dx = r (g - xhat mean(g xhat)), dgamma = sum over rows of dy xhat. */                               \
-  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")
+  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")   \
+  /* (x, key [4] i32) -> y; iattrs = {site, period, stride}, fattrs = {p}. Inverted dropout with a mask that is a     \
+   * pure function of (seed, step, site, element), the same on every backend (kiln/philox.h, docs/DROPOUT.md):        \
+   * key = {seed, step, offset_lo, offset_hi} as uint32; element e has the global index                                \
+   * g = (e / period) * stride + e % period + offset (uint64, wrapping); r = word g % 4 of                              \
+   * Philox4x32-10(counter {g / 4 low, g / 4 high, step, 0}, key {seed, site}); kept iff                               \
+   * (r >> 8) >= llround(p * 2^24); y = x * (kept ? (float)(1 / (1 - p)) : 0). y may alias x. */                       \
+  X(DROPOUT, 30, "dropout", 2, 1, 3, 1, KILN_E, EXACT, DROPOUT, "x:f key:i", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,
