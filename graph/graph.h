@@ -111,6 +111,12 @@ class Graph {
   ValueId cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums);
   ValueId cross_entropy_from_sums(ValueId sums);
   ValueId cross_entropy_from_sums_grad(ValueId sums, ValueId dloss);
+  // Dropout with probability p whose mask is a pure function of the key's
+  // {seed, step, offset}, the site and each element's global index
+  // (kiln/philox.h); the second form is a tensor on its own (period =
+  // stride = numel(x)).
+  ValueId dropout(ValueId x, ValueId key, float p, int64_t site, int64_t period, int64_t stride);
+  ValueId dropout(ValueId x, ValueId key, float p, int64_t site);
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.

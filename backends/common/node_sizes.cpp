@@ -155,6 +155,12 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->interleaved = n.iattrs[0] != 0;
       return;
     }
+    case KILN_RULE_DROPOUT:
+      p->count = in(0).numel();
+      p->site = n.iattrs[0];
+      p->period = n.iattrs[1];
+      p->stride = n.iattrs[2];
+      return;
   }
 }
 

@@ -152,6 +152,11 @@ void adamw(const Ctx&, const float* p, const float* g, const float* m, const flo
            float* p_out, float* m_out, float* v_out, int64_t n, float beta1, float beta2, float eps,
            bool apply_weight_decay);
 
+// ---- kernels_dropout.cpp
+// key_words: DROPOUT's key input {seed, step, offset_lo, offset_hi}.
+void dropout(const Ctx&, const float* x, const int32_t* key_words, float* y, int64_t n, int64_t site, int64_t period,
+             int64_t stride, float p);
+
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
 // The ops run_node runs: the plugin's support list.

@@ -11,6 +11,7 @@
 // NOLINTBEGIN(bugprone-suspicious-include)
 #include "kernels_attention.cpp"
 #include "kernels_dispatch.cpp"
+#include "kernels_dropout.cpp"
 #include "kernels_elementwise.cpp"
 #include "kernels_embedding.cpp"
 #include "kernels_layout.cpp"

@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 
+#include "kiln/philox.h"
+
 namespace kiln::vk {
 
 namespace {
@@ -146,6 +148,7 @@ class Lowerer {
   void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
   void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
   void adamw(const ir::DecodedNode& n, const NodeInfo& p);
+  void dropout(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
@@ -449,6 +452,32 @@ void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
   }
 }
 
+// DROPOUT in chunks that fit a window; each chunk passes the row and column
+// of its first element so the shader's 32-bit index math stays in range.
+// Scale and threshold are computed here in double (kiln/philox.h).
+void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  // A period past the tensor's end changes nothing (every element is in row
+  // 0), so it is clamped; a longer one than the shader indexes is refused.
+  const uint64_t period = std::min(static_cast<uint64_t>(p.period), count);
+  if (period >= (uint64_t{1} << 31)) fail(KILN_ERR_UNSUPPORTED, "vulkan: dropout period exceeds 2^31 - 1");
+  const auto stride = static_cast<uint64_t>(p.stride);
+  const double prob = n.fattrs[0];
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
+  const uint64_t chunk = chunk_elems();
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0), row0 = e0 / period;
+    emit_1d(pipe,
+            {window(plus(at(n.outputs[0]), e0 * 4), m * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false),
+             window(at(n.inputs[1]), 16, false)},
+            {u32(m, "count"), static_cast<uint32_t>(e0 % period), static_cast<uint32_t>(row0),
+             static_cast<uint32_t>(row0 >> 32), static_cast<uint32_t>(period), static_cast<uint32_t>(stride),
+             static_cast<uint32_t>(stride >> 32), static_cast<uint32_t>(p.site), kiln_dropout_threshold(prob),
+             fbits(kiln_dropout_scale(prob))},
+            m);
+  }
+}
+
 void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   node_ = static_cast<int32_t>(index);
   scratch_used_ = 0;
@@ -527,6 +556,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     }
     case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
     case KILN_OP_ADAMW: return adamw(n, p);
+    case KILN_OP_DROPOUT: return dropout(n, p);
     case KILN_OP_RESHAPE: {
       const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
       if (src.slot == dst.slot && src.offset == dst.offset) return;  // same memory: nothing to do
@@ -629,6 +659,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_CLAMP_GRAD,
     KILN_OP_ROPE,
     KILN_OP_ROPE_GRAD,
+    KILN_OP_DROPOUT,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

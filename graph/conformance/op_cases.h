@@ -77,5 +77,6 @@ void add_linear_cases(Suite& suite);          // matmul, embedding, layernorm, r
 void add_layout_cases(Suite& suite);          // reshape, permute, split, concat
 void add_vocab_parallel_cases(Suite& suite);  // row_max, cross_entropy_shard, cross_entropy_from_sums (+ grads)
 void add_rotary_cases(Suite& suite);          // rope, rope_grad
+void add_dropout_cases(Suite& suite);         // dropout
 
 }  // namespace kiln::conformance

@@ -15,6 +15,7 @@ Suite Suite::builtin() {
   add_layout_cases(s);
   add_vocab_parallel_cases(s);
   add_rotary_cases(s);
+  add_dropout_cases(s);
   return s;
 }
 

@@ -21,6 +21,7 @@ const OpDefs& op_defs() {
     register_collective_ops(d);
     register_vocab_parallel_ops(d);
     register_rotary_ops(d);
+    register_dropout_ops(d);
     return d;
   }();
   return defs;

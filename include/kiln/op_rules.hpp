@@ -113,6 +113,7 @@ struct RuleInput {
   const std::vector<int64_t>& ia;
   const std::vector<Dims>& given;
   std::vector<Param> inputs;
+  const std::vector<float>* fa = nullptr;  // the float attributes (counted already)
 };
 
 // The output shapes of one node; an error is thrown as a std::string.
@@ -297,6 +298,17 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
             name(0) + " " + dims_string(x) + " has D = " + std::to_string(features);
       if (ia[0] != 0 && ia[0] != 1) throw "interleaved must be 0 or 1, got " + std::to_string(ia[0]);
       return {x};
+    case KILN_RULE_DROPOUT: {
+      // iattrs {site, period, stride}, fattrs {p} (kiln/philox.h). The site
+      // is Philox's second key word; a period longer than the stride would
+      // give two elements one global index, hence one mask bit.
+      must_be(1, {4});
+      const float p = r.fa->at(0);
+      if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
+      if (ia[0] < 0 || ia[0] > int64_t{UINT32_MAX}) throw "site must be in [0, 2^32), got " + std::to_string(ia[0]);
+      if (ia[1] < 1) throw "period must be >= 1, got " + std::to_string(ia[1]);
+      if (ia[2] < ia[1]) throw "stride must be >= period " + std::to_string(ia[1]) + ", got " + std::to_string(ia[2]);
+      return {d(0)};
     }
   }
   throw std::string("op has no shape rule");
@@ -326,7 +338,7 @@ inline std::string infer(kiln_op op, const std::vector<TensorType>& in, const st
   // KILN_IR_MAX_RANK: refuse what it cannot carry.
   if (in.size() > 255 || iattrs.size() > 255 || fattrs.size() > 255) return "more than 255 inputs or attributes";
   bool in_repeats = false, out_repeats = false;
-  RuleInput r{*info, in, iattrs, given, parse_signature(info->inputs, &in_repeats)};
+  RuleInput r{*info, in, iattrs, given, parse_signature(info->inputs, &in_repeats), &fattrs};
   for (size_t i = 0; i < in.size(); ++i) {
     const Param& p = param_at(r.inputs, i);
     if (in[i].dims.size() > KILN_IR_MAX_RANK) return p.name + " has rank above " + std::to_string(KILN_IR_MAX_RANK);

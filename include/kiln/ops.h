@@ -86,7 +86,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
   KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
-  KILN_RULE_ROPE = 24             /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
+  KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
+  KILN_RULE_DROPOUT = 25          /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -207,7 +208,14 @@ typedef enum kiln_shape_rule {
   X(ROPE, 34, "rope", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "x:f cos:f sin:f", "y:f")                                      \
   /* (dy, cos, sin) -> dx; iattrs = {interleaved}. The transpose of ROPE, a rotation by the negated angles:            \
    * a pair (a, b) of dy gives (a cos + b sin, b cos - a sin) in dx. */                                                \
-  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:f sin:f", "dx:f")
+  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:f sin:f", "dx:f")                          \
+  /* (x, key [4] i32) -> y; iattrs = {site, period, stride}, fattrs = {p}. Inverted dropout with a mask that is a     \
+   * pure function of (seed, step, site, element), the same on every backend (kiln/philox.h, docs/DROPOUT.md):        \
+   * key = {seed, step, offset_lo, offset_hi} as uint32; element e has the global index                                \
+   * g = (e / period) * stride + e % period + offset (uint64, wrapping); r = word g % 4 of                              \
+   * Philox4x32-10(counter {g / 4 low, g / 4 high, step, 0}, key {seed, site}); kept iff                               \
+   * (r >> 8) >= llround(p * 2^24); y = x * (kept ? (float)(1 / (1 - p)) : 0). y may alias x. */                       \
+  X(DROPOUT, 36, "dropout", 2, 1, 3, 1, KILN_E, EXACT, DROPOUT, "x:f key:i", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

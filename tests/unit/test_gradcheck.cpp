@@ -283,6 +283,22 @@ TEST(GradCheck, RopeTablesAreConstants) {
   }
 }
 
+// Linear in x with a mask fixed by the key: dx = the same dropout of dy.
+TEST(GradCheck, Dropout) {
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5}}) {
+    SCOPED_TRACE(to_string(s));
+    GradCheck c;
+    ValueId x = c.input("x", s, -2.0, 2.0);
+    ValueId key = c.ids("key", {4}, {11, 3, 0, 0});
+    c.check(c.weighted_sum(c.g.dropout(x, key, 0.5f, 2)), {"x"});
+  }
+  // A column block with an offset, as a tensor-parallel rank draws it.
+  GradCheck c;
+  ValueId x = c.input("x", {4, 6}, -2.0, 2.0);
+  ValueId key = c.ids("key", {4}, {5, 9, 12, 0});
+  c.check(c.weighted_sum(c.g.dropout(x, key, 0.3f, 1, 6, 18)), {"x"});
+}
+
 TEST(GradCheck, CausalSoftmax) {
   for (auto [s, scale] :
        {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {

@@ -55,8 +55,9 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_CROSS_ENTROPY_FROM_SUMS,
                                             KILN_OP_SILU,
                                             KILN_OP_CLAMP,
-                                            KILN_OP_ROPE};
-  EXPECT_EQ(differentiable.size(), 22u);
+                                            KILN_OP_ROPE,
+                                            KILN_OP_DROPOUT};
+  EXPECT_EQ(differentiable.size(), 23u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";
 }
 

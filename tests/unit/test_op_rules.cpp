@@ -3,6 +3,7 @@
 // definition says, for the host builder and a plugin's decoded graph alike.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -148,6 +149,28 @@ TEST(OpRules, RopeRefusesWhatItCannotRotate) {
 
 // A decoded graph as a plugin receives it: one node whose declared outputs
 // must be exactly what the rule infers.
+TEST(OpRules, DropoutKeepsTheShapeAndChecksItsAttributes) {
+  std::vector<TensorType> out;
+  const std::vector<TensorType> in{f32({3, 5}), i32({4})};
+  ASSERT_EQ(run(KILN_OP_DROPOUT, in, &out, {7, 15, 15}, {0.1f}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({3, 5}));
+  // A column block of a wider tensor, and p = 0 (the identity).
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 5, 20}, {0.0f}), "");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, {f32({3, 5}), i32({2})}, &out, {0, 15, 15}, {0.1f}), "key must be [4], got [2]");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, {f32({3, 5}), f32({4})}, &out, {0, 15, 15}, {0.1f}), "key must be i32, got f32");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {1.0f}), "p must be in [0, 1), got 1.000000");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {-0.5f}), "p must be in [0, 1), got -0.500000");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {std::nanf("")}), "p must be in [0, 1), got nan");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {-1, 15, 15}, {0.1f}), "site must be in [0, 2^32), got -1");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {int64_t{1} << 32, 15, 15}, {0.1f}),
+            "site must be in [0, 2^32), got 4294967296");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 0, 15}, {0.1f}), "period must be >= 1, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 0}, {0.1f}), "stride must be >= period 15, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15}, {0.1f}), "expects 3 int attributes, got 2");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}), "expects 1 float attributes, got 0");
+}
+
 kiln::ir::DecodedGraph one_matmul(Dims y) {
   kiln::ir::DecodedGraph g;
   g.num_slots = 4;

@@ -364,6 +364,27 @@ TEST(Reference, RopeRotatesPairsByTheirPositionsAngles) {
   }
 }
 
+// Elements 0..3 with seed, site, step and offset 0 use Philox4x32-10 of
+// counter 0 and key 0, whose words Random123's tests/kat_vectors publish:
+// 6627e8d5 e169c58d bc57ac4c 9b00dbd8. Their top 24 bits are 6694888,
+// 14772677, 12343212 and 10158299; p = 0.625 gives the threshold
+// 0.625 * 2^24 = 10485760, so elements 0 and 3 are dropped, and the kept
+// ones are scaled by 1 / 0.375.
+TEST(Reference, DropoutMaskFromThePublishedPhiloxWords) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4});
+  ValueId key = g.input("key", KILN_I32, {4});
+  g.output("y", g.dropout(x, key, 0.625f, 0));
+  std::vector<float> y = run_y(g, {{"x", F({4}, {1.5f, -3.0f, 0.75f, 2.0f})}, {"key", I({4}, {0, 0, 0, 0})}});
+  const float scale = static_cast<float>(1.0 / 0.375);
+  EXPECT_EQ(y, (std::vector<float>{0.0f, -3.0f * scale, 0.75f * scale, 0.0f}));
+  // At p = 0.5 (threshold 8388608) only element 0 is dropped.
+  Graph h;
+  h.output("y", h.dropout(h.input("x", KILN_F32, {4}), h.input("key", KILN_I32, {4}), 0.5f, 0));
+  y = run_y(h, {{"x", F({4}, {1.5f, -3.0f, 0.75f, 2.0f})}, {"key", I({4}, {0, 0, 0, 0})}});
+  EXPECT_EQ(y, (std::vector<float>{0.0f, -6.0f, 1.5f, 4.0f}));
+}
+
 TEST(Reference, LayernormGradMatchesExplicitJacobian) {
   const int C = 4, R = 2;
   const double eps = 1e-5;
