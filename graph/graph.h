@@ -82,6 +82,7 @@ class Graph {
   std::vector<ValueId> rmsnorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
   ValueId causal_softmax(ValueId x, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
+  ValueId alibi(ValueId x, ValueId slopes);
   ValueId cross_entropy(ValueId logits, ValueId targets);
   ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
   ValueId sum_to(ValueId x, Shape suffix);

@@ -34,8 +34,10 @@ struct NodeInfo {
   //   CAUSAL_SOFTMAX:                              rows (= batch * T), cols (T)
   //   SPLIT:                                       rows (outer), parts, inner (per part)
   //   CONCAT:                                      rows (outer), inners (per input), inner (output)
+  //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
   int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
   int64_t parts = 0, inner = 0;
+  int64_t heads = 0;
   bool trans_a = false, trans_b = false, weight_decay = false;
   std::vector<int64_t> inners;
   PermutePlan permute;

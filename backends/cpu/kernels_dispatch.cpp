@@ -39,6 +39,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
     KILN_OP_CROSS_ENTROPY_FROM_SUMS,
     KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD,
+    KILN_OP_ALIBI,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -96,6 +97,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return cross_entropy_from_sums(ctx, fin(0), fout(0), nd.rows);
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
       return cross_entropy_from_sums_grad(ctx, fin(0), fin(1), fout(0), nd.rows);
+    case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
     case KILN_OP_COUNT_: break;
   }

@@ -279,6 +279,14 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     case KILN_RULE_ALL_REDUCE:
       if (ia[0] != 0 && ia[0] != 1) throw std::string("reduction must be 0 (sum) or 1 (max)");
       return {d(0)};
+    case KILN_RULE_ALIBI: {
+      // x [..., H, T, T] (queries x keys), one slope per head.
+      const Dims& x = d(0);
+      if (x.size() < 3 || x[x.size() - 1] != x[x.size() - 2])
+        throw name(0) + " must be [..., H, T, T], got " + dims_string(x);
+      must_be(1, {x[x.size() - 3]});
+      return {x};
+    }
     case KILN_RULE_ROW_REDUCE:
       if (d(0).size() < 2) throw name(0) + " must have rank >= 2, got " + dims_string(d(0));
       return {Dims(d(0).begin(), d(0).end() - 1)};

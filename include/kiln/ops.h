@@ -85,7 +85,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
-  KILN_RULE_SUMS_LOSS_GRAD = 23   /* (sums, dloss [1]) -> sums */
+  KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
+  KILN_RULE_ALIBI = 24            /* (x [..., H, T, T], slopes [H]) -> x */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -184,7 +185,15 @@ typedef enum kiln_shape_rule {
   X(RMSNORM, 28, "rmsnorm", 2, 1, 0, 1, 0, ELEMENTWISE, NORM, "x:f gamma:f", "y:f")                                    \
   /* (x, gamma, dy) -> (dx, dgamma); fattrs = {eps}. With r = 1/sqrt(mean(x^2) + eps), xhat = x r,                     \
    * g = dy gamma: dx = r (g - xhat mean(g xhat)), dgamma = sum over rows of dy xhat. */                               \
-  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")
+  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")    \
+  /* ---- model families (MPT) */                                                                                      \
+  /* (x [..., H, T, T], slopes [H]) -> y: attention with linear biases, queries i x keys j:                            \
+   * y[..., h, i, j] = x[..., h, i, j] + bias, bias = slopes[h] * (float)(j - i) rounded to f32 first                  \
+   * (no fused multiply-add). Not KILN_E although y[k] reads only x[k] and slopes[h], so y could alias                 \
+   * x: KILN_E also admits an op to elementwise fusion (OpenCL), whose kernels index every input at the                \
+   * fused element k and know no (h, i, j). Without it the op runs as a kernel of its own and y never                  \
+   * aliases x (the scores it biases live in the arena, so nothing is lost). */                                        \
+  X(ALIBI, 30, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,
