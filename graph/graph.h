@@ -92,6 +92,7 @@ class Graph {
   ValueId rope_grad(ValueId dy, ValueId cos, ValueId sin, bool interleaved);
   ValueId causal_softmax(ValueId x, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
+  ValueId alibi(ValueId x, ValueId slopes);
   ValueId cross_entropy(ValueId logits, ValueId targets);
   ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
   ValueId sum_to(ValueId x, Shape suffix);

@@ -111,6 +111,9 @@ void rope_grad(const Ctx&, const float* dy, const float* cos, const float* sin, 
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);
 
+// ---- kernels_alibi.cpp: rows = batch * H * T query rows of t keys, heads = H
+void alibi(const Ctx&, const float* x, const float* slopes, float* y, int64_t rows, int64_t t, int64_t heads);
+
 // ---- kernels_loss.cpp (targets already checked to lie in [0, cols))
 // scratch: rows doubles
 void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, float* loss, int64_t rows, int64_t cols);

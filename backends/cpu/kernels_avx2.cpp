@@ -9,6 +9,7 @@
 // could carry AVX instructions into it.
 // Including .cpp files is the point here (one AVX2 translation unit).
 // NOLINTBEGIN(bugprone-suspicious-include)
+#include "kernels_alibi.cpp"
 #include "kernels_attention.cpp"
 #include "kernels_dispatch.cpp"
 #include "kernels_dropout.cpp"

@@ -113,6 +113,7 @@ const Generator kGenerators[] = {
     {&kLayoutOps, emit_layout},
     {&kEmbeddingGradOps, emit_embedding_grad},
     {&kRopeOps, emit_rope},
+    {&kAlibiOps, emit_alibi},
 };
 
 bool lists(const std::span<const kiln_op>& ops, int32_t op) {

@@ -547,6 +547,22 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
           true);
       return;
     }
+    case KILN_OP_ALIBI: {
+      // Whole rows per dispatch (alibi.comp derives head and query from the
+      // row); the slopes are bound whole.
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                     heads = static_cast<uint64_t>(p.heads);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline(kiln_op_name(n.op), {group_}), rows,
+          {{at(n.outputs[0]), row, 0, true}, {at(n.inputs[0]), row, 0, false}, {at(n.inputs[1]), 0, heads * 4, false}},
+          [&](uint64_t r0, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr * cols, "count"), u32(cols, "cols"), u32(heads, "heads"),
+                                         u32(r0 % (heads * cols), "row")};
+          },
+          false, rows * cols);
+      return;
+    }
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(index, n, p, false);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy(index, n, p, true);
     case KILN_OP_SUM_TO: {
@@ -660,6 +676,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_ROPE,
     KILN_OP_ROPE_GRAD,
     KILN_OP_DROPOUT,
+    KILN_OP_ALIBI,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -87,7 +87,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
   KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
   KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
-  KILN_RULE_DROPOUT = 25          /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
+  KILN_RULE_DROPOUT = 25,         /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
+  KILN_RULE_ALIBI = 26            /* (x [..., H, T, T], slopes [H]) -> x */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -215,7 +216,15 @@ typedef enum kiln_shape_rule {
    * g = (e / period) * stride + e % period + offset (uint64, wrapping); r = word g % 4 of                              \
    * Philox4x32-10(counter {g / 4 low, g / 4 high, step, 0}, key {seed, site}); kept iff                               \
    * (r >> 8) >= llround(p * 2^24); y = x * (kept ? (float)(1 / (1 - p)) : 0). y may alias x. */                       \
-  X(DROPOUT, 36, "dropout", 2, 1, 3, 1, KILN_E, EXACT, DROPOUT, "x:f key:i", "y:f")
+  X(DROPOUT, 36, "dropout", 2, 1, 3, 1, KILN_E, EXACT, DROPOUT, "x:f key:i", "y:f")                                     \
+  /* ---- model families (MPT) */                                                                                      \
+  /* (x [..., H, T, T], slopes [H]) -> y: attention with linear biases, queries i x keys j:                            \
+   * y[..., h, i, j] = x[..., h, i, j] + bias, bias = slopes[h] * (float)(j - i) rounded to f32 first                  \
+   * (no fused multiply-add). Not KILN_E although y[k] reads only x[k] and slopes[h], so y could alias                 \
+   * x: KILN_E also admits an op to elementwise fusion (OpenCL), whose kernels index every input at the                \
+   * fused element k and know no (h, i, j). Without it the op runs as a kernel of its own and y never                  \
+   * aliases x (the scores it biases live in the arena, so nothing is lost). */                                        \
+  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

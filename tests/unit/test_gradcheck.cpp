@@ -317,6 +317,31 @@ TEST(GradCheck, CausalSoftmax) {
   }
 }
 
+TEST(GradCheck, Alibi) {
+  // One head, several heads, leading batch dims, and a single position.
+  for (const Shape& s : {Shape{1, 4, 4}, Shape{3, 5, 5}, Shape{2, 2, 3, 3}, Shape{1, 1, 1}}) {
+    SCOPED_TRACE(to_string(s));
+    GradCheck c;
+    ValueId x = c.input("x", s, -2.0, 2.0);
+    ValueId slopes = c.input("slopes", {s[s.size() - 3]}, -1.0, 1.0);
+    c.check(c.weighted_sum(c.g.alibi(x, slopes)), {"x"});
+  }
+}
+
+TEST(GradCheck, AlibiBeforeTheCausalSoftmaxAndSlopesAreConstants) {
+  // MPT's scores: softmax(alibi(x, slopes)), where the bias changes which
+  // keys dominate, so dx depends on the slopes through the softmax.
+  GradCheck c;
+  ValueId x = c.input("x", {2, 3, 4, 4}, -2.0, 2.0);
+  ValueId slopes = c.input("slopes", {3}, 0.25, 1.0);
+  ValueId loss = c.weighted_sum(c.g.causal_softmax(c.g.alibi(x, slopes), 1.0f));
+  c.check(loss, {"x"});
+  // The slopes are fixed by the head count (no gradient): exactly zero.
+  Graph g = c.g;
+  g.output("dslopes", backward(g, loss, {slopes})[0]);
+  EXPECT_EQ(run_reference(g, c.inputs).at("dslopes").f32, std::vector<float>(3, 0.0f));
+}
+
 TEST(GradCheck, CrossEntropy) {
   GradCheck c;
   ValueId logits = c.input("logits", {4, 7}, -2.0, 2.0);

@@ -147,6 +147,20 @@ TEST(OpRules, RopeRefusesWhatItCannotRotate) {
   EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 3})}, &out), "expects 1 int attributes, got 0");
 }
 
+TEST(OpRules, AlibiNeedsSquareScoresAndOneSlopePerHead) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_ALIBI, {f32({2, 3, 5, 5}), f32({3})}, &out), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({2, 3, 5, 5}));
+  ASSERT_EQ(run(KILN_OP_ALIBI, {f32({1, 1, 1}), f32({1})}, &out), "");
+  EXPECT_EQ(out[0], f32({1, 1, 1}));
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({5, 5}), f32({1})}, &out), "x must be [..., H, T, T], got [5, 5]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 4}), f32({3})}, &out), "x must be [..., H, T, T], got [3, 5, 4]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({2, 3, 5, 5}), f32({2})}, &out), "slopes must be [3], got [2]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 5}), f32({1, 3})}, &out), "slopes must be [3], got [1, 3]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 5}), i32({3})}, &out), "slopes must be f32, got i32");
+}
+
 // A decoded graph as a plugin receives it: one node whose declared outputs
 // must be exactly what the rule infers.
 TEST(OpRules, DropoutKeepsTheShapeAndChecksItsAttributes) {

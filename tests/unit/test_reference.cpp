@@ -3,6 +3,7 @@
 // arithmetic or from an independent, deliberately naive formula in the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -463,6 +464,27 @@ TEST(Reference, SoftmaxGradByHand) {
   // Row 0: sum dy*y = 0.2; dx = 2 * [0.2 * 0.8, 0.8 * -0.2].
   // Row 1: sum dy*y = 3; dx = 2 * [1 * 0, 0 * 2] = 0.
   expect_near(dx, {0.32, -0.32, 0, 0});
+}
+
+TEST(Reference, AlibiAddsSlopeTimesKeyMinusQueryPerHead) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {2, 2, 3, 3});
+  ValueId slopes = g.input("slopes", KILN_F32, {2});
+  g.output("y", g.alibi(x, slopes));
+  // Batch b holds 10 b everywhere; heads 0 and 1 have slopes 0.5 and -2.
+  std::vector<float> xv(36, 0.0f);
+  std::fill(xv.begin() + 18, xv.end(), 10.0f);
+  std::vector<float> y = run_y(g, {{"x", F({2, 2, 3, 3}, xv)}, {"slopes", F({2}, {0.5f, -2.0f})}});
+  // bias[h][i][j] = slopes[h] * (j - i): 0 on the diagonal, the same for
+  // every batch; row i of the lower triangle (keys a query sees) is <= 0
+  // for a positive slope.
+  const std::vector<double> head0{0, 0.5, 1, -0.5, 0, 0.5, -1, -0.5, 0};
+  const std::vector<double> head1{0, -2, -4, 2, 0, -2, 4, 2, 0};
+  std::vector<double> want;
+  for (double base : {0.0, 10.0})
+    for (const auto* head : {&head0, &head1})
+      for (double b : *head) want.push_back(base + b);
+  expect_near(y, want);
 }
 
 // ------------------------------------------------------------ cross-entropy
