@@ -7,8 +7,7 @@ namespace kiln::trainer {
 Reporter::Reporter(const Setup& run) : run_(run), prints_(run.comm.is_last_rank()) {
   const TrainConfig& cfg = run.cfg;
   if (!cfg.metrics_file.empty() && prints_) {
-    metrics_ = std::make_unique<std::ofstream>(cfg.metrics_file, std::ios::app);
-    if (!*metrics_) throw Error("cannot open --metrics-file " + cfg.metrics_file + " for appending");
+    metrics_ = std::make_unique<AppendFile>(cfg.metrics_file, "--metrics-file");
   }
   if (!cfg.tensorboard_dir.empty() && prints_) tensorboard_ = std::make_unique<TensorBoardWriter>(cfg.tensorboard_dir);
 }
@@ -42,7 +41,7 @@ void Reporter::log(const StepResult& step) {
     std::printf("%s\n", format_iteration(line).c_str());
     std::fflush(stdout);
   }
-  if (metrics_) *metrics_ << iteration_json(line).dump() << "\n" << std::flush;
+  if (metrics_) metrics_->append(iteration_json(line).dump() + "\n");
   if (tensorboard_) tensorboard_->add_iteration(line);
   stats_ = IntervalStats{};
   restart_clock();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "trainer/report/append_file.h"
 #include "trainer/report/megatron_log.h"
 #include "trainer/report/tensorboard.h"
 #include "trainer/setup.h"
@@ -30,7 +31,7 @@ class Reporter {
  private:
   const Setup& run_;
   const bool prints_;  // Megatron prints (and so records) on the last rank only
-  std::unique_ptr<std::ofstream> metrics_;
+  std::unique_ptr<AppendFile> metrics_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
   IntervalStats stats_;
   std::chrono::steady_clock::time_point interval_start_ = std::chrono::steady_clock::now();

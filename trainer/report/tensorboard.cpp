@@ -117,15 +117,12 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now_seconds())) +
                                          "." + host + "." + std::to_string(getpid())))
               .string();
-  out_.open(path_, std::ios::binary | std::ios::app);
-  if (!out_)
-    throw Error("cannot create a TensorBoard event file in --tensorboard-dir " + dir + "; check its permissions");
+  out_ = std::make_unique<AppendFile>(path_, "--tensorboard-dir");
   write(encode_file_version_event(now_seconds()));
 }
 
 void TensorBoardWriter::write(const std::string& payload) {
-  out_ << encode_record(payload);
-  out_.flush();  // TensorBoard follows the file while training runs
+  out_->append(encode_record(payload));  // whole records, at once: TensorBoard follows the file while training runs
 }
 
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step) {

@@ -7,9 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <string>
 
+#include "trainer/report/append_file.h"
 #include "trainer/report/megatron_log.h"
 
 namespace kiln::trainer {
@@ -37,7 +38,7 @@ class TensorBoardWriter {
  private:
   void write(const std::string& payload);
   std::string path_;
-  std::ofstream out_;
+  std::unique_ptr<AppendFile> out_;
 };
 
 }  // namespace kiln::trainer
