@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/dist/comm.h"
+#include "trainer/dist/same_flags.h"
 #include "trainer/trainer.h"
 
 namespace kiln::cli {
@@ -23,6 +24,7 @@ int run_train(const std::vector<std::string>& args) {
   cache_flags.register_flags(flags);
   try {
     if (!flags.parse(args)) return 0;
+    trainer::dist::check_same_flags(comm, flags);
     // Megatron's layout: world = data-parallel x tensor-parallel ranks.
     if (cfg.tensor_model_parallel_size <= 0 || comm.size() % cfg.tensor_model_parallel_size != 0)
       throw Error("--tensor-model-parallel-size " + std::to_string(cfg.tensor_model_parallel_size) +

@@ -162,6 +162,30 @@ bool Flags::parse(const std::vector<std::string>& args) {
   return true;
 }
 
+std::vector<std::pair<std::string, std::string>> Flags::values() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : specs_) {
+    std::string v;
+    switch (s.kind) {
+      case Kind::Int: v = std::to_string(*static_cast<const int64_t*>(s.target)); break;
+      case Kind::Double: {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", *static_cast<const double*>(s.target));
+        v = buf;
+        break;
+      }
+      case Kind::String: v = *static_cast<const std::string*>(s.target); break;
+      case Kind::Bool: v = *static_cast<const bool*>(s.target) ? "true" : "false"; break;
+      case Kind::List:
+        for (const std::string& item : *static_cast<const std::vector<std::string>*>(s.target))
+          v += (v.empty() ? "" : " ") + item;
+        break;
+    }
+    out.emplace_back(s.name, v);
+  }
+  return out;
+}
+
 std::string Flags::help() const {
   std::ostringstream o;
   o << "usage: kiln " << command_ << " [flags]\n\n";

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::trainer {
@@ -48,6 +49,9 @@ class Flags {
   // True if the flag appeared on the command line.
   bool given(const std::string& name) const;
   std::string help() const;
+  // Every flag's name and current value as text (switches "true"/"false",
+  // lists joined by spaces), in declaration order: what a run was told.
+  std::vector<std::pair<std::string, std::string>> values() const;
 
  private:
   enum class Kind { Int, Double, String, Bool, List };

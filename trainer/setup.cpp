@@ -131,6 +131,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);
   if (next_micro_batch) state->bind(*next_micro_batch);
   if (eval) state->bind(*eval);
+  if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
   gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
   if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
 }

@@ -45,7 +45,7 @@ uint64_t fnv1a(const unsigned char* p, size_t n, uint64_t h) {
 }
 }  // namespace
 
-void check_parameters_identical(Comm& comm, const ModelState& state, int64_t iteration) {
+void check_parameters_identical(Comm& comm, const ModelState& state, int64_t iteration, bool at_start) {
   uint64_t h = 0xcbf29ce484222325ull;
   std::vector<unsigned char> bytes;
   for (const ParamSpec& p : state.params()) {
@@ -58,9 +58,17 @@ void check_parameters_identical(Comm& comm, const ModelState& state, int64_t ite
   std::string differ;
   for (size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  // The flags are known to agree (check_same_flags), so at the start the
+  // likely cause is what the ranks read; later it is kiln's all-reduce.
   if (!differ.empty())
-    throw Error("parameters differ across data-parallel ranks at iteration " + std::to_string(iteration) + ": rank " +
-                differ + " differ from rank 0 (a bug in kiln's gradient all-reduce; please report it)");
+    throw Error("parameters differ across data-parallel ranks " +
+                (at_start ? std::string("at start-up (iteration ") + std::to_string(iteration) + ")"
+                          : "at iteration " + std::to_string(iteration)) +
+                ": rank " + differ + " differ from rank 0 " +
+                (at_start ? "(ranks running different kiln builds or backends, or --load reading different files; "
+                            "launch every rank with the same kiln and the same checkpoint)"
+                          : "(a bug in kiln's gradient all-reduce; please report it)"));
+  if (at_start) return;
   if (comm.is_last_rank())
     std::printf(" [check] parameters identical on all %d ranks at iteration %ld (hash %016llx)\n", comm.size(),
                 static_cast<long>(iteration), static_cast<unsigned long long>(h));

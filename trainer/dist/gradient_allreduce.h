@@ -40,7 +40,9 @@ class GradientAllReduce {
 
 // Megatron's --check-weight-hash-across-dp-replicas-interval: a hash of
 // every parameter's bytes, compared across ranks; throws kiln::Error naming
-// the ranks that differ.
-void check_parameters_identical(Comm& comm, const ModelState& state, int64_t iteration);
+// the ranks that differ. at_start: the check every data-parallel job makes
+// once the weights are initialised or loaded (as PyTorch DDP's broadcast
+// makes them equal), silent when they agree.
+void check_parameters_identical(Comm& comm, const ModelState& state, int64_t iteration, bool at_start = false);
 
 }  // namespace kiln::trainer::dist
