@@ -93,6 +93,19 @@ std::optional<std::vector<uint8_t>> lookup(const Store& store, const KeyParts& p
   return std::move(e->executable);
 }
 
+// The newest quarantined copy of `key`'s entry, or "".
+std::string quarantined_entry(const Store& store, const std::string& key) {
+  std::string newest;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(store.quarantine_dir(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(key + ".entry.", 0) == 0 && is_quarantine_file_name(name) && !name.ends_with(".why") &&
+        e.path().string() > newest)
+      newest = e.path().string();
+  }
+  return newest;
+}
+
 std::string failed_message(const Store& store, const KeyParts& parts, const std::string& key, const std::string& log) {
   std::string first = log.substr(0, log.find('\n'));
   return "compiling graph " + key.substr(0, 16) + " failed before (" + first + "; marker " +
@@ -165,9 +178,15 @@ std::vector<uint8_t> obtain(const CompileRequest& r) {
   }
   Store store(cfg.dir);
   if (auto exe = lookup(store, parts, key)) return std::move(*exe);
-  if (cfg.require_precompiled)
+  if (cfg.require_precompiled) {
+    // Its own entry may have been there and found corrupt: comparing with the
+    // nearest other entry would then blame a different model.
+    if (const std::string q = quarantined_entry(store, key); !q.empty())
+      throw Error("--require-precompiled: graph " + key.substr(0, 16) + "'s cache entry was corrupt and is now " + q +
+                  "; run kiln precompile with the same arguments to rebuild it");
     throw Error("--require-precompiled: graph " + key.substr(0, 16) + " is not in the compile cache " + cfg.dir + ": " +
                 explain_miss(cfg.dir, parts, key, r.summary) + "; run kiln precompile with the same arguments");
+  }
   if (!cfg.retry_failed)
     if (std::optional<std::string> log = store.read_failed(parts, key))
       throw Error(failed_message(store, parts, key, *log));

@@ -18,3 +18,16 @@ grep -q "compile cache: .*, 2 compiled" "$tmp/train.log" || fail "expected exact
 "$kiln" cache verify --cache-dir "$cache"
 "$kiln" train "${model[@]}" --cache-dir "$cache" --require-precompiled >"$tmp/again.log" 2>&1 ||
   { cat "$tmp/again.log"; fail "recompiled entries were not stored"; }
+
+# Issue 13 item 20: under --require-precompiled a graph whose own entry was
+# just quarantined is reported as such, not as a miss whose "nearest entry"
+# belongs to another model.
+mapfile -t entries < <(find "$cache/v1" -name '*.entry' | sort)
+truncate -s -100 "${entries[0]}"
+if "$kiln" train "${model[@]}" --cache-dir "$cache" --require-precompiled >"$tmp/req.log" 2>&1; then
+  fail "--require-precompiled ran with a corrupt entry"
+fi
+grep -q "^kiln: error: --require-precompiled: graph [0-9a-f]*'s cache entry was corrupt and is now $cache/quarantine/" \
+  "$tmp/req.log" || { cat "$tmp/req.log"; fail "the error does not name the quarantined entry"; }
+grep -q "nearest" "$tmp/req.log" && fail "the error compares with another entry"
+echo "ok: $(grep '^kiln: error' "$tmp/req.log")"

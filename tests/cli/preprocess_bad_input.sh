@@ -60,4 +60,10 @@ expect_error bad-vocab 'not valid JSON' --input "$tmp/nokey.jsonl" --tokenizer-t
 expect_error no-input 'cannot open --input' --input "$tmp/missing.jsonl" "${tok[@]}"
 expect_error no-vocab 'needs --vocab-file' --input "$tmp/nokey.jsonl" --tokenizer-type GPT2BPETokenizer
 expect_error other-tokenizer 'not supported' --input "$tmp/nokey.jsonl" --tokenizer-type SentencePieceTokenizer
+
+# A 10 MB line that is not JSON: the error quotes a bounded part of it
+# (issue 13 item 20: the "one-line" error used to be 10 MB long).
+python3 -c "import sys; sys.stdout.write('{\"text\": \"' + 'a' * 10000000 + '\n')" > "$tmp/huge.jsonl"
+expect_error huge-line 'not valid JSON.*bytes in all' --input "$tmp/huge.jsonl" "${tok[@]}"
+[ "$(wc -c < "$tmp/stderr")" -lt 1000 ] || { echo "huge-line: a $(wc -c < "$tmp/stderr")-byte error"; exit 1; }
 echo "preprocess_bad_input: ok"

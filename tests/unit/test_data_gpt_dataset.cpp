@@ -87,6 +87,25 @@ TEST(GptDataset, SplitParsingAndBoundariesMatchMegatron) {
   EXPECT_THROW(parse_split("1,2,3,4"), kiln::Error);
   EXPECT_THROW(parse_split("abc"), kiln::Error);
   EXPECT_THROW(parse_split("90,-10"), kiln::Error);
+  EXPECT_EQ(bounds("90/10", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
+  EXPECT_EQ(bounds("90, 10", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
+}
+
+// Issue 13 item 20: "1e-9" was called a negative proportion (Megatron's
+// parser reads it as 1 and 9); the error now quotes the token it refuses.
+TEST(GptDataset, SplitNamesTheTokenItCannotRead) {
+  auto message = [](const std::string& split) {
+    try {
+      parse_split(split);
+    } catch (const kiln::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("100,1e-9,0"),
+            "--split '100,1e-9,0': '1e-9' is not a proportion; write non-negative numbers with digits and a dot only "
+            "(Megatron reads nothing else), e.g. --split 969,30,1");
+  EXPECT_NE(message("90,-10").find("'-10' is not a proportion"), std::string::npos);
 }
 
 TEST(GptDataset, IndicesEqualMegatronsForAMultiEpochSplit) {

@@ -150,5 +150,11 @@ TEST(Mmidx, ReaderRejectsDamagedFilesWithClearErrors) {
   bad = idx;
   bad[17] = 6;  // float64
   expect_error(bad, bin, "integer type");
+  // Issue 13 item 20: counts whose byte sizes wrap around 2^64 used to be
+  // printed as the wrapped sizes; the error now quotes the header's claim.
+  bad = idx;
+  const uint64_t huge = uint64_t{1} << 62;
+  std::memcpy(bad.data() + 18, &huge, sizeof huge);
+  expect_error(bad, bin, "is corrupt: its header claims 4611686018427387904 sequences and 3 document entries");
   EXPECT_THROW(IndexedDataset((tmp.path / "missing").string()), kiln::Error);
 }

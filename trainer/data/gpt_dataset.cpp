@@ -99,7 +99,16 @@ std::vector<double> parse_split(const std::string& split) {
   std::vector<double> v;
   for (size_t i = 0; i < split.size();) {
     if (!(std::isdigit(static_cast<unsigned char>(split[i])) || split[i] == '.')) {
-      if (split[i] == '-') throw Error("--split '" + split + "' has a negative proportion");
+      // Only separators may stand between numbers: Megatron would read
+      // "1e-9" as the numbers 1 and 9, and "-5" as 5, silently.
+      if (split[i] != ',' && split[i] != '/' && split[i] != ' ') {
+        size_t b = i, e = i;
+        while (b > 0 && split[b - 1] != ',' && split[b - 1] != '/' && split[b - 1] != ' ') --b;
+        while (e < split.size() && split[e] != ',' && split[e] != '/' && split[e] != ' ') ++e;
+        throw Error("--split '" + split + "': '" + split.substr(b, e - b) +
+                    "' is not a proportion; write non-negative numbers with digits and a dot only (Megatron "
+                    "reads nothing else), e.g. --split 969,30,1");
+      }
       ++i;
       continue;
     }

@@ -101,8 +101,12 @@ IndexedDataset::IndexedDataset(const std::string& prefix)
     throw Error(ip + " has dtype code " + std::to_string(code) + "; token ids must be an integer type");
   dtype_ = static_cast<TokenDtype>(code);
   uint64_t s = load<uint64_t>(p + 18), d = load<uint64_t>(p + 26);
+  // Counts beyond 2^40 are a corrupt header; the sizes below would wrap.
+  if (s > (uint64_t{1} << 40) || d > (uint64_t{1} << 40) || d < 1)
+    throw Error(ip + " is corrupt: its header claims " + std::to_string(s) + " sequences and " + std::to_string(d) +
+                " document entries (an index holds 0 to 2^40 sequences and 1 to 2^40 entries)");
   const uint64_t expect = kHeaderSize + 12 * s + 8 * d;
-  if (s > (uint64_t{1} << 40) || d > (uint64_t{1} << 40) || d < 1 || expect != idx_.size())
+  if (expect != idx_.size())
     throw Error(ip + " is inconsistent: " + std::to_string(s) + " sequences and " + std::to_string(d) +
                 " document entries need " + std::to_string(expect) + " bytes, the file has " +
                 std::to_string(idx_.size()) + " (truncated or not from the same writer)");

@@ -17,6 +17,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A message quotes at most this much of the input: nlohmann's parse errors
+// quote the token they stopped in, which may be a whole 10 MB line.
+std::string clipped(const std::string& text, size_t max_bytes = 160) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes in all)";
+}
+
 // Reads lines from a plain or gzip file (trainer/data/input_bytes.h).
 class LineReader {
  public:
@@ -116,7 +125,7 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
           what = "at " + what.substr(p);
         else if (size_t q = what.find("] "); what.rfind("[json.exception.", 0) == 0 && q != std::string::npos)
           what = what.substr(q + 2);
-        bad = "line " + std::to_string(line_no) + " of " + opt.input + " is not valid JSON (" + what + ")";
+        bad = "line " + std::to_string(line_no) + " of " + opt.input + " is not valid JSON (" + clipped(what) + ")";
       }
     }
     if (!bad.empty()) {
@@ -135,7 +144,7 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
       if (it == doc.end()) {
         std::string keys;
         for (auto k = doc.begin(); k != doc.end(); ++k) keys += (keys.empty() ? "" : ", ") + ("'" + k.key() + "'");
-        problem = "has no key '" + key + "' (it has " + (keys.empty() ? std::string("no keys") : keys) +
+        problem = "has no key '" + key + "' (it has " + (keys.empty() ? std::string("no keys") : clipped(keys)) +
                   "); choose the key with --json-keys";
       } else if (!it->is_string()) {
         bool list_of_strings = it->is_array();
