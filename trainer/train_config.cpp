@@ -16,6 +16,19 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--seq-length", &model.seq_length, "sequence length");
   f.add("--max-position-embeddings", &max_position_embeddings, "position table size (defaults to --seq-length)");
   f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
+  f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
+  f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
+  f.add("--apply-layernorm-1p", &model.apply_layernorm_1p, "norm weights stored zero-centred: scale by 1 + weight");
+  f.add("--ffn-hidden-size", &model.ffn_hidden_size, "MLP hidden size (default 4 x hidden size)");
+  f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
+  f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
+  f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
+  f.add("--untie-embeddings-and-output-weights", &model.untie_embeddings_and_output_weights,
+        "an output layer of its own instead of the word embedding");
+  f.add("--disable-bias-linear", &disable_bias_linear, "no biases in the linear layers");
+  f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
+  f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
+  f.add("--position-embedding-type", &position_embedding_type, "learned_absolute | none");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch");
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)");
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
@@ -65,8 +78,26 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
 }
 
+void TrainConfig::finalize_architecture(const Flags& f) {
+  model.normalization = parse_normalization(normalization);
+  model.position_embedding_type = parse_position_embedding(position_embedding_type);
+  if (!(norm_epsilon > 0)) throw Error("--norm-epsilon must be positive, got " + std::to_string(norm_epsilon));
+  model.layernorm_epsilon = static_cast<float>(norm_epsilon);
+  if (f.given("--num-query-groups") && !group_query_attention)
+    throw Error("--num-query-groups needs --group-query-attention (as Megatron, it is ignored otherwise)");
+  if (group_query_attention && num_query_groups <= 0)
+    throw Error("--num-query-groups must be positive, got " + std::to_string(num_query_groups));
+  model.num_query_groups = group_query_attention ? num_query_groups : 0;
+  if (f.given("--kv-channels") && model.kv_channels <= 0)
+    throw Error("--kv-channels must be positive, got " + std::to_string(model.kv_channels));
+  if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
+    throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
+  model.add_bias_linear = !disable_bias_linear;
+}
+
 void TrainConfig::finalize(const Flags& f) {
   model.init_method_std = static_cast<float>(init_method_std);
+  finalize_architecture(f);
   model.validate();
   if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
   if (max_position_embeddings != model.seq_length)

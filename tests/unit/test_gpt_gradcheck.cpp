@@ -16,13 +16,17 @@ namespace {
 using graph::HostTensor;
 using trainer::GptConfig;
 
-TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
+GptConfig two_layers() {
   GptConfig cfg;
   cfg.num_layers = 2;
   cfg.hidden_size = 16;
   cfg.num_attention_heads = 2;
   cfg.vocab_size = 29;  // not a multiple of anything
   cfg.seq_length = 7;
+  return cfg;
+}
+
+void check_gradients(const GptConfig& cfg) {
   const int64_t B = 2;
 
   graph::Graph g;
@@ -77,6 +81,38 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
     }
   }
   EXPECT_EQ(checked, static_cast<int>(specs.size()) * 3);
+}
+
+TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) { check_gradients(two_layers()); }
+
+// Llama's choices: RMSNorm, grouped-query attention (2 groups of 2 heads:
+// the K/V copies' gradients summed), untied output layer, no biases,
+// QK-LayerNorm, no position embedding.
+TEST(GptGradcheck, LlamaLikeOptions) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 4;
+  cfg.normalization = trainer::Normalization::RMSNorm;
+  cfg.num_query_groups = 2;
+  cfg.untie_embeddings_and_output_weights = true;
+  cfg.add_bias_linear = false;
+  cfg.qk_layernorm = true;
+  cfg.position_embedding_type = trainer::PositionEmbedding::None;
+  check_gradients(cfg);
+}
+
+// Multi-query attention (G = 1) with LayerNorm-1p, a QKV bias alone, a
+// head dim of its own and an explicit FFN size.
+TEST(GptGradcheck, MultiQueryLayerNorm1p) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 3;
+  cfg.num_query_groups = 1;
+  cfg.kv_channels = 5;
+  cfg.ffn_hidden_size = 24;
+  cfg.apply_layernorm_1p = true;
+  cfg.add_bias_linear = false;
+  cfg.add_qkv_bias = true;
+  cfg.qk_layernorm = true;
+  check_gradients(cfg);
 }
 
 }  // namespace

@@ -257,8 +257,10 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
   }
 }
 
-TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) {
-  const GptConfig one = small_model(1), two = small_model(2);
+void expect_two_ranks_match_one(const GptConfig& model) {
+  GptConfig one = model, two = model;
+  one.tensor_parallel = 1;
+  two.tensor_parallel = 2;
   std::map<std::string, std::vector<float>> params;
   uint32_t seed = 1;
   for (const ParamSpec& s : gpt_parameters(one))
@@ -304,6 +306,22 @@ TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) {
     }
     EXPECT_LE(err, 1e-10 * norm + 1e-20) << s.name << ": gradient NMSE " << err / norm;
   }
+}
+
+TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ranks_match_one(small_model(1)); }
+
+// Llama's options split over two ranks: one query group of 2 heads each
+// (Megatron-core's per-group QKV rows), the untied output layer
+// vocab-parallel, RMSNorm and QK-LayerNorm replicated, no biases.
+TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.normalization = Normalization::RMSNorm;
+  c.num_query_groups = 2;
+  c.untie_embeddings_and_output_weights = true;
+  c.add_bias_linear = false;
+  c.qk_layernorm = true;
+  c.position_embedding_type = PositionEmbedding::None;
+  expect_two_ranks_match_one(c);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "core/log.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/report/megatron_log.h"
-#include "trainer/trainer.h"
 
 namespace kiln::trainer {
 
