@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -80,8 +81,12 @@ uint64_t parse_size(const std::string& s) {
                 : unit == "M"               ? 1048576.0
                 : unit == "G"               ? 1073741824.0
                                             : -1;
-  if (end == s.c_str() || mult < 0 || v < 0)
+  if (end == s.c_str() || mult < 0 || !std::isfinite(v) || v < 0)
     throw Error("--max-size '" + s + "' is not a size; use bytes or a K, M or G suffix (e.g. 2G)");
+  // 2^64 and above do not fit the byte count; converting them is undefined
+  // (it gave 0 and emptied the cache).
+  if (v * mult >= 18446744073709551616.0)
+    throw Error("--max-size '" + s + "' is larger than 16 EiB; leave --max-size out for no size limit");
   return static_cast<uint64_t>(v * mult);
 }
 
@@ -91,7 +96,7 @@ double parse_age(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   std::string unit = end ? end : "";
   double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
-  if (end == s.c_str() || mult < 0 || v < 0)
+  if (end == s.c_str() || mult < 0 || !std::isfinite(v) || v < 0)
     throw Error("--max-age '" + s + "' is not a duration; use seconds or an s, m, h or d suffix (e.g. 7d)");
   return v * mult;
 }

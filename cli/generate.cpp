@@ -54,8 +54,8 @@ int run_generate(const std::vector<std::string>& args) {
   trainer::Flags flags("generate");
   flags.add("--load", &load, "checkpoint directory (a --save dir or an iter_XXXXXXX dir)");
   flags.add("--prompt", &prompt, "text to continue");
-  flags.add("--temperature", &temperature, "sampling temperature (0: greedy)");
-  flags.add("--top-k", &top_k, "sample among the k most likely tokens (0: all)");
+  flags.add("--temperature", &temperature, "sampling temperature (0: greedy)", trainer::Bounds::at_least(0));
+  flags.add("--top-k", &top_k, "sample among the k most likely tokens (0: all)", trainer::Bounds::at_least(0));
   flags.add("--max-new-tokens", &max_new_tokens, "tokens to generate");
   flags.add("--seed", &seed, "sampling seed");
   flags.add("--backend", &backend, "backend plugin name or path");

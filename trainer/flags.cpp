@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -11,6 +12,7 @@ namespace kiln::trainer {
 
 namespace {
 std::string format_default(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   std::ostringstream o;
   o << v;
   return o.str();
@@ -33,8 +35,24 @@ size_t distance(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
-void Flags::add_spec(const std::string& name, Kind kind, void* target, const std::string& help) {
-  Spec s{name, kind, target, help, ""};
+bool Bounds::contains(double v) const {
+  if (!std::isfinite(v)) return false;
+  if (lo_open ? v <= lo : v < lo) return false;
+  return hi_open ? v < hi : v <= hi;
+}
+
+std::string Bounds::describe() const {
+  const bool has_lo = lo > -std::numeric_limits<double>::max(), has_hi = hi < std::numeric_limits<double>::max();
+  if (has_lo && has_hi)
+    return std::string("in ") + (lo_open ? "(" : "[") + format_default(lo) + ", " + format_default(hi) +
+           (hi_open ? ")" : "]");
+  if (has_lo) return (lo_open ? "above " : "at least ") + format_default(lo);
+  if (has_hi) return (hi_open ? "below " : "at most ") + format_default(hi);
+  return "finite";
+}
+
+void Flags::add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds) {
+  Spec s{name, kind, target, help, "", bounds};
   switch (kind) {
     case Kind::Int: s.default_text = std::to_string(*static_cast<int64_t*>(target)); break;
     case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
@@ -45,8 +63,8 @@ void Flags::add_spec(const std::string& name, Kind kind, void* target, const std
   specs_.push_back(std::move(s));
 }
 
-void Flags::add(const std::string& n, int64_t* t, const std::string& h) { add_spec(n, Kind::Int, t, h); }
-void Flags::add(const std::string& n, double* t, const std::string& h) { add_spec(n, Kind::Double, t, h); }
+void Flags::add(const std::string& n, int64_t* t, const std::string& h, Bounds b) { add_spec(n, Kind::Int, t, h, b); }
+void Flags::add(const std::string& n, double* t, const std::string& h, Bounds b) { add_spec(n, Kind::Double, t, h, b); }
 void Flags::add(const std::string& n, std::string* t, const std::string& h) { add_spec(n, Kind::String, t, h); }
 void Flags::add(const std::string& n, bool* t, const std::string& h) { add_spec(n, Kind::Bool, t, h); }
 void Flags::add(const std::string& n, std::vector<std::string>* t, const std::string& h) {
@@ -108,11 +126,17 @@ bool Flags::parse(const std::vector<std::string>& args) {
     auto bad = [&](const char* what) {
       return Error("kiln " + command_ + ": " + name + " expects " + what + ", got '" + v + "'");
     };
+    auto check_bounds = [&](double x) {
+      if (!std::isfinite(x)) throw bad("a finite number");
+      if (!s->bounds.contains(x))
+        throw Error("kiln " + command_ + ": " + name + " must be " + s->bounds.describe() + ", got " + v);
+    };
     switch (s->kind) {
       case Kind::Int: {
         int64_t x = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
         if (ec != std::errc() || p != v.data() + v.size()) throw bad("an integer");
+        check_bounds(static_cast<double>(x));
         *static_cast<int64_t*>(s->target) = x;
         break;
       }
@@ -121,8 +145,11 @@ bool Flags::parse(const std::vector<std::string>& args) {
           size_t used = 0;
           double x = std::stod(v, &used);
           if (used != v.size()) throw bad("a number");
+          check_bounds(x);
           *static_cast<double*>(s->target) = x;
-        } catch (const std::logic_error&) {
+        } catch (const std::out_of_range&) {
+          throw bad("a finite number");
+        } catch (const std::invalid_argument&) {
           throw bad("a number");
         }
         break;

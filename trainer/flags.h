@@ -7,17 +7,38 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace kiln::trainer {
 
+// The values a number flag accepts, checked when it is parsed so that a
+// bad value is refused before any work, with the flag's name. Every number
+// flag refuses NaN and infinities: a NaN passes every `x <= 0` check and
+// then poisons whatever it reaches (a learning rate, a timeout).
+struct Bounds {
+  double lo = -std::numeric_limits<double>::max();
+  double hi = std::numeric_limits<double>::max();
+  bool lo_open = false, hi_open = false;  // open: the bound itself is refused
+
+  static Bounds any() { return {}; }
+  static Bounds at_least(double lo) { return {lo, std::numeric_limits<double>::max(), false, false}; }
+  static Bounds above(double lo) { return {lo, std::numeric_limits<double>::max(), true, false}; }
+  static Bounds closed(double lo, double hi) { return {lo, hi, false, false}; }
+  static Bounds half_open(double lo, double hi) { return {lo, hi, false, true}; }  // [lo, hi)
+  static Bounds left_open(double lo, double hi) { return {lo, hi, true, false}; }  // (lo, hi]
+
+  bool contains(double v) const;
+  std::string describe() const;  // "in [0, 1)", "at least 0", "above 0"
+};
+
 class Flags {
  public:
   explicit Flags(std::string command) : command_(std::move(command)) {}
 
-  void add(const std::string& name, int64_t* target, const std::string& help);
-  void add(const std::string& name, double* target, const std::string& help);
+  void add(const std::string& name, int64_t* target, const std::string& help, Bounds bounds = {});
+  void add(const std::string& name, double* target, const std::string& help, Bounds bounds = {});
   void add(const std::string& name, std::string* target, const std::string& help);
   void add(const std::string& name, bool* target, const std::string& help);  // switch
   void add(const std::string& name, std::vector<std::string>* target, const std::string& help);
@@ -36,8 +57,9 @@ class Flags {
     void* target;
     std::string help;
     std::string default_text;
+    Bounds bounds;
   };
-  void add_spec(const std::string& name, Kind kind, void* target, const std::string& help);
+  void add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds = {});
   const Spec* find(const std::string& name) const;
 
   std::string command_;

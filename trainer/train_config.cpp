@@ -1,5 +1,6 @@
 #include "trainer/train_config.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
@@ -8,6 +9,15 @@
 #include "trainer/lr_schedule.h"
 
 namespace kiln::trainer {
+
+namespace {
+// Durations above a year are typos (or 1e300), and would overflow the
+// clocks they are added to.
+constexpr double kMaxMinutes = 365.0 * 24 * 60;
+// Sequence counts are multiplied together (by data-parallel ranks, micro
+// batches, iterations), so they stay far below int64's range.
+constexpr double kMaxBatch = 1 << 30;
+}  // namespace
 
 void TrainConfig::register_flags(Flags& f) {
   f.add("--num-layers", &model.num_layers, "transformer layers");
@@ -29,22 +39,24 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
   f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
   f.add("--position-embedding-type", &position_embedding_type, "learned_absolute | none");
-  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch");
-  f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)");
+  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
+  f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
+        Bounds::closed(0, kMaxBatch));
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
-  f.add("--lr", &lr, "peak learning rate");
-  f.add("--min-lr", &min_lr, "learning rate at the end of decay");
+  f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
+  f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
-  f.add("--lr-warmup-fraction", &lr_warmup_fraction, "warmup as a fraction of --lr-decay-iters");
+  f.add("--lr-warmup-fraction", &lr_warmup_fraction, "warmup as a fraction of --lr-decay-iters",
+        Bounds::half_open(0, 1));
   f.add("--lr-decay-iters", &lr_decay_iters, "decay steps (default: --train-iters)");
   f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine");
-  f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)");
-  f.add("--clip-grad", &clip_grad, "clip the global gradient norm to this (0: off)");
-  f.add("--adam-beta1", &adam_beta1, "AdamW beta1");
-  f.add("--adam-beta2", &adam_beta2, "AdamW beta2");
-  f.add("--adam-eps", &adam_eps, "AdamW epsilon");
-  f.add("--init-method-std", &init_method_std, "std of the normal weight init");
+  f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)", Bounds::at_least(0));
+  f.add("--clip-grad", &clip_grad, "clip the global gradient norm to this (0: off)", Bounds::at_least(0));
+  f.add("--adam-beta1", &adam_beta1, "AdamW beta1", Bounds::half_open(0, 1));
+  f.add("--adam-beta2", &adam_beta2, "AdamW beta2", Bounds::half_open(0, 1));
+  f.add("--adam-eps", &adam_eps, "AdamW epsilon", Bounds::at_least(0));
+  f.add("--init-method-std", &init_method_std, "std of the normal weight init", Bounds::at_least(0));
   f.add("--seed", &seed, "random seed (initialisation and data order)");
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
@@ -66,11 +78,13 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores)");
   f.add("--metrics-file", &metrics_file, "append one JSON object per logged step to this file");
   f.add("--distributed-timeout-minutes", &distributed_timeout_minutes,
-        "end the job when a collective waits longer than this (a rank died or hangs)");
+        "end the job when a collective waits longer than this (a rank died or hangs)",
+        Bounds::left_open(0, kMaxMinutes));
   f.add("--ddp-bucket-size", &ddp_bucket_size, "gradient all-reduce bucket size, in elements");
   f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
         "every N steps, check that parameters are bit-identical on all ranks (0: off)");
-  f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)");
+  f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)",
+        Bounds::closed(0, kMaxMinutes));
   f.add("--save-trigger-file", &save_trigger_file,
         "if this file exists (checked every --log-interval steps), save and delete it (default <save>/kiln-save-now)");
   f.add("--exit-trigger-file", &exit_trigger_file,
@@ -152,6 +166,36 @@ void TrainConfig::finalize(const Flags& f) {
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
   model.validate();
+  check_tensor_sizes();
+}
+
+void TrainConfig::check_tensor_sizes() const {
+  // A step's graph holds every activation as one IR value, and the IR caps a
+  // value at 2^40 elements (include/kiln/ir_decode.hpp). Say which flags make
+  // a tensor too large here, rather than "IR value too large" later.
+  const double B = static_cast<double>(micro_batch_size), T = static_cast<double>(model.seq_length);
+  const double C = static_cast<double>(model.hidden_size), V = static_cast<double>(model.local_vocab());
+  const double H = static_cast<double>(model.local_heads()), F = static_cast<double>(model.ffn_hidden_size());
+  struct Tensor {
+    const char* what;
+    double elements;
+    const char* flags;
+  };
+  const Tensor largest[] = {
+      {"the attention scores", B * H * T * T, "--micro-batch-size, --seq-length or --num-attention-heads"},
+      {"the logits", B * T * V, "--micro-batch-size, --seq-length or --vocab-size"},
+      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length or --hidden-size"},
+      {"the word embedding", V * C, "--vocab-size or --hidden-size"},
+  };
+  constexpr double kMaxElements = 1099511627776.0;  // 2^40
+  for (const Tensor& t : largest)
+    if (t.elements > kMaxElements) {
+      char count[32];
+      std::snprintf(count, sizeof count, "%.3g", t.elements);
+      throw Error(std::string(t.what) + " would hold " + count + " elements (--micro-batch-size " +
+                  std::to_string(micro_batch_size) + ", --seq-length " + std::to_string(model.seq_length) +
+                  "), above kiln's 2^40 per tensor; lower " + t.flags);
+    }
 }
 
 void TrainConfig::finalize_data(const Flags& f) {

@@ -85,6 +85,8 @@ struct TrainConfig {
   void finalize_architecture(const Flags& flags);
   // --data-path checks; sets model.vocab_size from the tokenizer.
   void finalize_data(const Flags& flags);
+  // Throws naming the flags when an activation would exceed the IR's limit.
+  void check_tensor_sizes() const;
 };
 
 }  // namespace kiln::trainer

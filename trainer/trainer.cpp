@@ -16,6 +16,7 @@
 // nodes; data parallelism then runs over the groups (world = DP x T).
 #include "trainer/trainer.h"
 
+#include "core/log.h"
 #include "trainer/checkpoint/checkpointer.h"
 #include "trainer/dist/gradient_allreduce.h"
 #include "trainer/job_control.h"
@@ -34,6 +35,11 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
   Step step(run, control);
   Checkpointer checkpointer(run);
 
+  if (run.progress.iteration >= cfg.train_iters)
+    logger().warn(
+        "nothing to train: the checkpoint is at iteration {} and --train-iters is {}; raise --train-iters "
+        "to train further",
+        run.progress.iteration, cfg.train_iters);
   reporter.restart_clock();
   while (run.progress.iteration < cfg.train_iters) {
     const StepResult result = step.run();

@@ -145,6 +145,23 @@ std::map<std::string, SafeTensor> load_tensors(const fs::path& file) {
 
 }  // namespace
 
+void check_save_dir(const std::string& save_dir) {
+  const fs::path dir(save_dir);
+  const std::string fix = "; point --save at a directory this user can write";
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error("--save " + save_dir + " is not a directory" + fix);
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("--save " + save_dir + ": cannot create it (" + ec.message() + ")" + fix);
+  const fs::path probe = dir / (".kiln_write_probe." + std::to_string(::getpid()));
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  const bool ok = f && std::fputs("probe", f) >= 0 && std::fflush(f) == 0;
+  const int saved = errno;
+  if (f) std::fclose(f);
+  fs::remove(probe, ec);
+  if (!ok) throw Error("--save " + save_dir + ": cannot write there (" + std::strerror(saved) + ")" + fix);
+}
+
 std::string checkpoint_dir_name(int64_t iteration) {
   if (iteration < 0) throw Error("checkpoint iteration must be >= 0, got " + std::to_string(iteration));
   char buf[32];
@@ -251,6 +268,16 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
   if (!out.meta.is_object())
     throw Error("checkpoint " + meta_path.string() + " is corrupt: not a JSON object" + kLoadFix);
 
+  // The latest file or the directory name gives the iteration; meta.json,
+  // written with the tensors, must agree, or the files are not the ones
+  // the name promises (a copied or hand-edited checkpoint).
+  if (auto it = out.meta.find("iteration"); have_iteration && it != out.meta.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() != out.iteration)
+      throw Error("checkpoint " + out.dir + " is named as iteration " + std::to_string(out.iteration) +
+                  " but its meta.json says iteration " + it->dump() +
+                  "; the files are not the ones the name promises: fix " + kLatestFileName +
+                  " or point --load at the right iter_XXXXXXX directory");
+  }
   // A copied or renamed iteration directory loses its iter_ name; fall back
   // to the iteration the caller recorded in meta.json.
   if (!have_iteration) {

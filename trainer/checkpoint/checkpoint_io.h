@@ -33,6 +33,11 @@ std::string checkpoint_dir_name(int64_t iteration);
 void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::map<std::string, SafeTensor>& model,
                      const std::map<std::string, SafeTensor>& optimizer, const nlohmann::json& meta);
 
+// Makes sure checkpoints can be written to save_dir before any training:
+// creates it (and its parents) and writes and removes a probe file. Throws a
+// one-line kiln::Error naming --save otherwise (a file, read-only, no space).
+void check_save_dir(const std::string& save_dir);
+
 struct LoadedCheckpoint {
   int64_t iteration = 0;
   std::map<std::string, SafeTensor> model;

@@ -1,10 +1,14 @@
 #include "trainer/checkpoint/checkpointer.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/report/megatron_log.h"
@@ -31,6 +35,19 @@ Progress resume_from(const LoadedCheckpoint& ck, ModelState& state) {
   p.consumed = meta_integer(ck.meta, "consumed_samples", 0);
   p.skipped_total = meta_integer(ck.meta, "skipped_iterations", 0);
   p.nan_total = meta_integer(ck.meta, "nan_iterations", 0);
+  // The counters are trusted from here on (the data position, sums that
+  // would overflow), so a crafted or corrupt meta.json stops here: no
+  // iteration consumes more than 2^32 samples.
+  auto check = [&](const char* key, int64_t v, int64_t most) {
+    if (v < 0 || v > most)
+      throw Error("checkpoint " + ck.dir + "/meta.json: '" + key + "' is " + std::to_string(v) +
+                  ", impossible at iteration " + std::to_string(ck.iteration) + " (expected 0 to " +
+                  std::to_string(most) + "); the checkpoint is corrupt, re-save it or point --load at another");
+  };
+  const int64_t most_samples = ck.iteration > (INT64_MAX >> 32) ? INT64_MAX : ck.iteration << 32;
+  check("consumed_samples", p.consumed, most_samples);
+  check("skipped_iterations", p.skipped_total, ck.iteration);
+  check("nan_iterations", p.nan_total, ck.iteration);
   logger().info("resumed from {} at iteration {} ({} consumed samples)", ck.dir, p.iteration, p.consumed);
   return p;
 }
@@ -48,6 +65,21 @@ bool Checkpointer::maybe_save(const JobControl::Decision& request) {
   save(iteration);
   return true;
 }
+
+namespace {
+// The name of the first f32 tensor holding a NaN or an infinity, or "".
+std::string first_non_finite(const std::map<std::string, SafeTensor>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    if (t.dtype != "F32") continue;
+    for (size_t i = 0; i + sizeof(float) <= t.data.size(); i += sizeof(float)) {
+      float v = 0;
+      std::memcpy(&v, t.data.data() + i, sizeof v);
+      if (!std::isfinite(v)) return name;
+    }
+  }
+  return "";
+}
+}  // namespace
 
 void Checkpointer::save(int64_t it) {
   const TrainConfig& cfg = run_.cfg;
@@ -78,12 +110,27 @@ void Checkpointer::save(int64_t it) {
   // gathered over its tensor-parallel group; save_checkpoint updates the
   // latest file only once it is durable. The others wait, so nobody exits
   // or moves on before it is.
+  //
+  // A checkpoint of NaN or infinite weights would be a trap for whoever
+  // resumes from it, and would replace the last good one as `latest`: rank 0
+  // checks the full tensors, every rank learns the verdict, and all stop.
   const int rank = run_.comm.rank();
+  std::string non_finite;
   if (run_.at.dp_rank == 0) {
     std::map<std::string, SafeTensor> model_tensors = run_.state->save_model();
     std::map<std::string, SafeTensor> optimizer_tensors = run_.state->save_optimizer();
-    if (rank == 0) save_checkpoint(cfg.save, it, model_tensors, optimizer_tensors, meta);
+    if (rank == 0) {
+      non_finite = first_non_finite(model_tensors);
+      if (non_finite.empty()) save_checkpoint(cfg.save, it, model_tensors, optimizer_tensors, meta);
+    }
   }
+  const std::vector<uint64_t> verdicts =
+      run_.comm.all_gather(non_finite.empty() ? 0 : 1, "checkpoint check at iteration " + std::to_string(it));
+  if (verdicts[0] != 0)
+    throw Error("not saving the checkpoint at iteration " + std::to_string(it) + ": parameter " +
+                (non_finite.empty() ? std::string("(found by rank 0)") : non_finite) +
+                " holds NaN or infinite values (training diverged); " + cfg.save +
+                " keeps its last good checkpoint. Lower --lr, or set --clip-grad");
   if (rank == 0) {
     std::printf(" [%s] saved checkpoint at iteration %ld to %s (%.2f s)\n", megatron_timestamp().c_str(),
                 static_cast<long>(it), cfg.save.c_str(), std::chrono::duration<double>(Clock::now() - s0).count());

@@ -31,24 +31,25 @@ std::string format_iteration(const IterationLog& l) {
   s += printf_string(" throughput (tokens/s): %.1f |", l.tokens_per_second);
   s += printf_string(" learning rate: %.6E |", l.learning_rate);
   s += printf_string(" global batch size: %5ld |", static_cast<long>(l.global_batch_size));
-  s += printf_string(" lm loss: %.6E |", l.lm_loss);
-  s += printf_string(" grad norm: %.3f |", l.grad_norm);
+  if (l.lm_loss) s += printf_string(" lm loss: %.6E |", *l.lm_loss);
+  if (l.grad_norm) s += printf_string(" grad norm: %.3f |", *l.grad_norm);
   s += printf_string(" number of skipped iterations: %3ld |", static_cast<long>(l.skipped));
   s += printf_string(" number of nan iterations: %3ld |", static_cast<long>(l.nan));
   return s;
 }
 
 nlohmann::json iteration_json(const IterationLog& l) {
-  return {{"iteration", l.iteration},
-          {"consumed_samples", l.consumed_samples},
-          {"ms_per_iteration", l.ms_per_iteration},
-          {"tokens_per_second", l.tokens_per_second},
-          {"learning_rate", l.learning_rate},
-          {"global_batch_size", l.global_batch_size},
-          {"lm_loss", l.lm_loss},
-          {"grad_norm", l.grad_norm},
-          {"skipped_iterations", l.skipped},
-          {"nan_iterations", l.nan}};
+  nlohmann::json j = {{"iteration", l.iteration},
+                      {"consumed_samples", l.consumed_samples},
+                      {"ms_per_iteration", l.ms_per_iteration},
+                      {"tokens_per_second", l.tokens_per_second},
+                      {"learning_rate", l.learning_rate},
+                      {"global_batch_size", l.global_batch_size}};
+  if (l.lm_loss) j["lm_loss"] = *l.lm_loss;
+  if (l.grad_norm) j["grad_norm"] = *l.grad_norm;
+  j["skipped_iterations"] = l.skipped;
+  j["nan_iterations"] = l.nan;
+  return j;
 }
 
 std::string format_validation(int64_t iteration, double loss) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,8 +18,10 @@ struct IterationLog {
   double tokens_per_second = 0;
   double learning_rate = 0;
   int64_t global_batch_size = 0;
-  double lm_loss = 0;
-  double grad_norm = 0;
+  // Absent when every iteration of the interval was skipped: Megatron then
+  // leaves the fields out, and a 0 would read as a perfect loss.
+  std::optional<double> lm_loss;
+  std::optional<double> grad_norm;
   int64_t skipped = 0;
   int64_t nan = 0;
 };
@@ -34,8 +37,12 @@ struct IntervalStats {
     loss_sum += loss;
     norm_sum += norm;
   }
-  double mean_loss() const { return counted ? loss_sum / static_cast<double>(counted) : 0.0; }
-  double mean_norm() const { return counted ? norm_sum / static_cast<double>(counted) : 0.0; }
+  std::optional<double> mean_loss() const {
+    return counted ? std::optional(loss_sum / static_cast<double>(counted)) : std::nullopt;
+  }
+  std::optional<double> mean_norm() const {
+    return counted ? std::optional(norm_sum / static_cast<double>(counted)) : std::nullopt;
+  }
 };
 
 std::string megatron_timestamp();
