@@ -175,7 +175,8 @@ void TrainConfig::check_tensor_sizes() const {
   // a tensor too large here, rather than "IR value too large" later.
   const double B = static_cast<double>(micro_batch_size), T = static_cast<double>(model.seq_length);
   const double C = static_cast<double>(model.hidden_size), V = static_cast<double>(model.local_vocab());
-  const double H = static_cast<double>(model.local_heads()), F = static_cast<double>(model.ffn_hidden_size());
+  const double H = static_cast<double>(model.local_heads()),
+               F = static_cast<double>(model.ffn_hidden() * (model.swiglu ? 2 : 1));
   struct Tensor {
     const char* what;
     double elements;
@@ -184,7 +185,7 @@ void TrainConfig::check_tensor_sizes() const {
   const Tensor largest[] = {
       {"the attention scores", B * H * T * T, "--micro-batch-size, --seq-length or --num-attention-heads"},
       {"the logits", B * T * V, "--micro-batch-size, --seq-length or --vocab-size"},
-      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length or --hidden-size"},
+      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length, --hidden-size or --ffn-hidden-size"},
       {"the word embedding", V * C, "--vocab-size or --hidden-size"},
   };
   constexpr double kMaxElements = 1099511627776.0;  // 2^40
