@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
@@ -39,6 +41,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
   f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
   f.add("--position-embedding-type", &position_embedding_type, "learned_absolute | none");
+  f.add("--use-checkpoint-args", &use_checkpoint_args,
+        "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
@@ -107,6 +111,12 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
   model.add_bias_linear = !disable_bias_linear;
+  if (use_checkpoint_args) {
+    if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+    // As Megatron: the checkpoint's model replaces the model flags.
+    const LoadedCheckpoint ck = load_checkpoint(load);
+    model = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
+  }
 }
 
 void TrainConfig::finalize(const Flags& f) {
@@ -148,7 +158,7 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error(
           "--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
           "(make one with kiln preprocess)");
-    if (mock_data && !f.given("--vocab-size"))
+    if (mock_data && !f.given("--vocab-size") && !use_checkpoint_args)
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +

@@ -23,6 +23,8 @@ struct TrainConfig {
   bool group_query_attention = false;
   int64_t num_query_groups = 1;
   bool disable_bias_linear = false;
+  // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
+  bool use_checkpoint_args = false;
 
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;

@@ -3,8 +3,9 @@
 # grouped-query attention (4 heads in 2 groups), an untied output layer, no
 # linear biases, QK-LayerNorm, no position embedding -- learns on the
 # embedded corpus, and its checkpoint carries the whole model config:
-# `kiln generate` samples from it and a resume continues it without any
-# model flag being repeated wrongly (a different one is refused, naming it).
+# `kiln generate` samples from it without model flags, a resume with
+# --use-checkpoint-args takes the model from it, and a resume with a
+# different model flag is refused, naming the stored option.
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -35,6 +36,9 @@ echo "generated: $(head -c 60 "$tmp/gen.txt" | tr '\n' ' ')"
 # Resuming with the same flags continues; with a different option it is refused by the config check.
 "$kiln" train "${model[@]}" "${run[@]}" --train-iters 45 --load "$tmp/ck" >"$tmp/resumed.log"
 grep -q "iteration       45/" "$tmp/resumed.log" || { echo "resume did not run on:"; cat "$tmp/resumed.log"; exit 1; }
+# --use-checkpoint-args (Megatron's): the model comes from the checkpoint, no model flag at all.
+"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 50 --load "$tmp/ck" >"$tmp/ckargs.log"
+grep -q "iteration       50/" "$tmp/ckargs.log" || { echo "--use-checkpoint-args did not resume:"; cat "$tmp/ckargs.log"; exit 1; }
 status=0
 "$kiln" train "${model[@]/RMSNorm/LayerNorm}" "${run[@]}" --train-iters 45 --load "$tmp/ck" >"$tmp/bad.log" 2>&1 || status=$?
 [ "$status" != 0 ] && grep -q '"normalization":"RMSNorm"' "$tmp/bad.log" ||

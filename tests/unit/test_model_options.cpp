@@ -184,6 +184,7 @@ TEST(ModelOptions, FlagErrorsNameTheFlag) {
   EXPECT_NE(finalize_error({"--norm-epsilon", "0"}).find("--norm-epsilon must be positive"), std::string::npos);
   EXPECT_NE(finalize_error({"--ffn-hidden-size", "33"}, 2).find("--ffn-hidden-size 33 is not divisible"),
             std::string::npos);
+  EXPECT_NE(finalize_error({"--use-checkpoint-args"}).find("--use-checkpoint-args needs --load"), std::string::npos);
 }
 
 std::string validate_error(const GptConfig& c) {
