@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/log.h"
+
 namespace kiln::compiler_cache {
 
 std::string this_host() {
@@ -60,8 +62,17 @@ std::optional<LockHolder> read_lock(const std::string& path) {
 bool lock_is_stale(const LockHolder& h, const LockPolicy& policy) {
   if (h.host == this_host() && !pid_alive(h.pid)) return true;
   // A half-written lock (holder died between create and write) has no pid:
-  // it goes stale by age like any other.
-  return h.heartbeat_age_s * 1000.0 > static_cast<double>(policy.stale_after.count());
+  // it goes stale by age like any other. A heartbeat further in the future
+  // than the stale age is implausible (clock skew, a copied file): it would
+  // never age, so it counts as stale too.
+  const double stale_s = static_cast<double>(policy.stale_after.count()) / 1000.0;
+  return h.heartbeat_age_s > stale_s || h.heartbeat_age_s < -stale_s;
+}
+
+std::string describe_holder(const LockHolder& h) {
+  char age[32];
+  std::snprintf(age, sizeof age, "%.1f", h.heartbeat_age_s);
+  return "pid " + std::to_string(h.pid) + " on " + h.host + ", last heartbeat " + age + " s ago";
 }
 
 // Touches the lock file's mtime until stopped.
@@ -142,14 +153,30 @@ std::unique_ptr<Lock> Lock::try_acquire(const std::string& path, const LockPolic
 
 std::unique_ptr<Lock> Lock::acquire(const std::string& path, const LockPolicy& policy,
                                     const std::function<bool()>& stop_waiting) {
-  const auto deadline = std::chrono::steady_clock::now() + policy.max_wait;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + policy.max_wait;
   auto pause = std::chrono::milliseconds(20);
+  bool told = false;
   for (;;) {
     bool unavailable = false;
     if (std::unique_ptr<Lock> lock = try_acquire(path, policy, &unavailable)) return lock;
     if (unavailable) return nullptr;
     if (stop_waiting && stop_waiting()) return nullptr;
-    if (std::chrono::steady_clock::now() >= deadline) return nullptr;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      logger().warn("gave up waiting for lock {} after {} s; going on without it", path,
+                    std::chrono::duration_cast<std::chrono::seconds>(now - start).count());
+      return nullptr;
+    }
+    // Waiting silently looks like a hang: say for what, on whom, how long.
+    if (!told && now - start >= std::chrono::seconds(2)) {
+      told = true;
+      if (std::optional<LockHolder> h = read_lock(path))
+        logger().warn("waiting for lock {}, held by {}; at most {} s more, or until it is {} s without a heartbeat",
+                      path, describe_holder(*h),
+                      std::chrono::duration_cast<std::chrono::seconds>(deadline - now).count(),
+                      std::chrono::duration_cast<std::chrono::seconds>(policy.stale_after).count());
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }

@@ -6,7 +6,9 @@
 // A lock is a file created with O_EXCL holding "host pid token". While held,
 // a thread touches its mtime every second (the heartbeat). A lock is stale
 // when its holder is on this host and that pid no longer exists, or when its
-// heartbeat is older than stale_after (a holder on another node that died).
+// heartbeat is older than stale_after (a holder on another node that died)
+// or further than stale_after in the future (clock skew: it would never age).
+// Waiting longer than 2 s says on stderr for what and on whom.
 // A stale lock is taken over by renaming it aside, so of several processes
 // that find it stale only one wins.
 #pragma once
@@ -35,6 +37,8 @@ struct LockHolder {
 // Who holds the lock at `path`, if anyone (and the file is readable).
 std::optional<LockHolder> read_lock(const std::string& path);
 bool lock_is_stale(const LockHolder& holder, const LockPolicy& policy);
+// "pid 123 on node7, last heartbeat 0.4 s ago", for messages.
+std::string describe_holder(const LockHolder& holder);
 std::string this_host();
 
 class Lock {

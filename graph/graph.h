@@ -73,6 +73,11 @@ class Graph {
   ValueId scale(ValueId x, float s);
   ValueId gelu(ValueId x);
   ValueId gelu_grad(ValueId x, ValueId dy);
+  ValueId silu(ValueId x);
+  ValueId silu_grad(ValueId x, ValueId dy);
+  // Refuses lo > hi or a NaN bound.
+  ValueId clamp(ValueId x, float lo, float hi);
+  ValueId clamp_grad(ValueId x, ValueId dy, float lo, float hi);
   ValueId matmul(ValueId a, ValueId b, bool trans_a = false, bool trans_b = false);
   ValueId embedding(ValueId table, ValueId ids);
   ValueId embedding_grad(ValueId dy, ValueId ids, int64_t vocab);

@@ -80,7 +80,10 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   LoadedCheckpoint resume;
   if (!cfg.load.empty()) resume = load_and_check(cfg);
-  if (!cfg.save.empty() && comm.rank() == 0) check_save_dir(cfg.save);
+  if (!cfg.save.empty() && comm.rank() == 0) {
+    check_save_dir(cfg.save);
+    save_lock = SaveDirLock::take(cfg.save);
+  }
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
          : cfg.mock_data        ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));

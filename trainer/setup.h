@@ -11,6 +11,7 @@
 
 #include "core/fallback_device.h"
 #include "graph/executor.h"
+#include "trainer/checkpoint/save_lock.h"
 #include "trainer/data/token_source.h"
 #include "trainer/dist/comm.h"
 #include "trainer/dist/gradient_allreduce.h"
@@ -59,7 +60,8 @@ struct Setup {
   std::unique_ptr<dist::GroupCollectives> tp_collectives;
 
   std::unique_ptr<Device> device;
-  FallbackDevice fallback;  // runs the ops the backend lacks; outlives the executables
+  FallbackDevice fallback;                 // runs the ops the backend lacks; outlives the executables
+  std::unique_ptr<SaveDirLock> save_lock;  // rank 0, with --save: this run is the directory's only writer
   std::unique_ptr<TokenSource> data;
   std::unique_ptr<LrSchedule> schedule;
 

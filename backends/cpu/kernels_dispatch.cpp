@@ -39,6 +39,10 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
     KILN_OP_CROSS_ENTROPY_FROM_SUMS,
     KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD,
+    KILN_OP_SILU,
+    KILN_OP_SILU_GRAD,
+    KILN_OP_CLAMP,
+    KILN_OP_CLAMP_GRAD,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -96,6 +100,10 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return cross_entropy_from_sums(ctx, fin(0), fout(0), nd.rows);
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
       return cross_entropy_from_sums_grad(ctx, fin(0), fin(1), fout(0), nd.rows);
+    case KILN_OP_SILU: return silu(ctx, fin(0), fout(0), nd.count);
+    case KILN_OP_SILU_GRAD: return silu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
+    case KILN_OP_CLAMP: return clamp(ctx, fin(0), fout(0), nd.count, fa(0), fa(1));
+    case KILN_OP_CLAMP_GRAD: return clamp_grad(ctx, fin(0), fin(1), fout(0), nd.count, fa(0), fa(1));
     case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
     case KILN_OP_COUNT_: break;
   }

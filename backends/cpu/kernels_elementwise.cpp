@@ -1,5 +1,6 @@
-// FILL, ADD, MUL, SCALE, GELU, GELU_GRAD. Every output may be at the same
-// address as an input: each W-wide block is loaded before it is stored.
+// FILL, ADD, MUL, SCALE, GELU, SILU, CLAMP and their gradients. Every output
+// may be at the same address as an input: each W-wide block is loaded before
+// it is stored.
 #include "kernels.h"
 
 namespace kiln::cpu::KILN_CPU_ISA {
@@ -37,6 +38,29 @@ inline V gelu_grad_v(V x, V dy) {
   V s = set1(1.0f) / (set1(1.0f) + e);
   V d = fma(x * (e * s) * s, du * set1(2.0f), s);
   return dy * d;
+}
+
+// SiLU's sigmoid is exactly 0 below this x (where it is < 2e-35): it stays a
+// normal float, and silu(-inf) = -inf * 0 = NaN as the formula gives.
+constexpr float kSiluFlushBelow = -80.0f;
+
+// sigmoid(x) = 1 / (1 + e), e = exp(-x) capped at e^80; returns s and sets e.
+inline V silu_sigmoid_v(V x, V& e) {
+  e = exp(min(set1(-kSiluFlushBelow), set1(0.0f) - x));
+  return zero_below(set1(1.0f) / (set1(1.0f) + e), x, set1(kSiluFlushBelow));
+}
+
+inline V silu_v(V x) {
+  V e;
+  return x * silu_sigmoid_v(x, e);
+}
+
+// dy s (1 + x (1 - s)), with 1 - s = e s (no cancellation as s -> 1); at
+// +-inf x (1 - s) is inf * 0 = NaN, as in the formula.
+inline V silu_grad_v(V x, V dy) {
+  V e;
+  V s = silu_sigmoid_v(x, e);
+  return dy * (s * fma(x, e * s, set1(1.0f)));
 }
 
 // y = a op b with b repeating every `inner` elements.
@@ -100,6 +124,31 @@ void gelu(const Ctx& ctx, const float* x, float* y, int64_t n) {
 void gelu_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n) {
   for_chunks(ctx, n, kGrain / 4,
              [&](int64_t, int64_t s, int64_t e) { map2(x + s, dy + s, dx + s, e - s, gelu_grad_v); });
+}
+
+void silu(const Ctx& ctx, const float* x, float* y, int64_t n) {
+  // exp + divide, like GELU.
+  for_chunks(ctx, n, kGrain / 4, [&](int64_t, int64_t s, int64_t e) { map1(x + s, y + s, e - s, silu_v); });
+}
+
+void silu_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n) {
+  for_chunks(ctx, n, kGrain / 4,
+             [&](int64_t, int64_t s, int64_t e) { map2(x + s, dy + s, dx + s, e - s, silu_grad_v); });
+}
+
+void clamp(const Ctx& ctx, const float* x, float* y, int64_t n, float lo, float hi) {
+  // x second: the x86 min/max return their second operand when either is NaN.
+  V vlo = set1(lo), vhi = set1(hi);
+  for_chunks(ctx, n, kGrain, [&](int64_t, int64_t s, int64_t e) {
+    map1(x + s, y + s, e - s, [&](V v) { return min(vhi, max(vlo, v)); });
+  });
+}
+
+void clamp_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n, float lo, float hi) {
+  V vlo = set1(lo), vhi = set1(hi);
+  for_chunks(ctx, n, kGrain, [&](int64_t, int64_t s, int64_t e) {
+    map2(x + s, dy + s, dx + s, e - s, [&](V v, V d) { return keep_between(d, v, vlo, vhi); });
+  });
 }
 
 }  // namespace kiln::cpu::KILN_CPU_ISA

@@ -53,6 +53,11 @@ inline V min(V a, V b) { return {_mm256_min_ps(a.v, b.v)}; }
 inline V sqrt(V a) { return {_mm256_sqrt_ps(a.v)}; }
 // a where !(x < lo) (NaN x keeps a), else 0.
 inline V zero_below(V a, V x, V lo) { return {_mm256_and_ps(a.v, _mm256_cmp_ps(x.v, lo.v, _CMP_NLT_UQ))}; }
+// a where lo <= x <= hi (ordered: NaN x gives 0), else 0.
+inline V keep_between(V a, V x, V lo, V hi) {
+  __m256 in = _mm256_and_ps(_mm256_cmp_ps(x.v, lo.v, _CMP_GE_OQ), _mm256_cmp_ps(x.v, hi.v, _CMP_LE_OQ));
+  return {_mm256_and_ps(a.v, in)};
+}
 inline V round(V a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
 // 2^n for integral n in [-126, 127].
 inline V pow2i(V n) {
@@ -117,6 +122,9 @@ inline V max(V a, V b) { return {_mm_max_ps(a.v, b.v)}; }
 inline V min(V a, V b) { return {_mm_min_ps(a.v, b.v)}; }
 inline V sqrt(V a) { return {_mm_sqrt_ps(a.v)}; }
 inline V zero_below(V a, V x, V lo) { return {_mm_and_ps(a.v, _mm_cmpnlt_ps(x.v, lo.v))}; }
+inline V keep_between(V a, V x, V lo, V hi) {
+  return {_mm_and_ps(a.v, _mm_and_ps(_mm_cmpge_ps(x.v, lo.v), _mm_cmple_ps(x.v, hi.v)))};
+}
 // cvtps rounds to nearest-even under the default MXCSR; callers keep |a| < 2^31.
 inline V round(V a) { return {_mm_cvtepi32_ps(_mm_cvtps_epi32(a.v))}; }
 inline V pow2i(V n) {
@@ -171,6 +179,7 @@ inline V max(V a, V b) { return {a.v > b.v ? a.v : b.v}; }
 inline V min(V a, V b) { return {a.v < b.v ? a.v : b.v}; }
 inline V sqrt(V a) { return {std::sqrt(a.v)}; }
 inline V zero_below(V a, V x, V lo) { return {x.v < lo.v ? 0.0f : a.v}; }
+inline V keep_between(V a, V x, V lo, V hi) { return {lo.v <= x.v && x.v <= hi.v ? a.v : 0.0f}; }
 inline V round(V a) { return {std::nearbyint(a.v)}; }
 inline V pow2i(V n) {
   int32_t e = (static_cast<int32_t>(n.v) + 127) << 23;

@@ -4,7 +4,11 @@
 //
 // GELU uses x * sigmoid(2u) (= 0.5 x (1 + tanh u)) with the sigmoid written
 // around exp(-2|u|): 1 + tanh(u) cancels catastrophically for negative u in
-// float, this form keeps full relative precision on both sides.
+// float, this form keeps full relative precision on both sides. SILU's
+// sigmoid is written around exp(-|x|) the same way.
+//
+// CLAMP uses comparisons rather than fmin/fmax (which return the other
+// operand for a NaN) so that a NaN stays NaN; its bounds are constants.
 #include <map>
 
 #include "emit.h"
@@ -22,7 +26,8 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 
 // Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
 constexpr kiln_op kElementwiseOpsList[] = {
-    KILN_OP_FILL, KILN_OP_ADD, KILN_OP_MUL, KILN_OP_SCALE, KILN_OP_GELU, KILN_OP_GELU_GRAD, KILN_OP_ADAMW,
+    KILN_OP_FILL,  KILN_OP_ADD,  KILN_OP_MUL,       KILN_OP_SCALE, KILN_OP_GELU,       KILN_OP_GELU_GRAD,
+    KILN_OP_ADAMW, KILN_OP_SILU, KILN_OP_SILU_GRAD, KILN_OP_CLAMP, KILN_OP_CLAMP_GRAD,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -82,6 +87,36 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
           body.push_back("  " + y + " = " + dy + " * (s + 2.0f * x * s * t * du);");
         }
         body.push_back("}");
+        break;
+      }
+      case KILN_OP_SILU:
+      case KILN_OP_SILU_GRAD: {
+        const std::string x = in(0);
+        const std::string dy = n.op == KILN_OP_SILU_GRAD ? in(1) : std::string();
+        body.push_back("float " + y + ";");
+        body.push_back("{");
+        body.push_back("  const float x = " + x + ";");
+        body.push_back("  const float a = exp(-fabs(x));");
+        body.push_back("  const float s = (x >= 0.0f ? 1.0f : a) / (1.0f + a);  // sigmoid(x)");
+        if (n.op == KILN_OP_SILU) {
+          body.push_back("  " + y + " = x * s;");
+        } else {
+          body.push_back("  const float t = (x >= 0.0f ? a : 1.0f) / (1.0f + a);  // 1 - sigmoid(x)");
+          body.push_back("  " + y + " = " + dy + " * (s * (1.0f + x * t));");
+        }
+        body.push_back("}");
+        break;
+      }
+      case KILN_OP_CLAMP: {
+        const std::string x = in(0), lo = flt(n.fattrs[0]), hi = flt(n.fattrs[1]);
+        body.push_back("const float " + y + " = " + x + " < " + lo + " ? " + lo + " : (" + x + " > " + hi + " ? " + hi +
+                       " : " + x + ");");
+        break;
+      }
+      case KILN_OP_CLAMP_GRAD: {
+        const std::string x = in(0), dy = in(1), lo = flt(n.fattrs[0]), hi = flt(n.fattrs[1]);
+        body.push_back("const float " + y + " = " + x + " >= " + lo + " && " + x + " <= " + hi + " ? " + dy +
+                       " : 0.0f;");
         break;
       }
       case KILN_OP_ADAMW: {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 namespace kiln::vk {
 
@@ -136,7 +137,10 @@ class Lowerer {
   }
   void emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args, uint64_t rows);
 
-  void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f);
+  // `f2` (CLAMP's upper bound) is pushed only when given, so the other ops'
+  // dispatches stay as they were.
+  void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
+                   std::optional<float> f2 = std::nullopt);
   void column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale);
   void embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
   void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
@@ -160,7 +164,8 @@ class Lowerer {
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
 // A broadcast b (bcast elements) is bound whole and chunks start at
 // multiples of bcast so that i % bcast stays right.
-void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f) {
+void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
+                          std::optional<float> f2) {
   const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
   // b as large as a is no broadcast: it is chunked like a.
   const bool broadcast = (op == 1 || op == 2) && bcast < count;
@@ -175,7 +180,9 @@ void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t cou
       wb = broadcast ? window(at(static_cast<uint32_t>(b)), bcast * 4, false)
                      : window(plus(at(static_cast<uint32_t>(b)), e0 * 4), n * 4, false);
     }
-    emit_1d(pipe, {wy, wa, wb}, {u32(n, "count"), u32(broadcast ? bcast : n, "bcast"), fbits(f)}, n);
+    std::vector<uint32_t> args{u32(n, "count"), u32(broadcast ? bcast : n, "bcast"), fbits(f)};
+    if (f2) args.push_back(fbits(*f2));
+    emit_1d(pipe, {wy, wa, wb}, args, n);
   }
 }
 
@@ -431,6 +438,11 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     case KILN_OP_SCALE: return elementwise(3, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
     case KILN_OP_GELU: return elementwise(4, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
     case KILN_OP_GELU_GRAD: return elementwise(5, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_SILU: return elementwise(6, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_SILU_GRAD: return elementwise(7, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_CLAMP: return elementwise(8, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0], n.fattrs[1]);
+    case KILN_OP_CLAMP_GRAD:
+      return elementwise(9, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
@@ -587,6 +599,10 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_CONCAT,
     KILN_OP_SUM_SQUARES,
     KILN_OP_ADAMW,
+    KILN_OP_SILU,
+    KILN_OP_SILU_GRAD,
+    KILN_OP_CLAMP,
+    KILN_OP_CLAMP_GRAD,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

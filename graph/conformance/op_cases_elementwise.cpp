@@ -2,6 +2,8 @@
 // are no multiple of any vector width or work-group size (1, 3, 17, 33, 65,
 // 127, ...), plus a few large enough to spread over many threads or groups.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "graph/conformance/op_cases.h"
 
@@ -97,6 +99,92 @@ void special_value_cases(CaseMaker& m) {
   m.add(KILN_OP_SUM_TO, "[3, 33] -> [33] with NaN and infinities", std::move(g), {{"x", x}});
 }
 
+// SILU and CLAMP with their gradients: every size, in place, and the
+// special values of each (NaN, both infinities; for SiLU +-100 too, where
+// exp(-x) overflows a float).
+void silu_clamp_cases(CaseMaker& m) {
+  constexpr float kLo = -0.75f, kHi = 1.5f;
+  for (kiln_op op : {KILN_OP_SILU, KILN_OP_SILU_GRAD, KILN_OP_CLAMP, KILN_OP_CLAMP_GRAD}) {
+    const bool grad = op == KILN_OP_SILU_GRAD || op == KILN_OP_CLAMP_GRAD;
+    auto build = [&](Graph& g, const Shape& s) {
+      ValueId x = g.input("x", KILN_F32, s);
+      ValueId dy = grad ? g.input("dy", KILN_F32, s) : x;
+      switch (op) {
+        case KILN_OP_SILU: return g.silu(x);
+        case KILN_OP_SILU_GRAD: return g.silu_grad(x, dy);
+        case KILN_OP_CLAMP: return g.clamp(x, kLo, kHi);
+        default: return g.clamp_grad(x, dy, kLo, kHi);
+      }
+    };
+    auto inputs = [&](const Shape& s) {
+      graph::TensorMap in{{"x", m.rng.uniform(s, -8.0f, 8.0f)}};
+      if (grad) in["dy"] = m.rng.uniform(s);
+      return in;
+    };
+    for (const Shape& s : kShapes) {
+      Graph g;
+      g.output("y", build(g, s));
+      m.add(op, str(s), std::move(g), inputs(s));
+    }
+    {
+      Graph g;
+      g.output("y", build(g, {33, 65}), "x");
+      m.add(op, "[33, 65] in place", std::move(g), inputs({33, 65}));
+    }
+    const float nan = std::nanf(""), inf = INFINITY;
+    graph::TensorMap in = inputs({3, 33});
+    std::vector<float>& x = in["x"].f32;
+    x[0] = nan, x[1] = inf, x[2] = -inf, x[3] = 100.0f, x[4] = -100.0f, x[5] = 89.0f, x[6] = -89.0f;
+    x[7] = -0.0f;
+    // The bounds themselves, and the floats right beside them.
+    x[8] = kLo, x[9] = kHi, x[10] = std::nextafter(kLo, -inf), x[11] = std::nextafter(kHi, inf);
+    x[12] = std::nextafter(kLo, inf), x[13] = std::nextafter(kHi, -inf);
+    if (grad) {
+      // A NaN gradient outside the clamp's range is masked to 0, inside it passes.
+      x[14] = 5.0f, x[15] = 0.25f;
+      in["dy"].f32[14] = nan, in["dy"].f32[15] = nan;
+    }
+    Graph g;
+    g.output("y", build(g, {3, 33}));
+    m.add(op, "[3, 33] with NaN, infinities, +-100 and the bounds", std::move(g), in);
+  }
+  // Equal bounds, bounds no input reaches, and an infinite bound.
+  const struct {
+    float lo, hi;
+    const char* what;
+  } bounds[] = {{0.5f, 0.5f, "lo = hi"}, {-1e30f, 1e30f, "wide"}, {-INFINITY, 0.0f, "[-inf, 0]"}};
+  for (const auto& b : bounds) {
+    Graph g;
+    ValueId x = g.input("x", KILN_F32, {17, 9}), dy = g.input("dy", KILN_F32, {17, 9});
+    g.output("y", g.clamp(x, b.lo, b.hi));
+    g.output("dx", g.clamp_grad(x, dy, b.lo, b.hi));
+    m.add(KILN_OP_CLAMP_GRAD, std::string("[17, 9] with its forward, bounds ") + b.what, std::move(g),
+          {{"x", m.rng.uniform({17, 9}, -2.0f, 2.0f)}, {"dy", m.rng.uniform({17, 9})}});
+  }
+  // Llama's SwiGLU, silu(gate) * up, and its backward; MPT's clip of the
+  // QKV projection after its bias: the chains a fusing backend fuses.
+  {
+    Graph g;
+    const Shape s{37, 96};
+    ValueId gate = g.input("gate", KILN_F32, s), up = g.input("up", KILN_F32, s), dh = g.input("dh", KILN_F32, s);
+    g.output("h", g.mul(g.silu(gate), up));
+    g.output("dgate", g.silu_grad(gate, g.mul(dh, up)));
+    g.output("dup", g.mul(dh, g.silu(gate)));
+    m.add(KILN_OP_SILU_GRAD, "in SwiGLU's forward and backward", std::move(g),
+          {{"gate", m.rng.uniform(s, -4.0f, 4.0f)}, {"up", m.rng.uniform(s)}, {"dh", m.rng.uniform(s)}});
+  }
+  Graph g;
+  ValueId qkv = g.input("qkv", KILN_F32, {29, 3, 48}), bias = g.input("bias", KILN_F32, {3, 48});
+  ValueId dy = g.input("dy", KILN_F32, {29, 3, 48});
+  ValueId pre = g.add(qkv, bias);
+  g.output("clipped", g.clamp(pre, -2.0f, 2.0f), "qkv");
+  g.output("dpre", g.clamp_grad(pre, dy, -2.0f, 2.0f), "dy");
+  m.add(KILN_OP_CLAMP, "after a bias add, in place", std::move(g),
+        {{"qkv", m.rng.uniform({29, 3, 48}, -3.0f, 3.0f)},
+         {"bias", m.rng.uniform({3, 48})},
+         {"dy", m.rng.uniform({29, 3, 48})}});
+}
+
 void reduction_cases(CaseMaker& m) {
   const std::pair<Shape, Shape> sum_to[] = {{{17}, {17}},      {{3, 17}, {17}},       {{2, 3, 33}, {3, 33}},
                                             {{5000, 3}, {3}},  {{100, 1000}, {1000}}, {{4, 5}, {4, 5}},
@@ -168,6 +256,7 @@ void add_elementwise_cases(Suite& suite) {
   add_mul_cases(m);
   unary_cases(m);
   special_value_cases(m);
+  silu_clamp_cases(m);
   reduction_cases(m);
   adamw_cases(m);
   chain_cases(m);

@@ -184,7 +184,18 @@ typedef enum kiln_shape_rule {
   X(RMSNORM, 28, "rmsnorm", 2, 1, 0, 1, 0, ELEMENTWISE, NORM, "x:f gamma:f", "y:f")                                    \
   /* (x, gamma, dy) -> (dx, dgamma); fattrs = {eps}. With r = 1/sqrt(mean(x^2) + eps), xhat = x r,                     \
    * g = dy gamma: dx = r (g - xhat mean(g xhat)), dgamma = sum over rows of dy xhat. */                               \
-  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")
+  X(RMSNORM_GRAD, 29, "rmsnorm_grad", 3, 2, 0, 1, 0, ELEMENTWISE, NORM_GRAD, "x:f gamma:f dy:f", "dx:f dgamma:f")      \
+  /* (x) -> y = x sigmoid(x) = x / (1 + exp(-x)) (SiLU, the gate of Llama's SwiGLU); silu(-inf) = NaN, as              \
+   * the formula (and PyTorch) gives. */                                                                               \
+  X(SILU, 30, "silu", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                             \
+  /* (x, dy) -> dx = dy s (1 + x (1 - s)), s = sigmoid(x). */                                                          \
+  X(SILU_GRAD, 31, "silu_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")                             \
+  /* (x) -> y; fattrs = {lo, hi}, lo <= hi: y = min(max(x, lo), hi), NaN stays NaN (as torch.clamp).                   \
+   * MPT's QKV clipping. */                                                                                            \
+  X(CLAMP, 32, "clamp", 1, 1, 0, 2, KILN_E, EXACT, SAME, "x:f", "y:f")                                                 \
+  /* (x, dy) -> dx; fattrs = {lo, hi}: dx = dy where lo <= x <= hi (inclusive, as PyTorch's backward),                 \
+   * else 0 (NaN x included). */                                                                                       \
+  X(CLAMP_GRAD, 33, "clamp_grad", 2, 1, 0, 2, KILN_E, EXACT, SAME, "x:f dy:f", "dx:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

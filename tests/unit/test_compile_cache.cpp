@@ -2,10 +2,14 @@
 // quarantine, lock files, and lookup/compile/publish through the real cpu
 // plugin. Cross-process behaviour (concurrent precompiles, SIGKILL, stale
 // locks of dead processes, read-only dirs) is in tests/cli/precompile_*.sh.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -166,6 +170,28 @@ TEST(CacheLock, ExcludesAndTakesOverALockOfADeadProcess) {
   std::unique_ptr<Lock> taken = Lock::try_acquire(path, policy);
   ASSERT_TRUE(taken);
   EXPECT_EQ(read_lock(path)->pid, static_cast<long>(::getpid()));
+}
+
+// Issue 13 item 3: a lock whose heartbeat lies in the future (clock skew on
+// a shared cache, a copied file) never aged, so every locked graph stalled
+// for the whole max_wait.
+TEST(CacheLock, AHeartbeatFarInTheFutureIsStale) {
+  TempDir dir;
+  const std::string path = (dir.path / "k.lock").string();
+  LockPolicy policy;
+  std::ofstream(path) << "another-host 4242 cafe\n";
+  const struct timespec times[2] = {{::time(nullptr) + 86400, 0}, {::time(nullptr) + 86400, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  std::optional<LockHolder> h = read_lock(path);
+  ASSERT_TRUE(h);
+  EXPECT_LT(h->heartbeat_age_s, -80000);
+  EXPECT_TRUE(lock_is_stale(*h, policy));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Lock::acquire(path, policy, nullptr));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // Within the stale age either way, a skewed clock still holds the lock.
+  h->heartbeat_age_s = -30;
+  EXPECT_FALSE(lock_is_stale(*h, policy));
 }
 
 TEST(CacheLock, BoundedWaitGivesUp) {

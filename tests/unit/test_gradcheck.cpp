@@ -155,6 +155,36 @@ TEST(GradCheck, Gelu) {
   c.check(c.weighted_sum(c.g.gelu(x)), {"x"});
 }
 
+TEST(GradCheck, Silu) {
+  GradCheck c;
+  ValueId x = c.input("x", {5, 7}, -4.0, 4.0);
+  c.check(c.weighted_sum(c.g.silu(x)), {"x"});
+}
+
+TEST(GradCheck, SwigluGateAndUp) {
+  GradCheck c;
+  ValueId gate = c.input("gate", {4, 6}, -3.0, 3.0);
+  ValueId up = c.input("up", {4, 6});
+  c.check(c.weighted_sum(c.g.mul(c.g.silu(gate), up)), {"gate", "up"});
+}
+
+TEST(GradCheck, ClampAwayFromItsBounds) {
+  constexpr float kLo = -0.5f, kHi = 0.6f;
+  GradCheck c;
+  ValueId x = c.input("x", {6, 7}, -1.5, 1.5);
+  // The derivative jumps at the bounds: keep every x farther from them than
+  // the finite-difference step, so each side's slope (1 or 0) is what is
+  // measured.
+  for (float& v : c.inputs.at("x").f32)
+    for (float bound : {kLo, kHi})
+      if (std::abs(v - bound) < 0.05f) v = bound + (v < bound ? -0.1f : 0.1f);
+  int inside = 0;
+  for (float v : c.inputs.at("x").f32) inside += v > kLo && v < kHi;
+  ASSERT_GT(inside, 5);
+  ASSERT_LT(inside, 37);  // both the passed and the blocked side are checked
+  c.check(c.weighted_sum(c.g.clamp(x, kLo, kHi)), {"x"});
+}
+
 // ------------------------------------------------------------ matmul
 
 TEST(GradCheck, MatmulAllTransposesAndBatches) {

@@ -52,8 +52,10 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_SUM_SQUARES,
                                             KILN_OP_ALL_REDUCE,
                                             KILN_OP_CROSS_ENTROPY_SHARD,
-                                            KILN_OP_CROSS_ENTROPY_FROM_SUMS};
-  EXPECT_EQ(differentiable.size(), 19u);
+                                            KILN_OP_CROSS_ENTROPY_FROM_SUMS,
+                                            KILN_OP_SILU,
+                                            KILN_OP_CLAMP};
+  EXPECT_EQ(differentiable.size(), 21u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";
 }
 

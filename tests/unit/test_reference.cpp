@@ -127,6 +127,77 @@ TEST(Reference, GeluGradIsDyTimesDerivative) {
   expect_near(y, want, 1e-6);
 }
 
+double silu_formula(double x) { return x / (1.0 + std::exp(-x)); }
+
+TEST(Reference, SiluIsXTimesSigmoid) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {7});
+  g.output("y", g.silu(x));
+  const float inf = INFINITY;
+  std::vector<float> y = run_y(g, {{"x", F({7}, {0, 1, -1, 2.5f, -3, inf, -inf})}});
+  // x / (1 + e^-x), computed offline.
+  expect_near(std::vector<float>(y.begin(), y.begin() + 5),
+              {0.0, 0.7310585786300049, -0.2689414213699951, 2.3103545499468914, -0.14227761953270035});
+  EXPECT_EQ(y[5], inf);
+  EXPECT_TRUE(std::isnan(y[6])) << "silu(-inf) = -inf / inf, as the formula and PyTorch give";
+}
+
+TEST(Reference, SiluGradIsDyTimesDerivative) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {6});
+  ValueId dy = g.input("dy", KILN_F32, {6});
+  g.output("y", g.silu_grad(x, dy));
+  std::vector<float> xs{-6.0f, -1.0f, 0.0f, 0.5f, 2.5f, 9.0f};
+  std::vector<float> ds{1.0f, -2.0f, 0.5f, 3.0f, 1.5f, -1.0f};
+  std::vector<float> y = run_y(g, {{"x", F({6}, xs)}, {"dy", F({6}, ds)}});
+  std::vector<double> want;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double h = 1e-5;  // central difference of the formula, in double
+    want.push_back(ds[i] * (silu_formula(xs[i] + h) - silu_formula(xs[i] - h)) / (2 * h));
+  }
+  expect_near(y, want, 1e-6);
+  EXPECT_FLOAT_EQ(y[2], 0.25f);  // silu'(0) = 1/2
+}
+
+TEST(Reference, ClampKeepsNaNAndPassesGradientOnTheBounds) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {7});
+  ValueId dy = g.input("dy", KILN_F32, {7});
+  g.output("y", g.clamp(x, -0.5f, 1.0f));
+  g.output("dx", g.clamp_grad(x, dy, -0.5f, 1.0f));
+  const float nan = std::nanf("");
+  TensorMap out = run_reference(
+      g, {{"x", F({7}, {-2, -0.5f, 0.25f, 1, 4, nan, -INFINITY})}, {"dy", F({7}, {1, 2, 3, 4, 5, 6, 7})}});
+  const std::vector<float>& y = out.at("y").f32;
+  EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + 5), (std::vector<float>{-0.5f, -0.5f, 0.25f, 1, 1}));
+  EXPECT_TRUE(std::isnan(y[5]));
+  EXPECT_EQ(y[6], -0.5f);
+  // PyTorch's backward: inclusive bounds, 0 outside and for NaN.
+  EXPECT_EQ(out.at("dx").f32, (std::vector<float>{0, 2, 3, 4, 0, 0, 0}));
+}
+
+TEST(Reference, ClampRefusesBoundsThatAreNoInterval) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {3});
+  ValueId dy = g.input("dy", KILN_F32, {3});
+  auto error_of = [](auto build) -> std::string {
+    try {
+      build();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of([&] { g.clamp(x, 2.0f, 1.0f); }),
+            "graph: clamp: bounds [2, 1] are no interval (need lo <= hi, neither NaN)");
+  EXPECT_EQ(error_of([&] { g.clamp_grad(x, dy, std::nanf(""), 1.0f); }),
+            "graph: clamp_grad: bounds [nan, 1] are no interval (need lo <= hi, neither NaN)");
+  EXPECT_EQ(error_of([&] { g.clamp(x, -1.0f, std::nanf("")); }),
+            "graph: clamp: bounds [-1, nan] are no interval (need lo <= hi, neither NaN)");
+  EXPECT_EQ(g.nodes().size(), 0u);
+  EXPECT_NO_THROW(g.clamp(x, 1.0f, 1.0f));
+}
+
 // ------------------------------------------------------------ matmul
 
 // Index of element (r, c) of a row-major matrix `width` wide.
