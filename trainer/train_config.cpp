@@ -31,7 +31,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
   f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
   f.add("--apply-layernorm-1p", &model.apply_layernorm_1p, "norm weights stored zero-centred: scale by 1 + weight");
-  f.add("--ffn-hidden-size", &model.ffn_hidden_size, "MLP hidden size (default 4 x hidden size)");
+  f.add("--ffn-hidden-size", &model.ffn_hidden_size,
+        "MLP hidden size (default 4 x hidden size; with --swiglu int((4h x 2/3) / 64) x 64)");
+  f.add("--swiglu", &model.swiglu, "SwiGLU MLP: fc1 holds [gate; up], activation silu(gate) * up");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
   f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
   f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
@@ -41,6 +43,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
   f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
   f.add("--position-embedding-type", &position_embedding_type, "learned_absolute | none");
+  f.add("--clip-qkv", &clip_qkv, "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)",
+        Bounds::at_least(0));
   f.add("--use-checkpoint-args", &use_checkpoint_args,
         "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
@@ -111,6 +115,7 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
   model.add_bias_linear = !disable_bias_linear;
+  model.clip_qkv = static_cast<float>(clip_qkv);
   if (use_checkpoint_args) {
     if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
     // As Megatron: the checkpoint's model replaces the model flags.

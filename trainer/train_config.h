@@ -23,6 +23,7 @@ struct TrainConfig {
   bool group_query_attention = false;
   int64_t num_query_groups = 1;
   bool disable_bias_linear = false;
+  double clip_qkv = 0;
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
 

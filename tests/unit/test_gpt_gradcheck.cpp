@@ -9,6 +9,7 @@
 #include "graph/autodiff.h"
 #include "graph/reference/reference.h"
 #include "trainer/model/gpt.h"
+#include "trainer/model/position_inputs.h"
 
 namespace kiln {
 namespace {
@@ -58,6 +59,11 @@ void check_gradients(const GptConfig& cfg) {
   for (auto& x : tgt.i32) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(cfg.vocab_size));
   inputs["tokens"] = tokens;
   inputs["targets"] = tgt;
+  for (const auto& [name, input] : trainer::position_inputs(cfg, 0)) {
+    HostTensor t = HostTensor::zeros(KILN_F32, input.shape);
+    t.f32 = input.values;
+    inputs[name] = t;
+  }
 
   graph::TensorMap out = graph::run_reference(g, inputs);
   auto loss_at = [&](const graph::TensorMap& in) {
@@ -87,7 +93,7 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) { check_gradients(two_l
 
 // Llama's choices: RMSNorm, grouped-query attention (2 groups of 2 heads:
 // the K/V copies' gradients summed), untied output layer, no biases,
-// QK-LayerNorm, no position embedding.
+// QK-LayerNorm, SwiGLU, no position embedding.
 TEST(GptGradcheck, LlamaLikeOptions) {
   GptConfig cfg = two_layers();
   cfg.num_attention_heads = 4;
@@ -97,6 +103,18 @@ TEST(GptGradcheck, LlamaLikeOptions) {
   cfg.add_bias_linear = false;
   cfg.qk_layernorm = true;
   cfg.position_embedding_type = trainer::PositionEmbedding::None;
+  cfg.swiglu = true;
+  cfg.ffn_hidden_size = 24;
+  check_gradients(cfg);
+}
+
+// MPT's choices that need no position op: no biases, QK-LayerNorm, and the
+// fused QKV output clamped (some elements are clipped, so their gradient is 0).
+TEST(GptGradcheck, MptLikeClipQkv) {
+  GptConfig cfg = two_layers();
+  cfg.add_bias_linear = false;
+  cfg.qk_layernorm = true;
+  cfg.clip_qkv = 1.5f;
   check_gradients(cfg);
 }
 

@@ -7,6 +7,7 @@
 
 #include "position_tables_expected.h"
 #include "trainer/model/alibi_slopes.h"
+#include "trainer/model/position_inputs.h"
 #include "trainer/model/rotary_tables.h"
 
 namespace kiln::trainer {
@@ -54,6 +55,32 @@ TEST(AlibiSlopes, EachRankHoldsItsHeadsSlopes) {
   const std::vector<double> all = alibi_slopes(6, 8.0);
   const std::vector<double> second = alibi_slopes_of_rank(6, 8.0, 2, 1);
   EXPECT_EQ(second, (std::vector<double>{all[3], all[4], all[5]}));
+}
+
+TEST(PositionInputs, TablesOfTheConfigAndTheRanksSlopes) {
+  GptConfig c;
+  c.hidden_size = 32;
+  c.num_attention_heads = 4;
+  c.seq_length = 5;
+  EXPECT_TRUE(position_inputs(c, 0).empty());  // learned positions need none
+  c.position_embedding_type = PositionEmbedding::Rope;
+  c.rotary_percent = 0.5f;  // head dim 8: 2 pairs
+  const auto rope = position_inputs(c, 0);
+  ASSERT_EQ(rope.size(), 2u);
+  EXPECT_EQ(rope.at(kRotaryCosInput).shape, (graph::Shape{5, 2}));
+  const RotaryTables t = rotary_tables(c);
+  for (size_t i = 0; i < t.cos.size(); ++i) {
+    EXPECT_EQ(rope.at(kRotaryCosInput).values[i], static_cast<float>(t.cos[i]));
+    EXPECT_EQ(rope.at(kRotarySinInput).values[i], static_cast<float>(t.sin[i]));
+  }
+  c.position_embedding_type = PositionEmbedding::Alibi;
+  c.tensor_parallel = 2;
+  const auto alibi = position_inputs(c, 1);
+  ASSERT_EQ(alibi.size(), 1u);
+  const std::vector<double> all = alibi_slopes(4, 8.0);
+  EXPECT_EQ(alibi.at(kAlibiSlopesInput).shape, (graph::Shape{2}));
+  EXPECT_EQ(alibi.at(kAlibiSlopesInput).values,
+            (std::vector<float>{static_cast<float>(all[2]), static_cast<float>(all[3])}));
 }
 
 }  // namespace

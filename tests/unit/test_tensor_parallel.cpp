@@ -13,6 +13,7 @@
 
 #include "core/registry.h"
 #include "graph/executor.h"
+#include "trainer/model/position_inputs.h"
 #include "trainer/model/step_graphs.h"
 #include "trainer/model/tensor_parallel.h"
 
@@ -244,6 +245,8 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
     shard_token_ids(targets, c.local_vocab(), rank);
     exe.buffer("token_mask")->write(mask.data(), mask.size() * 4);
   }
+  for (const auto& [name, input] : position_inputs(c, rank))
+    exe.buffer(name)->write(input.values.data(), input.values.size() * 4);
   exe.buffer("tokens")->write(tokens.data(), tokens.size() * 4);
   exe.buffer("targets")->write(targets.data(), targets.size() * 4);
   exe.run();
@@ -311,8 +314,9 @@ void expect_two_ranks_match_one(const GptConfig& model) {
 TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ranks_match_one(small_model(1)); }
 
 // Llama's options split over two ranks: one query group of 2 heads each
-// (Megatron-core's per-group QKV rows), the untied output layer
-// vocab-parallel, RMSNorm and QK-LayerNorm replicated, no biases.
+// (Megatron-core's per-group QKV rows), SwiGLU's fc1 as each rank's rows of
+// gate and of up, the untied output layer vocab-parallel, RMSNorm and
+// QK-LayerNorm replicated, no biases.
 TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
   GptConfig c = small_model(1);
   c.normalization = Normalization::RMSNorm;
@@ -321,6 +325,8 @@ TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
   c.add_bias_linear = false;
   c.qk_layernorm = true;
   c.position_embedding_type = PositionEmbedding::None;
+  c.swiglu = true;
+  c.ffn_hidden_size = 24;  // [gate; up] of 12 rows per rank
   expect_two_ranks_match_one(c);
 }
 

@@ -53,10 +53,8 @@ void refuse_options_without_ops(const GptConfig& c) {
   auto missing = [](const std::string& option, const char* op) {
     throw Error(option + " needs the " + op + " op, which this kiln does not have yet");
   };
-  if (c.swiglu) missing("--swiglu", "SILU");
   if (c.position_embedding_type == PositionEmbedding::Rope) missing("--position-embedding-type rope", "ROPE");
   if (c.position_embedding_type == PositionEmbedding::Alibi) missing("--position-embedding-type alibi", "ALIBI");
-  if (c.clip_qkv > 0.0f) missing("--clip-qkv", "CLAMP");
 }
 
 }  // namespace
@@ -267,6 +265,8 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
+  // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
+  if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
   const Qkv h = split_qkv(g, c, B, qkv, p, L, reduce_gradients);
   ValueId scores = g.matmul(h.q, h.k, false, true);  // [B*H, T, T]
   ValueId probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
@@ -278,11 +278,19 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
                              optional_param(p, L + "self_attention.linear_proj.bias"));
 }
 
-// fc1 column-parallel, fc2 row-parallel: the activation applies to each
-// rank's columns on their own, so the MLP needs one all-reduce.
+// fc1 column-parallel, fc2 row-parallel: the activation (GELU, or SwiGLU's
+// silu(gate) * up) applies to each rank's columns on their own, so the MLP
+// needs one all-reduce.
 ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& L) {
   ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
-  h = g.gelu(h);
+  if (c.swiglu) {
+    // This rank's fc1 rows are its rows of the gate, then its rows of up
+    // (ParamSpec::shard_chunks), so its output columns split the same way.
+    std::vector<ValueId> gate_up = g.split(h, 1, 2);
+    h = g.mul(g.silu(gate_up[0]), gate_up[1]);
+  } else {
+    h = g.gelu(h);
+  }
   return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), optional_param(p, L + "mlp.linear_fc2.bias"));
 }
 
