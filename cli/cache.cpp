@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <vector>
 
 #include "cli/commands.h"
 #include "compiler_cache/atomic_file.h"
@@ -177,18 +178,37 @@ int cmd_verify(const compiler_cache::Store& store, bool fix) {
   return fix ? (bad - fixed > 0 ? 1 : 0) : (bad > 0 ? 1 : 0);
 }
 
+// Deletes only files named as the cache names its own (a mistaken
+// --cache-dir must not cost the user files), and says what it kept.
 int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   int n = 0;
+  std::vector<std::string> foreign;
   const bool all = !failed && !locks;
   for (const std::string& path : store.files("")) {
+    if (!compiler_cache::is_cache_file_name(fs::path(path).filename().string())) {
+      foreign.push_back(path);
+      continue;
+    }
     const bool is_failed = path.ends_with(".failed"), is_lock = path.ends_with(".lock");
     if (all || (failed && is_failed) || (locks && is_lock)) remove_file(path, &n);
   }
   if (all) {
     std::error_code ec;
-    fs::remove_all(store.quarantine_dir(), ec);
+    for (fs::recursive_directory_iterator it(store.quarantine_dir(), fs::directory_options::skip_permission_denied, ec),
+         end;
+         !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      if (compiler_cache::is_quarantine_file_name(it->path().filename().string()))
+        remove_file(it->path().string(), &n);
+      else
+        foreign.push_back(it->path().string());
+    }
+    fs::remove(store.quarantine_dir(), ec);  // only if it is empty now
   }
   std::printf("removed %d files from %s\n", n, store.root().c_str());
+  if (!foreign.empty())
+    std::printf("kept %zu file%s that kiln did not write (e.g. %s); is --cache-dir right?\n", foreign.size(),
+                foreign.size() == 1 ? "" : "s", foreign.front().c_str());
   return 0;
 }
 

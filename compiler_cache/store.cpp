@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,43 @@ std::string verify_entry(const Entry& e, const std::string& expected_key) {
   if (compute_key(parts) != e.key) return "key does not match its recorded parts";
   if (e.executable.empty()) return "executable section is empty";
   return {};
+}
+
+namespace {
+// "<64 lowercase hex digits><kind>", the rest of the name after it in *rest.
+bool key_then(const std::string& name, std::initializer_list<const char*> kinds, std::string* rest) {
+  constexpr size_t kKeyDigits = 64;  // SHA-256
+  if (name.size() <= kKeyDigits) return false;
+  for (size_t i = 0; i < kKeyDigits; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i])))
+      return false;
+  for (const char* kind : kinds) {
+    const std::string k = kind;
+    if (name.compare(kKeyDigits, k.size(), k) == 0) {
+      *rest = name.substr(kKeyDigits + k.size());
+      return true;
+    }
+  }
+  return false;
+}
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; });
+}
+}  // namespace
+
+bool is_cache_file_name(const std::string& name) {
+  if (name == ".write-probe" || name.rfind(".write-probe.tmp.", 0) == 0) return true;
+  std::string rest;
+  if (!key_then(name, {".entry", ".failed", ".lock"}, &rest)) return false;
+  return rest.empty() || rest.rfind(".tmp.", 0) == 0 || rest.rfind(".stale.", 0) == 0;
+}
+
+bool is_quarantine_file_name(const std::string& name) {
+  std::string rest;
+  if (!key_then(name, {".entry."}, &rest)) return false;
+  if (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".why") == 0) rest.resize(rest.size() - 4);
+  const size_t dot = rest.find('.');
+  return dot != std::string::npos && all_digits(rest.substr(0, dot)) && all_digits(rest.substr(dot + 1));
 }
 
 std::string key_of_path(const std::string& path) {

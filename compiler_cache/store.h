@@ -63,6 +63,14 @@ class Store {
   std::string root_;
 };
 
+// Whether a file name is one the cache itself writes: under v1/, a 64-digit
+// hex key with .entry, .failed or .lock (and their .tmp.* and .stale.*
+// temporaries) or the .write-probe; under quarantine/, <key>.entry.<time>.<pid>
+// and its .why note. `kiln cache clear` deletes only these, so a mistaken
+// --cache-dir cannot take the user's files with it.
+bool is_cache_file_name(const std::string& filename);
+bool is_quarantine_file_name(const std::string& filename);
+
 // The key of an entry path ("<dir>/<key>.entry" -> key).
 std::string key_of_path(const std::string& path);
 

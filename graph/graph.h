@@ -85,8 +85,14 @@ class Graph {
   std::vector<ValueId> layernorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
   ValueId rmsnorm(ValueId x, ValueId gamma, float eps);
   std::vector<ValueId> rmsnorm_grad(ValueId x, ValueId gamma, ValueId dy, float eps);
+  // Rotary position embedding (Llama): x [..., T, D] rotated by the angles
+  // whose cos and sin tables [T, R] the caller computed; interleaved pairs
+  // (x[2i], x[2i+1]) instead of (x[i], x[i+R]).
+  ValueId rope(ValueId x, ValueId cos, ValueId sin, bool interleaved);
+  ValueId rope_grad(ValueId dy, ValueId cos, ValueId sin, bool interleaved);
   ValueId causal_softmax(ValueId x, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
+  ValueId alibi(ValueId x, ValueId slopes);
   ValueId cross_entropy(ValueId logits, ValueId targets);
   ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
   ValueId sum_to(ValueId x, Shape suffix);
@@ -106,6 +112,12 @@ class Graph {
   ValueId cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums);
   ValueId cross_entropy_from_sums(ValueId sums);
   ValueId cross_entropy_from_sums_grad(ValueId sums, ValueId dloss);
+  // Dropout with probability p whose mask is a pure function of the key's
+  // {seed, step, offset}, the site and each element's global index
+  // (kiln/philox.h); the second form is a tensor on its own (period =
+  // stride = numel(x)).
+  ValueId dropout(ValueId x, ValueId key, float p, int64_t site, int64_t period, int64_t stride);
+  ValueId dropout(ValueId x, ValueId key, float p, int64_t site);
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.

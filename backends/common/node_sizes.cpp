@@ -143,9 +143,28 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       for (size_t i = 0; i < n.inputs.size(); ++i) p->inners.push_back(in(i).dims[a] * tail);
       return;
     }
+    case KILN_RULE_ALIBI:
+      p->count = in(0).numel();
+      rows_by_last_dim(in(0));
+      p->heads = in(1).dims[0];
+      return;
     case KILN_RULE_ADAMW:
       p->count = in(0).numel();
       p->weight_decay = n.iattrs[0] != 0;
+      return;
+    case KILN_RULE_ROPE: {
+      const Dims& x = in(0).dims;
+      rows_by_last_dim(in(0));
+      p->positions = x[x.size() - 2];
+      p->pairs = in(1).dims[1];
+      p->interleaved = n.iattrs[0] != 0;
+      return;
+    }
+    case KILN_RULE_DROPOUT:
+      p->count = in(0).numel();
+      p->site = n.iattrs[0];
+      p->period = n.iattrs[1];
+      p->stride = n.iattrs[2];
       return;
   }
 }

@@ -34,11 +34,18 @@ struct NodeInfo {
   //   CAUSAL_SOFTMAX:                              rows (= batch * T), cols (T)
   //   SPLIT:                                       rows (outer), parts, inner (per part)
   //   CONCAT:                                      rows (outer), inners (per input), inner (output)
+  //   ROPE(_GRAD):                                 rows, cols (D), positions (T), pairs (R), interleaved
+  //   DROPOUT:                                     count, site, period, stride
+  //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
   int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
   int64_t parts = 0, inner = 0;
+  int64_t site = 0, period = 0, stride = 0;
+  int64_t heads = 0;
   bool trans_a = false, trans_b = false, weight_decay = false;
   std::vector<int64_t> inners;
   PermutePlan permute;
+  int64_t positions = 0, pairs = 0;
+  bool interleaved = false;
 };
 
 // The sizes of every node of `g`, which check_graph must have accepted (no

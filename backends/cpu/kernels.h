@@ -100,9 +100,19 @@ void rmsnorm(const Ctx&, const float* x, const float* gamma, float* y, int64_t r
 void rmsnorm_grad(const Ctx&, const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
                   int64_t rows, int64_t cols, float eps);
 
+// ---- kernels_rope.cpp (x [rows, cols], row r at position r % positions;
+// cos, sin [positions, pairs])
+void rope(const Ctx&, const float* x, const float* cos, const float* sin, float* y, int64_t rows, int64_t cols,
+          int64_t positions, int64_t pairs, bool interleaved);
+void rope_grad(const Ctx&, const float* dy, const float* cos, const float* sin, float* dx, int64_t rows, int64_t cols,
+               int64_t positions, int64_t pairs, bool interleaved);
+
 // ---- kernels_attention.cpp
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);
+
+// ---- kernels_alibi.cpp: rows = batch * H * T query rows of t keys, heads = H
+void alibi(const Ctx&, const float* x, const float* slopes, float* y, int64_t rows, int64_t t, int64_t heads);
 
 // ---- kernels_loss.cpp (targets already checked to lie in [0, cols))
 // scratch: rows doubles
@@ -144,6 +154,11 @@ void concat(const Ctx&, const uint32_t* const* xs, const int64_t* inners, int64_
 void adamw(const Ctx&, const float* p, const float* g, const float* m, const float* v, const float* hparams,
            float* p_out, float* m_out, float* v_out, int64_t n, float beta1, float beta2, float eps,
            bool apply_weight_decay);
+
+// ---- kernels_dropout.cpp
+// key_words: DROPOUT's key input {seed, step, offset_lo, offset_hi}.
+void dropout(const Ctx&, const float* x, const int32_t* key_words, float* y, int64_t n, int64_t site, int64_t period,
+             int64_t stride, float p);
 
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);

@@ -9,8 +9,10 @@
 // could carry AVX instructions into it.
 // Including .cpp files is the point here (one AVX2 translation unit).
 // NOLINTBEGIN(bugprone-suspicious-include)
+#include "kernels_alibi.cpp"
 #include "kernels_attention.cpp"
 #include "kernels_dispatch.cpp"
+#include "kernels_dropout.cpp"
 #include "kernels_elementwise.cpp"
 #include "kernels_embedding.cpp"
 #include "kernels_layout.cpp"
@@ -20,5 +22,6 @@
 #include "kernels_optimizer.cpp"
 #include "kernels_reduce.cpp"
 #include "kernels_rmsnorm.cpp"
+#include "kernels_rope.cpp"
 #include "kernels_vocab_parallel.cpp"
 // NOLINTEND(bugprone-suspicious-include)

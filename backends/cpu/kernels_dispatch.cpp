@@ -43,6 +43,10 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_SILU_GRAD,
     KILN_OP_CLAMP,
     KILN_OP_CLAMP_GRAD,
+    KILN_OP_ROPE,
+    KILN_OP_ROPE_GRAD,
+    KILN_OP_DROPOUT,
+    KILN_OP_ALIBI,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -104,6 +108,12 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_SILU_GRAD: return silu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_CLAMP: return clamp(ctx, fin(0), fout(0), nd.count, fa(0), fa(1));
     case KILN_OP_CLAMP_GRAD: return clamp_grad(ctx, fin(0), fin(1), fout(0), nd.count, fa(0), fa(1));
+    case KILN_OP_ROPE:
+      return rope(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
+    case KILN_OP_ROPE_GRAD:
+      return rope_grad(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
+    case KILN_OP_DROPOUT: return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
+    case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
     case KILN_OP_COUNT_: break;
   }

@@ -112,6 +112,8 @@ const Generator kGenerators[] = {
     {&kReduceOps, emit_reduce},
     {&kLayoutOps, emit_layout},
     {&kEmbeddingGradOps, emit_embedding_grad},
+    {&kRopeOps, emit_rope},
+    {&kAlibiOps, emit_alibi},
 };
 
 bool lists(const std::span<const kiln_op>& ops, int32_t op) {

@@ -27,7 +27,7 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 // Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
 constexpr kiln_op kElementwiseOpsList[] = {
     KILN_OP_FILL,  KILN_OP_ADD,  KILN_OP_MUL,       KILN_OP_SCALE, KILN_OP_GELU,       KILN_OP_GELU_GRAD,
-    KILN_OP_ADAMW, KILN_OP_SILU, KILN_OP_SILU_GRAD, KILN_OP_CLAMP, KILN_OP_CLAMP_GRAD,
+    KILN_OP_ADAMW, KILN_OP_SILU, KILN_OP_SILU_GRAD, KILN_OP_CLAMP, KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -133,6 +133,13 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         std::string upd = m2 + " * " + hp + "[2] / (sqrt(" + v2 + " * " + hp + "[3]) + " + flt(eps) + ")";
         if (inf.weight_decay) upd += " + " + hp + "[1] * " + p;
         body.push_back("const float " + y + " = " + p + " - " + hp + "[0] * (" + upd + ");");
+        break;
+      }
+      case KILN_OP_DROPOUT: {
+        // The key [4] is read whole by every work item (fusion.cpp: not at index).
+        auto it = loaded.find(n.inputs[1]);
+        if (it == loaded.end()) it = loaded.emplace(n.inputs[1], k.param(value(n.inputs[1]), "const int")).first;
+        for (std::string& l : dropout_lines(y, in(0), it->second, "i", n, inf)) body.push_back(std::move(l));
         break;
       }
       default: fail(KILN_ERR_INTERNAL, std::string("no elementwise lowering for ") + op_name(n.op));

@@ -105,12 +105,20 @@ extern const std::span<const kiln_op> kRowOps;
 extern const std::span<const kiln_op> kReduceOps;
 extern const std::span<const kiln_op> kLayoutOps;
 extern const std::span<const kiln_op> kEmbeddingGradOps;
+extern const std::span<const kiln_op> kRopeOps;
+extern const std::span<const kiln_op> kAlibiOps;
 void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored);
 void emit_matmul(EmitContext& ctx, uint32_t node);
 void emit_rows(EmitContext& ctx, uint32_t node);    // layernorm(_grad), softmax(_grad), cross entropy(_grad)
 void emit_reduce(EmitContext& ctx, uint32_t node);  // sum_to, sum_squares
 void emit_layout(EmitContext& ctx, uint32_t node);  // permute, split, concat, reshape, embedding
 void emit_embedding_grad(EmitContext& ctx, uint32_t node);
+void emit_rope(EmitContext& ctx, uint32_t node);  // rope, rope_grad
+// DROPOUT of `x` at work item `i` into a new float `y`, for emit_elementwise
+// (codegen_dropout.cpp); `key` names its const int pointer.
+std::vector<std::string> dropout_lines(const std::string& y, const std::string& x, const std::string& key,
+                                       const std::string& i, const ir::DecodedNode& n, const NodeInfo& inf);
+void emit_alibi(EmitContext& ctx, uint32_t node);
 
 // Column sums shared by sum_to and layernorm_grad: out_i[c] = sum over rows
 // r of expr_i(r, c), in a fixed order (chunks of rows, then the chunks).

@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 
+#include "kiln/philox.h"
+
 namespace kiln::vk {
 
 namespace {
@@ -146,9 +148,11 @@ class Lowerer {
   void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
   void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
   void adamw(const ir::DecodedNode& n, const NodeInfo& p);
+  void dropout(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
+  void rope(const ir::DecodedNode& n, const NodeInfo& p);
   void place_barriers();
 
   const ir::DecodedGraph& g_;
@@ -227,6 +231,27 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
     args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
   emit_1d(pipeline(kiln_op_name(n.op), {group_}),
           {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
+}
+
+// ROPE(_GRAD) (rope.comp), one invocation per element, in chunks of rows
+// whose windows fit; the cos and sin tables are bound whole.
+void Lowerer::rope(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                 positions = static_cast<uint64_t>(p.positions), pairs = static_cast<uint64_t>(p.pairs);
+  const uint32_t pipe =
+      pipeline(kiln_op_name(KILN_OP_ROPE), {group_, p.interleaved ? 1u : 0u, n.op == KILN_OP_ROPE_GRAD ? 1u : 0u});
+  const uint64_t chunk = chunk_elems(cols) / cols;
+  const uint64_t table_bytes = positions * pairs * 4;
+  for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const uint64_t nr = std::min(chunk, rows - r0);
+    emit_1d(pipe,
+            {window(plus(at(n.outputs[0]), r0 * cols * 4), nr * cols * 4, true),
+             window(plus(at(n.inputs[0]), r0 * cols * 4), nr * cols * 4, false),
+             window(at(n.inputs[1]), table_bytes, false), window(at(n.inputs[2]), table_bytes, false)},
+            {u32(nr * cols, "count"), u32(cols, "cols"), u32(positions, "positions"), u32(pairs, "pairs"),
+             u32(r0 % positions, "position")},
+            nr * cols);
+  }
 }
 
 // C = op(A) @ op(B), batched. Each operand is stored as [batch][rows][cols]
@@ -427,6 +452,32 @@ void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
   }
 }
 
+// DROPOUT in chunks that fit a window; each chunk passes the row and column
+// of its first element so the shader's 32-bit index math stays in range.
+// Scale and threshold are computed here in double (kiln/philox.h).
+void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  // A period past the tensor's end changes nothing (every element is in row
+  // 0), so it is clamped; a longer one than the shader indexes is refused.
+  const uint64_t period = std::min(static_cast<uint64_t>(p.period), count);
+  if (period >= (uint64_t{1} << 31)) fail(KILN_ERR_UNSUPPORTED, "vulkan: dropout period exceeds 2^31 - 1");
+  const auto stride = static_cast<uint64_t>(p.stride);
+  const double prob = n.fattrs[0];
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
+  const uint64_t chunk = chunk_elems();
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0), row0 = e0 / period;
+    emit_1d(pipe,
+            {window(plus(at(n.outputs[0]), e0 * 4), m * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false),
+             window(at(n.inputs[1]), 16, false)},
+            {u32(m, "count"), static_cast<uint32_t>(e0 % period), static_cast<uint32_t>(row0),
+             static_cast<uint32_t>(row0 >> 32), static_cast<uint32_t>(period), static_cast<uint32_t>(stride),
+             static_cast<uint32_t>(stride >> 32), static_cast<uint32_t>(p.site), kiln_dropout_threshold(prob),
+             fbits(kiln_dropout_scale(prob))},
+            m);
+  }
+}
+
 void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   node_ = static_cast<int32_t>(index);
   scratch_used_ = 0;
@@ -496,6 +547,22 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
           true);
       return;
     }
+    case KILN_OP_ALIBI: {
+      // Whole rows per dispatch (alibi.comp derives head and query from the
+      // row); the slopes are bound whole.
+      const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
+                     heads = static_cast<uint64_t>(p.heads);
+      const uint64_t row = cols * 4;
+      rows_op(
+          pipeline(kiln_op_name(n.op), {group_}), rows,
+          {{at(n.outputs[0]), row, 0, true}, {at(n.inputs[0]), row, 0, false}, {at(n.inputs[1]), 0, heads * 4, false}},
+          [&](uint64_t r0, uint64_t nr) {
+            return std::vector<uint32_t>{u32(nr * cols, "count"), u32(cols, "cols"), u32(heads, "heads"),
+                                         u32(r0 % (heads * cols), "row")};
+          },
+          false, rows * cols);
+      return;
+    }
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(index, n, p, false);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy(index, n, p, true);
     case KILN_OP_SUM_TO: {
@@ -505,6 +572,7 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     }
     case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
     case KILN_OP_ADAMW: return adamw(n, p);
+    case KILN_OP_DROPOUT: return dropout(n, p);
     case KILN_OP_RESHAPE: {
       const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
       if (src.slot == dst.slot && src.offset == dst.offset) return;  // same memory: nothing to do
@@ -514,6 +582,8 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
       return copy2d(dst, src, count, 1, 1, 1);
     }
     case KILN_OP_PERMUTE: return permute(n, p);
+    case KILN_OP_ROPE:
+    case KILN_OP_ROPE_GRAD: return rope(n, p);
     case KILN_OP_SPLIT: {
       const uint64_t rows = static_cast<uint64_t>(p.rows), inner = static_cast<uint64_t>(p.inner),
                      parts = static_cast<uint64_t>(p.parts);
@@ -603,6 +673,10 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_SILU_GRAD,
     KILN_OP_CLAMP,
     KILN_OP_CLAMP_GRAD,
+    KILN_OP_ROPE,
+    KILN_OP_ROPE_GRAD,
+    KILN_OP_DROPOUT,
+    KILN_OP_ALIBI,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -46,6 +46,8 @@ Comparison compare(const graph::HostTensor& want, const graph::HostTensor& got) 
       return c;
     }
     if (!rf) continue;
+    if (c.bits_differ.empty() && std::signbit(r) != std::signbit(g))
+      c.bits_differ = fmt::format("element {}: reference {}, got {}", i, r, g);
     const double d = static_cast<double>(r) - g;
     num += d * d;
     den += static_cast<double>(r) * r;

@@ -19,6 +19,10 @@ double threshold_for(kiln_op op);
 struct Comparison {
   double nmse = 0.0;  // +inf on a non-finite mismatch, an i32 difference, or a shape mismatch
   std::string where;  // the worst element, for messages
+  // The first finite element whose bits differ although the values compare
+  // equal (-0 against +0), for messages; "" if none. An exact op must match
+  // this too: bit for bit means bit for bit.
+  std::string bits_differ;
 };
 Comparison compare(const graph::HostTensor& want, const graph::HostTensor& got);
 

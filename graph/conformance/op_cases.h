@@ -73,8 +73,10 @@ class CaseMaker {
 inline std::string str(const graph::Shape& s) { return graph::to_string(s); }
 
 void add_elementwise_cases(Suite& suite);     // fill .. gelu_grad, silu, clamp (+ grads), sum_to, sum_squares, adamw
-void add_linear_cases(Suite& suite);          // matmul, embedding, layernorm, rmsnorm, softmax, cross entropy
+void add_linear_cases(Suite& suite);          // matmul, embedding, layernorm, rmsnorm, softmax, alibi, cross entropy
 void add_layout_cases(Suite& suite);          // reshape, permute, split, concat
 void add_vocab_parallel_cases(Suite& suite);  // row_max, cross_entropy_shard, cross_entropy_from_sums (+ grads)
+void add_rotary_cases(Suite& suite);          // rope, rope_grad
+void add_dropout_cases(Suite& suite);         // dropout
 
 }  // namespace kiln::conformance

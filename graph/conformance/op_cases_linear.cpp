@@ -1,7 +1,8 @@
 // Built-in cases for the ops with structure beyond one element: matmul
 // (every transpose combination, batched), embedding, layernorm, causal
-// softmax, cross entropy, and their gradients. Sizes are no multiple of any
-// tile; a few are attention-sized to reach the tiled paths.
+// softmax (and ALIBI's bias before it), cross entropy, and their gradients.
+// Sizes are no multiple of any tile; a few are attention-sized to reach the
+// tiled paths.
 #include <cmath>
 
 #include "graph/conformance/op_cases.h"
@@ -204,6 +205,73 @@ void softmax_chain_cases(CaseMaker& m) {
   }
 }
 
+// ALIBI over one head and several, odd T and T = 1, leading batch dims,
+// negative and zero slopes, one attention-sized case, special values, and
+// the MPT pattern (the causal softmax of the biased scores).
+void alibi_cases(CaseMaker& m) {
+  auto alibi_case = [&](const Shape& s, const graph::HostTensor& x, const graph::HostTensor& slopes,
+                        const std::string& what) {
+    Graph g;
+    g.output("y", g.alibi(g.input("x", KILN_F32, s), g.input("slopes", KILN_F32, slopes.shape)));
+    m.add(KILN_OP_ALIBI, str(s) + what, std::move(g), {{"x", x}, {"slopes", slopes}});
+  };
+  auto slopes_of = [](std::vector<float> v) {
+    graph::HostTensor t = graph::HostTensor::zeros(KILN_F32, {static_cast<int64_t>(v.size())});
+    t.f32 = std::move(v);
+    return t;
+  };
+  alibi_case({1, 7, 7}, m.rng.uniform({1, 7, 7}), slopes_of({0.5f}), " one head");
+  alibi_case({3, 17, 17}, m.rng.uniform({3, 17, 17}), slopes_of({0.25f, 0.0625f, 0.015625f}), " three heads");
+  alibi_case({2, 3, 1, 1}, m.rng.uniform({2, 3, 1, 1}), slopes_of({1.0f, -2.0f, 0.5f}), " one position");
+  alibi_case({2, 3, 33, 33}, m.rng.uniform({2, 3, 33, 33}, -4.0f, 4.0f), slopes_of({-0.5f, 0.0f, 0.3f}),
+             " negative and zero slopes");
+  {
+    // One draw per statement: the order of a call's arguments is unspecified.
+    graph::HostTensor x = m.rng.uniform({2, 2, 3, 9, 9});
+    alibi_case({2, 2, 3, 9, 9}, x, m.rng.uniform({3}, 0.0f, 1.0f), " two batch dims");
+    x = m.rng.uniform({2, 12, 64, 64}, -4.0f, 4.0f);
+    alibi_case({2, 12, 64, 64}, x, m.rng.uniform({12}, 0.0f, 0.5f), " attention-sized");
+  }
+  {
+    // NaN, infinities and masked (-inf) scores propagate; a huge slope
+    // overflows the f32 bias to +-inf two or more keys off the diagonal (a
+    // bias computed in double would stay finite there), and an infinite one
+    // gives inf * 0 = NaN on it.
+    graph::HostTensor x = m.rng.uniform({3, 5, 5}, -2.0f, 2.0f);
+    x.f32[1] = std::nanf("");  // head 0
+    x.f32[7] = INFINITY;
+    x.f32[13] = -INFINITY;
+    x.f32[30] = -INFINITY;  // head 1, one key off the diagonal
+    x.f32[35] = 3e38f;      // head 1, query 2, key 0: 3e38 - inf (finite in double)
+    x.f32[54] = -INFINITY;  // head 2, query 0, key 4: -inf - inf
+    alibi_case({3, 5, 5}, x, slopes_of({0.5f, 3e38f, -INFINITY}), " with NaN and infinities");
+  }
+  {
+    // x = -bias exactly, so y is exactly 0 when the bias is rounded to f32
+    // before the add. A fused multiply-add would leave the product's rounding
+    // error instead, and against an all-zero reference any error fails.
+    const Shape s{2, 3, 11, 11};
+    const graph::HostTensor slopes = slopes_of({0.1f, 1.0f / 3.0f, -0.7f});
+    graph::HostTensor x = graph::HostTensor::zeros(KILN_F32, s);
+    for (size_t k = 0; k < x.f32.size(); ++k) {
+      const auto e = static_cast<int64_t>(k);
+      const int64_t j = e % 11, i = e / 11 % 11, h = e / 121 % 3;
+      x.f32[k] =
+          -static_cast<float>(static_cast<double>(slopes.f32[static_cast<size_t>(h)]) * static_cast<double>(j - i));
+    }
+    alibi_case(s, x, slopes, " cancelling to exactly 0 (no fused multiply-add)");
+  }
+  for (const Shape& s : {Shape{1, 17, 17}, Shape{2, 3, 33, 33}}) {
+    const int64_t heads = s[s.size() - 3];
+    Graph g;
+    ValueId biased = g.alibi(g.input("x", KILN_F32, s), g.input("slopes", KILN_F32, {heads}));
+    g.output("y", g.causal_softmax(biased, 1.0f));
+    m.add(KILN_OP_ALIBI, str(s) + " before the causal softmax", std::move(g),
+          {{"x", m.rng.uniform(s, -3.0f, 3.0f)}, {"slopes", m.rng.uniform({heads}, 0.0f, 1.0f)}},
+          threshold_for(KILN_OP_CAUSAL_SOFTMAX));
+  }
+}
+
 // Ids out of range are the caller's bug, and a kernel that read or wrote
 // with them would touch memory it does not own: the device must say so.
 void invalid_id_cases(CaseMaker& m) {
@@ -251,6 +319,7 @@ void add_linear_cases(Suite& suite) {
   cross_entropy_cases(m);
   softmax_chain_cases(m);
   invalid_id_cases(m);
+  alibi_cases(m);
 }
 
 }  // namespace kiln::conformance

@@ -152,6 +152,8 @@ void judge(const Case& c, const std::string& prefix, const DeviceRun& run, const
     if (cmp.nmse > r.nmse || r.outputs.size() == 1) r.nmse = cmp.nmse;
     if (cmp.nmse > c.threshold)
       fail(fmt::format("'{}': NMSE {} > {}; {}", p.name, format_nmse(cmp.nmse), format_nmse(c.threshold), cmp.where));
+    if (c.threshold == kExact && !cmp.bits_differ.empty())
+      fail(fmt::format("'{}': not bit for bit: {}", p.name, cmp.bits_differ));
   }
   const graph::ExecutionSplit& split = run.split;
   if (r.status == Status::Pass && !split.fallback.empty())

@@ -14,6 +14,8 @@ Suite Suite::builtin() {
   add_linear_cases(s);
   add_layout_cases(s);
   add_vocab_parallel_cases(s);
+  add_rotary_cases(s);
+  add_dropout_cases(s);
   return s;
 }
 

@@ -1,5 +1,6 @@
 // Attention's softmax: CAUSAL_SOFTMAX (scaled, masked above the diagonal)
-// and its gradient.
+// and its gradient; ALIBI, the per-head linear position bias added to the
+// scores before it (MPT).
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -22,6 +23,7 @@ ValueId Graph::causal_softmax(ValueId x, float s) { return add_node(KILN_OP_CAUS
 ValueId Graph::softmax_grad(ValueId y, ValueId dy, float s) {
   return add_node(KILN_OP_SOFTMAX_GRAD, {y, dy}, {}, {s})[0];
 }
+ValueId Graph::alibi(ValueId x, ValueId slopes) { return add_node(KILN_OP_ALIBI, {x, slopes})[0]; }
 
 namespace {
 
@@ -30,6 +32,14 @@ namespace {
 // y = causal_softmax(x): dx = scale * y * (dy - sum(dy * y)), from y itself.
 Grads vjp_causal_softmax(Graph& g, const VjpArgs& a) {
   return {g.softmax_grad(a.out(0), a.dy[0], a.node.fattrs.at(0))};
+}
+
+// y = x + bias(slopes): dx = dy. The slopes are constants of the model
+// (computed on the host from the head count), so they get no gradient.
+Grads vjp_alibi(Graph&, const VjpArgs& a) {
+  Grads dx = none_for(a);
+  dx[0] = a.dy[0];
+  return dx;
 }
 
 // ---------------------------------------------------------------- reference
@@ -74,11 +84,32 @@ void op_softmax_grad(const ReferenceCtx& c) {
   }
 }
 
+// y[..., h, i, j] = x[..., h, i, j] + bias, the sum in double. The op
+// defines bias = slopes[h] * (j - i) rounded to f32 (so a bias beyond the f32
+// range is infinite, as on every backend): the double product of a float
+// and an integer below 2^29 is exact, so one rounding gives it.
+void op_alibi(const ReferenceCtx& c) {
+  const auto& x = c.f(0);
+  const auto& slopes = c.f(1);
+  const Shape& s = c.shape_in(0);
+  const int64_t T = s.back();
+  const int64_t H = s[s.size() - 3];
+  HostTensor& y = c.out(0);
+  for (size_t k = 0; k < x.size(); ++k) {
+    const auto e = static_cast<int64_t>(k);
+    const int64_t j = e % T, i = e / T % T, h = e / (T * T) % H;
+    const auto bias =
+        static_cast<float>(static_cast<double>(slopes[static_cast<size_t>(h)]) * static_cast<double>(j - i));
+    y.f32[k] = static_cast<float>(static_cast<double>(x[k]) + static_cast<double>(bias));
+  }
+}
+
 }  // namespace
 
 void register_attention_ops(OpDefs& defs) {
   defs[KILN_OP_CAUSAL_SOFTMAX] = {vjp_causal_softmax, op_causal_softmax};
   defs[KILN_OP_SOFTMAX_GRAD] = {nullptr, op_softmax_grad};
+  defs[KILN_OP_ALIBI] = {vjp_alibi, op_alibi};
 }
 
 }  // namespace kiln::graph

@@ -52,5 +52,7 @@ void register_layout_ops(OpDefs& defs);
 void register_optimizer_ops(OpDefs& defs);
 void register_collective_ops(OpDefs& defs);
 void register_vocab_parallel_ops(OpDefs& defs);
+void register_rotary_ops(OpDefs& defs);
+void register_dropout_ops(OpDefs& defs);
 
 }  // namespace kiln::graph

@@ -20,6 +20,8 @@ const OpDefs& op_defs() {
     register_optimizer_ops(d);
     register_collective_ops(d);
     register_vocab_parallel_ops(d);
+    register_rotary_ops(d);
+    register_dropout_ops(d);
     return d;
   }();
   return defs;

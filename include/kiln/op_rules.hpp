@@ -113,6 +113,7 @@ struct RuleInput {
   const std::vector<int64_t>& ia;
   const std::vector<Dims>& given;
   std::vector<Param> inputs;
+  const std::vector<float>* fa = nullptr;  // the float attributes (counted already)
 };
 
 // The output shapes of one node; an error is thrown as a std::string.
@@ -279,12 +280,47 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     case KILN_RULE_ALL_REDUCE:
       if (ia[0] != 0 && ia[0] != 1) throw std::string("reduction must be 0 (sum) or 1 (max)");
       return {d(0)};
+    case KILN_RULE_ALIBI: {
+      // x [..., H, T, T] (queries x keys), one slope per head.
+      const Dims& x = d(0);
+      if (x.size() < 3 || x[x.size() - 1] != x[x.size() - 2])
+        throw name(0) + " must be [..., H, T, T], got " + dims_string(x);
+      must_be(1, {x[x.size() - 3]});
+      return {x};
+    }
     case KILN_RULE_ROW_REDUCE:
       if (d(0).size() < 2) throw name(0) + " must have rank >= 2, got " + dims_string(d(0));
       return {Dims(d(0).begin(), d(0).end() - 1)};
+    case KILN_RULE_ROPE: {
+      // (x [..., T, D], cos [T, R], sin [T, R]) -> x; iattrs = {interleaved}.
+      const Dims& x = d(0);
+      if (x.size() < 2) throw name(0) + " must be [..., T, D], got " + dims_string(x);
+      if (d(1).size() != 2) throw name(1) + " must be [T, R], got " + dims_string(d(1));
+      same_as(1, 2);
+      const int64_t t = x[x.size() - 2], features = x.back(), pairs = d(1)[1];
+      if (d(1)[0] != t)
+        throw name(1) + " " + dims_string(d(1)) + " has " + std::to_string(d(1)[0]) + " positions, " + name(0) + " " +
+            dims_string(x) + " has T = " + std::to_string(t);
+      if (2 * pairs > features)
+        throw name(1) + " " + dims_string(d(1)) + " rotates 2R = " + std::to_string(2 * pairs) + " features, " +
+            name(0) + " " + dims_string(x) + " has D = " + std::to_string(features);
+      if (ia[0] != 0 && ia[0] != 1) throw "interleaved must be 0 or 1, got " + std::to_string(ia[0]);
+      return {x};
+      case KILN_RULE_DROPOUT: {
+        // iattrs {site, period, stride}, fattrs {p} (kiln/philox.h). The site
+        // is Philox's second key word; a period longer than the stride would
+        // give two elements one global index, hence one mask bit.
+        must_be(1, {4});
+        const float p = r.fa->at(0);
+        if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
+        if (ia[0] < 0 || ia[0] > int64_t{UINT32_MAX}) throw "site must be in [0, 2^32), got " + std::to_string(ia[0]);
+        if (ia[1] < 1) throw "period must be >= 1, got " + std::to_string(ia[1]);
+        if (ia[2] < ia[1]) throw "stride must be >= period " + std::to_string(ia[1]) + ", got " + std::to_string(ia[2]);
+        return {d(0)};
+      }
+    }
+      throw std::string("op has no shape rule");
   }
-  throw std::string("op has no shape rule");
-}
 
 }  // namespace rules_detail
 
@@ -310,7 +346,7 @@ inline std::string infer(kiln_op op, const std::vector<TensorType>& in, const st
   // KILN_IR_MAX_RANK: refuse what it cannot carry.
   if (in.size() > 255 || iattrs.size() > 255 || fattrs.size() > 255) return "more than 255 inputs or attributes";
   bool in_repeats = false, out_repeats = false;
-  RuleInput r{*info, in, iattrs, given, parse_signature(info->inputs, &in_repeats)};
+  RuleInput r{*info, in, iattrs, given, parse_signature(info->inputs, &in_repeats), &fattrs};
   for (size_t i = 0; i < in.size(); ++i) {
     const Param& p = param_at(r.inputs, i);
     if (in[i].dims.size() > KILN_IR_MAX_RANK) return p.name + " has rank above " + std::to_string(KILN_IR_MAX_RANK);

@@ -85,7 +85,10 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
   KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
-  KILN_RULE_SUMS_LOSS_GRAD = 23   /* (sums, dloss [1]) -> sums */
+  KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
+  KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
+  KILN_RULE_DROPOUT = 25,         /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
+  KILN_RULE_ALIBI = 26            /* (x [..., H, T, T], slopes [H]) -> x */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -195,7 +198,33 @@ typedef enum kiln_shape_rule {
   X(CLAMP, 32, "clamp", 1, 1, 0, 2, KILN_E, EXACT, SAME, "x:f", "y:f")                                                 \
   /* (x, dy) -> dx; fattrs = {lo, hi}: dx = dy where lo <= x <= hi (inclusive, as PyTorch's backward),                 \
    * else 0 (NaN x included). */                                                                                       \
-  X(CLAMP_GRAD, 33, "clamp_grad", 2, 1, 0, 2, KILN_E, EXACT, SAME, "x:f dy:f", "dx:f")
+  X(CLAMP_GRAD, 33, "clamp_grad", 2, 1, 0, 2, KILN_E, EXACT, SAME, "x:f dy:f", "dx:f")                                 \
+  /* (x [..., T, D], cos [T, R], sin [T, R]) -> y; iattrs = {interleaved}; 1 <= R, 2R <= D. Rotary position            \
+   * embedding: the row at position t (the index along dim -2) rotates R feature pairs (a, b) by the angles            \
+   * whose cosines and sines are cos[t, i] and sin[t, i] (the host computes the tables):                               \
+   *   a' = a cos - b sin,  b' = b cos + a sin,                                                                        \
+   * pair i being (x[i], x[i + R]) if interleaved = 0 (rotate_half: Megatron's default, HF Llama) or                   \
+   * (x[2i], x[2i + 1]) if interleaved = 1 (GPT-J). Features past the first 2R pass through unchanged                  \
+   * (--rotary-percent). Not elementwise: y[i] reads x[i + R]. */                                                      \
+  X(ROPE, 34, "rope", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "x:f cos:f sin:f", "y:f")                                      \
+  /* (dy, cos, sin) -> dx; iattrs = {interleaved}. The transpose of ROPE, a rotation by the negated angles:            \
+   * a pair (a, b) of dy gives (a cos + b sin, b cos - a sin) in dx. */                                                \
+  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:f sin:f", "dx:f")                          \
+  /* (x, key [4] i32) -> y; iattrs = {site, period, stride}, fattrs = {p}. Inverted dropout with a mask that is a     \
+   * pure function of (seed, step, site, element), the same on every backend (kiln/philox.h, docs/DROPOUT.md):        \
+   * key = {seed, step, offset_lo, offset_hi} as uint32; element e has the global index                                \
+   * g = (e / period) * stride + e % period + offset (uint64, wrapping); r = word g % 4 of                              \
+   * Philox4x32-10(counter {g / 4 low, g / 4 high, step, 0}, key {seed, site}); kept iff                               \
+   * (r >> 8) >= llround(p * 2^24); y = x * (kept ? (float)(1 / (1 - p)) : 0). y may alias x. */                       \
+  X(DROPOUT, 36, "dropout", 2, 1, 3, 1, KILN_E, EXACT, DROPOUT, "x:f key:i", "y:f")                                     \
+  /* ---- model families (MPT) */                                                                                      \
+  /* (x [..., H, T, T], slopes [H]) -> y: attention with linear biases, queries i x keys j:                            \
+   * y[..., h, i, j] = x[..., h, i, j] + bias, bias = slopes[h] * (float)(j - i) rounded to f32 first                  \
+   * (no fused multiply-add). Not KILN_E although y[k] reads only x[k] and slopes[h], so y could alias                 \
+   * x: KILN_E also admits an op to elementwise fusion (OpenCL), whose kernels index every input at the                \
+   * fused element k and know no (h, i, j). Without it the op runs as a kernel of its own and y never                  \
+   * aliases x (the scores it biases live in the arena, so nothing is lost). */                                        \
+  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

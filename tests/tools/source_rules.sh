@@ -30,6 +30,9 @@ while read -r code name; do
   # optimizer's name (as in Megatron's --optimizer), not the op's.
   files=$(sources -F "\"$name\"" | grep -v '^include/kiln/ops.h$')
   [ "$name" = adamw ] && files=$(grep -v '^trainer/checkpoint/checkpointer.cpp$' <<<"$files")
+  # The default job's synthetic corpus has the noun pair {"rope", "ropes"}
+  # among its words: text the model learns, not the op's name.
+  [ "$name" = rope ] && files=$(grep -v '^trainer/data/corpus.cpp$' <<<"$files")
   [ -z "$files" ] || bad "op name \"$name\" is spelled outside include/kiln/ops.h: $(echo $files)"
 done < <(sed -E 's/^ *X\(([A-Z_0-9]+), [0-9]+, "([a-z_0-9]+)".*/\1 \2/' <<<"$rows")
 

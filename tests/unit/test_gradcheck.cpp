@@ -251,6 +251,54 @@ TEST(GradCheck, Rmsnorm) {
   }
 }
 
+// y = rope(x, cos, sin): dx by finite differences, with tables that are no
+// rotation (random cos and sin) so a wrong sign or partner shows.
+TEST(GradCheck, Rope) {
+  struct Case {
+    Shape x;
+    int64_t pairs;
+  };
+  // Full rotation, partial rotation (R < D/2), and odd D with partial rotation.
+  for (const Case& k : {Case{{2, 3, 6}, 3}, Case{{3, 4, 8}, 2}, Case{{2, 5, 7}, 3}})
+    for (bool interleaved : {false, true}) {
+      SCOPED_TRACE(to_string(k.x) + " R=" + std::to_string(k.pairs) + (interleaved ? " interleaved" : ""));
+      GradCheck c;
+      ValueId x = c.input("x", k.x, -2.0, 2.0);
+      const Shape table{k.x[k.x.size() - 2], k.pairs};
+      ValueId cos = c.input("cos", table), sin = c.input("sin", table);
+      c.check(c.weighted_sum(c.g.rope(x, cos, sin, interleaved)), {"x"});
+    }
+}
+
+TEST(GradCheck, RopeTablesAreConstants) {
+  GradCheck c;
+  ValueId x = c.input("x", {3, 4});
+  ValueId cos = c.input("cos", {3, 2}), sin = c.input("sin", {3, 2});
+  ValueId loss = c.weighted_sum(c.g.rope(x, cos, sin, false));
+  try {
+    backward(c.g, loss, {x, cos});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cos and sin are constant"), std::string::npos) << e.what();
+  }
+}
+
+// Linear in x with a mask fixed by the key: dx = the same dropout of dy.
+TEST(GradCheck, Dropout) {
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5}}) {
+    SCOPED_TRACE(to_string(s));
+    GradCheck c;
+    ValueId x = c.input("x", s, -2.0, 2.0);
+    ValueId key = c.ids("key", {4}, {11, 3, 0, 0});
+    c.check(c.weighted_sum(c.g.dropout(x, key, 0.5f, 2)), {"x"});
+  }
+  // A column block with an offset, as a tensor-parallel rank draws it.
+  GradCheck c;
+  ValueId x = c.input("x", {4, 6}, -2.0, 2.0);
+  ValueId key = c.ids("key", {4}, {5, 9, 12, 0});
+  c.check(c.weighted_sum(c.g.dropout(x, key, 0.3f, 1, 6, 18)), {"x"});
+}
+
 TEST(GradCheck, CausalSoftmax) {
   for (auto [s, scale] :
        {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {
@@ -267,6 +315,31 @@ TEST(GradCheck, CausalSoftmax) {
     }
     c.check(c.weighted_sum(y), {"x"});
   }
+}
+
+TEST(GradCheck, Alibi) {
+  // One head, several heads, leading batch dims, and a single position.
+  for (const Shape& s : {Shape{1, 4, 4}, Shape{3, 5, 5}, Shape{2, 2, 3, 3}, Shape{1, 1, 1}}) {
+    SCOPED_TRACE(to_string(s));
+    GradCheck c;
+    ValueId x = c.input("x", s, -2.0, 2.0);
+    ValueId slopes = c.input("slopes", {s[s.size() - 3]}, -1.0, 1.0);
+    c.check(c.weighted_sum(c.g.alibi(x, slopes)), {"x"});
+  }
+}
+
+TEST(GradCheck, AlibiBeforeTheCausalSoftmaxAndSlopesAreConstants) {
+  // MPT's scores: softmax(alibi(x, slopes)), where the bias changes which
+  // keys dominate, so dx depends on the slopes through the softmax.
+  GradCheck c;
+  ValueId x = c.input("x", {2, 3, 4, 4}, -2.0, 2.0);
+  ValueId slopes = c.input("slopes", {3}, 0.25, 1.0);
+  ValueId loss = c.weighted_sum(c.g.causal_softmax(c.g.alibi(x, slopes), 1.0f));
+  c.check(loss, {"x"});
+  // The slopes are fixed by the head count (no gradient): exactly zero.
+  Graph g = c.g;
+  g.output("dslopes", backward(g, loss, {slopes})[0]);
+  EXPECT_EQ(run_reference(g, c.inputs).at("dslopes").f32, std::vector<float>(3, 0.0f));
 }
 
 TEST(GradCheck, CrossEntropy) {

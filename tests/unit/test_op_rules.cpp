@@ -3,6 +3,7 @@
 // definition says, for the host builder and a plugin's decoded graph alike.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -118,8 +119,72 @@ TEST(OpRules, EmbeddingGradBoundsTheVocab) {
   EXPECT_EQ(out[0], f32({50, 8}));
 }
 
+TEST(OpRules, RopeRotatesPairsOfTheLastDimByPosition) {
+  std::vector<TensorType> out;
+  // q as the model passes it, [B*H, T, D], with half the features rotated.
+  ASSERT_EQ(run(KILN_OP_ROPE, {f32({8, 5, 6}), f32({5, 3}), f32({5, 3})}, &out, {0}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({8, 5, 6}));
+  ASSERT_EQ(run(KILN_OP_ROPE_GRAD, {f32({5, 10}), f32({5, 2}), f32({5, 2})}, &out, {1}), "");
+  EXPECT_EQ(out[0], f32({5, 10}));
+  // Odd D with partial rotation: 2R = 8 <= 9.
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({2, 9}), f32({2, 4}), f32({2, 4})}, &out, {0}), "");
+}
+
+TEST(OpRules, RopeRefusesWhatItCannotRotate) {
+  std::vector<TensorType> out;
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({6}), f32({1, 3}), f32({1, 3})}, &out, {0}), "x must be [..., T, D], got [6]");
+  EXPECT_EQ(run(KILN_OP_ROPE_GRAD, {f32({6}), f32({1, 3}), f32({1, 3})}, &out, {0}), "dy must be [..., T, D], got [6]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3, 1}), f32({4, 3, 1})}, &out, {0}),
+            "cos must be [T, R], got [4, 3, 1]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 2})}, &out, {0}),
+            "sin [4, 2] differs from cos [4, 3]");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({2, 4, 6}), f32({5, 3}), f32({5, 3})}, &out, {0}),
+            "cos [5, 3] has 5 positions, x [2, 4, 6] has T = 4");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 4}), f32({4, 4})}, &out, {0}),
+            "cos [4, 4] rotates 2R = 8 features, x [4, 6] has D = 6");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 3})}, &out, {2}), "interleaved must be 0 or 1, got 2");
+  EXPECT_EQ(run(KILN_OP_ROPE, {f32({4, 6}), f32({4, 3}), f32({4, 3})}, &out), "expects 1 int attributes, got 0");
+}
+
+TEST(OpRules, AlibiNeedsSquareScoresAndOneSlopePerHead) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_ALIBI, {f32({2, 3, 5, 5}), f32({3})}, &out), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({2, 3, 5, 5}));
+  ASSERT_EQ(run(KILN_OP_ALIBI, {f32({1, 1, 1}), f32({1})}, &out), "");
+  EXPECT_EQ(out[0], f32({1, 1, 1}));
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({5, 5}), f32({1})}, &out), "x must be [..., H, T, T], got [5, 5]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 4}), f32({3})}, &out), "x must be [..., H, T, T], got [3, 5, 4]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({2, 3, 5, 5}), f32({2})}, &out), "slopes must be [3], got [2]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 5}), f32({1, 3})}, &out), "slopes must be [3], got [1, 3]");
+  EXPECT_EQ(run(KILN_OP_ALIBI, {f32({3, 5, 5}), i32({3})}, &out), "slopes must be f32, got i32");
+}
+
 // A decoded graph as a plugin receives it: one node whose declared outputs
 // must be exactly what the rule infers.
+TEST(OpRules, DropoutKeepsTheShapeAndChecksItsAttributes) {
+  std::vector<TensorType> out;
+  const std::vector<TensorType> in{f32({3, 5}), i32({4})};
+  ASSERT_EQ(run(KILN_OP_DROPOUT, in, &out, {7, 15, 15}, {0.1f}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({3, 5}));
+  // A column block of a wider tensor, and p = 0 (the identity).
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 5, 20}, {0.0f}), "");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, {f32({3, 5}), i32({2})}, &out, {0, 15, 15}, {0.1f}), "key must be [4], got [2]");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, {f32({3, 5}), f32({4})}, &out, {0, 15, 15}, {0.1f}), "key must be i32, got f32");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {1.0f}), "p must be in [0, 1), got 1.000000");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {-0.5f}), "p must be in [0, 1), got -0.500000");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}, {std::nanf("")}), "p must be in [0, 1), got nan");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {-1, 15, 15}, {0.1f}), "site must be in [0, 2^32), got -1");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {int64_t{1} << 32, 15, 15}, {0.1f}),
+            "site must be in [0, 2^32), got 4294967296");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 0, 15}, {0.1f}), "period must be >= 1, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 0}, {0.1f}), "stride must be >= period 15, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15}, {0.1f}), "expects 3 int attributes, got 2");
+  EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}), "expects 1 float attributes, got 0");
+}
+
 kiln::ir::DecodedGraph one_matmul(Dims y) {
   kiln::ir::DecodedGraph g;
   g.num_slots = 4;

@@ -3,6 +3,7 @@
 // arithmetic or from an independent, deliberately naive formula in the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -333,6 +334,58 @@ TEST(Reference, RmsnormHasNoMeanAndNoBias) {
   expect_near(y, {1 * r0, 2 * r0 * 2, 3 * r0, -4 * r0, -2 * r1, -2 * r1 * 2, -2 * r1, 2 * r1});
 }
 
+// Two positions, D = 5 with R = 2: pairs (0, 2) and (1, 3), or (0, 1) and
+// (2, 3) interleaved; feature 4 passes through. Position 0 is a quarter turn
+// of pair 0 and a half turn of pair 1; position 1 scales pair 0 by 2 with no
+// turn and turns pair 1 by c = 0.6, s = 0.8.
+TEST(Reference, RopeRotatesPairsByTheirPositionsAngles) {
+  const TensorMap in{{"x", F({2, 5}, {1, 2, 3, 4, 5, -1, 0.5f, 2, -3, 7})},
+                     {"cos", F({2, 2}, {0, -1, 2, 0.6f})},
+                     {"sin", F({2, 2}, {1, 0, 0, 0.8f})}};
+  for (bool interleaved : {false, true}) {
+    SCOPED_TRACE(interleaved ? "interleaved" : "rotate_half");
+    Graph g;
+    ValueId x = g.input("x", KILN_F32, {2, 5});
+    ValueId c = g.input("cos", KILN_F32, {2, 2}), s = g.input("sin", KILN_F32, {2, 2});
+    g.output("y", g.rope(x, c, s, interleaved));
+    g.output("dx", g.rope_grad(x, c, s, interleaved));
+    TensorMap out = run_reference(g, in);
+    if (!interleaved) {
+      // Row 0: pair 0 (1, 3) -> (1*0 - 3*1, 3*0 + 1*1) = (-3, 1); pair 1 (2, 4) -> (-2, -4).
+      // Row 1: pair 0 (-1, 2) -> (-2, 4); pair 1 (0.5, -3) -> (0.3 + 2.4, -1.8 + 0.4) = (2.7, -1.4).
+      expect_near(out.at("y").f32, {-3, -2, 1, -4, 5, -2, 2.7, 4, -1.4, 7});
+      // The inverse: (a c + b s, b c - a s).
+      expect_near(out.at("dx").f32, {3, -2, -1, -4, 5, -2, 0.3 - 2.4, 4, -1.8 - 0.4, 7});
+    } else {
+      // Row 0: pair 0 (1, 2) -> (-2, 1); pair 1 (3, 4) -> (-3, -4).
+      // Row 1: pair 0 (-1, 0.5) -> (-2, 1); pair 1 (2, -3) -> (1.2 + 2.4, -1.8 + 1.6) = (3.6, -0.2).
+      expect_near(out.at("y").f32, {-2, 1, -3, -4, 5, -2, 1, 3.6, -0.2, 7});
+      expect_near(out.at("dx").f32, {2, -1, -3, -4, 5, -2, 1, 1.2 - 2.4, -1.8 - 1.6, 7});
+    }
+  }
+}
+
+// Elements 0..3 with seed, site, step and offset 0 use Philox4x32-10 of
+// counter 0 and key 0, whose words Random123's tests/kat_vectors publish:
+// 6627e8d5 e169c58d bc57ac4c 9b00dbd8. Their top 24 bits are 6694888,
+// 14772677, 12343212 and 10158299; p = 0.625 gives the threshold
+// 0.625 * 2^24 = 10485760, so elements 0 and 3 are dropped, and the kept
+// ones are scaled by 1 / 0.375.
+TEST(Reference, DropoutMaskFromThePublishedPhiloxWords) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4});
+  ValueId key = g.input("key", KILN_I32, {4});
+  g.output("y", g.dropout(x, key, 0.625f, 0));
+  std::vector<float> y = run_y(g, {{"x", F({4}, {1.5f, -3.0f, 0.75f, 2.0f})}, {"key", I({4}, {0, 0, 0, 0})}});
+  const float scale = static_cast<float>(1.0 / 0.375);
+  EXPECT_EQ(y, (std::vector<float>{0.0f, -3.0f * scale, 0.75f * scale, 0.0f}));
+  // At p = 0.5 (threshold 8388608) only element 0 is dropped.
+  Graph h;
+  h.output("y", h.dropout(h.input("x", KILN_F32, {4}), h.input("key", KILN_I32, {4}), 0.5f, 0));
+  y = run_y(h, {{"x", F({4}, {1.5f, -3.0f, 0.75f, 2.0f})}, {"key", I({4}, {0, 0, 0, 0})}});
+  EXPECT_EQ(y, (std::vector<float>{0.0f, -6.0f, 1.5f, 4.0f}));
+}
+
 TEST(Reference, LayernormGradMatchesExplicitJacobian) {
   const int C = 4, R = 2;
   const double eps = 1e-5;
@@ -411,6 +464,27 @@ TEST(Reference, SoftmaxGradByHand) {
   // Row 0: sum dy*y = 0.2; dx = 2 * [0.2 * 0.8, 0.8 * -0.2].
   // Row 1: sum dy*y = 3; dx = 2 * [1 * 0, 0 * 2] = 0.
   expect_near(dx, {0.32, -0.32, 0, 0});
+}
+
+TEST(Reference, AlibiAddsSlopeTimesKeyMinusQueryPerHead) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {2, 2, 3, 3});
+  ValueId slopes = g.input("slopes", KILN_F32, {2});
+  g.output("y", g.alibi(x, slopes));
+  // Batch b holds 10 b everywhere; heads 0 and 1 have slopes 0.5 and -2.
+  std::vector<float> xv(36, 0.0f);
+  std::fill(xv.begin() + 18, xv.end(), 10.0f);
+  std::vector<float> y = run_y(g, {{"x", F({2, 2, 3, 3}, xv)}, {"slopes", F({2}, {0.5f, -2.0f})}});
+  // bias[h][i][j] = slopes[h] * (j - i): 0 on the diagonal, the same for
+  // every batch; row i of the lower triangle (keys a query sees) is <= 0
+  // for a positive slope.
+  const std::vector<double> head0{0, 0.5, 1, -0.5, 0, 0.5, -1, -0.5, 0};
+  const std::vector<double> head1{0, -2, -4, 2, 0, -2, 4, 2, 0};
+  std::vector<double> want;
+  for (double base : {0.0, 10.0})
+    for (const auto* head : {&head0, &head1})
+      for (double b : *head) want.push_back(base + b);
+  expect_near(y, want);
 }
 
 // ------------------------------------------------------------ cross-entropy
