@@ -42,7 +42,14 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--disable-bias-linear", &disable_bias_linear, "no biases in the linear layers");
   f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
   f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
-  f.add("--position-embedding-type", &position_embedding_type, "learned_absolute | none");
+  f.add("--position-embedding-type", &position_embedding_type,
+        "learned_absolute | rope | none | alibi (alibi: kiln extension, MPT)");
+  f.add("--rotary-base", &model.rotary_base, "RoPE base");
+  f.add("--rotary-percent", &rotary_percent, "fraction of the head dim RoPE rotates, in (0, 1]");
+  f.add("--rotary-interleaved", &model.rotary_interleaved, "rotate pairs (x[2i], x[2i+1]) instead of (x[i], x[i+R])");
+  f.add("--use-rope-scaling", &model.use_rope_scaling, "Llama-3.1's RoPE frequency scaling");
+  f.add("--rope-scaling-factor", &rope_scaling_factor, "Llama-3.1 RoPE scaling factor");
+  f.add("--alibi-bias-max", &alibi_bias_max, "kiln extension (MPT): ALiBi's largest slope exponent");
   f.add("--clip-qkv", &clip_qkv, "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)",
         Bounds::at_least(0));
   f.add("--use-checkpoint-args", &use_checkpoint_args,
@@ -116,6 +123,9 @@ void TrainConfig::finalize_architecture(const Flags& f) {
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
   model.add_bias_linear = !disable_bias_linear;
   model.clip_qkv = static_cast<float>(clip_qkv);
+  model.rotary_percent = static_cast<float>(rotary_percent);
+  model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
+  model.alibi_bias_max = static_cast<float>(alibi_bias_max);
   if (use_checkpoint_args) {
     if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
     // As Megatron: the checkpoint's model replaces the model flags.

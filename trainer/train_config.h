@@ -24,6 +24,9 @@ struct TrainConfig {
   int64_t num_query_groups = 1;
   bool disable_bias_linear = false;
   double clip_qkv = 0;
+  double rotary_percent = 1.0;
+  double rope_scaling_factor = 8.0;
+  double alibi_bias_max = 8.0;
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
 

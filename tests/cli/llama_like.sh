@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A Llama-style model -- RMSNorm, grouped-query attention (4 heads in 2
 # groups), SwiGLU, an untied output layer, no linear biases, QK-LayerNorm,
-# no position embedding -- learns on the
+# RoPE with Llama-3.1's scaling -- learns on the
 # embedded corpus, and its checkpoint carries the whole model config:
 # `kiln generate` samples from it without model flags, a resume with
 # --use-checkpoint-args takes the model from it, and a resume with a
@@ -12,7 +12,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
        --normalization RMSNorm --norm-epsilon 1e-6 --group-query-attention --num-query-groups 2
        --untie-embeddings-and-output-weights --disable-bias-linear --qk-layernorm --swiglu
-       --position-embedding-type none)
+       --position-embedding-type rope --rotary-base 500000 --use-rope-scaling)
 run=(--micro-batch-size 8 --lr-warmup-iters 5 --log-interval 5 --eval-iters 2 --eval-interval 40 --num-threads 2)
 
 "$kiln" train "${model[@]}" "${run[@]}" --train-iters 40 --save "$tmp/ck" --metrics-file "$tmp/m.jsonl" >"$tmp/log"
@@ -45,9 +45,9 @@ status=0
   { echo "a LayerNorm run loaded an RMSNorm checkpoint (status $status):"; cat "$tmp/bad.log"; exit 1; }
 echo "llama-like model trained, generated and resumed"
 
-# MPT's options that need no position op: no biases, QK-LayerNorm, QKV clipping (kiln extension).
+# MPT's options: ALiBi and QKV clipping (kiln extensions), no biases, QK-LayerNorm.
 "$kiln" train --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --disable-bias-linear \
-  --qk-layernorm --clip-qkv 6 "${run[@]}" --train-iters 40 --eval-iters 0 --metrics-file "$tmp/mpt.jsonl" >/dev/null
+  --qk-layernorm --clip-qkv 6 --position-embedding-type alibi "${run[@]}" --train-iters 40 --eval-iters 0 --metrics-file "$tmp/mpt.jsonl" >/dev/null
 first=$(head -1 "$tmp/mpt.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 last=$(tail -1 "$tmp/mpt.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 echo "MPT-like: first logged loss $first, last $last"

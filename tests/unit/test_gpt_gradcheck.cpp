@@ -93,7 +93,7 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) { check_gradients(two_l
 
 // Llama's choices: RMSNorm, grouped-query attention (2 groups of 2 heads:
 // the K/V copies' gradients summed), untied output layer, no biases,
-// QK-LayerNorm, SwiGLU, no position embedding.
+// QK-LayerNorm, RoPE with Llama-3.1's scaling (SwiGLU on its own below).
 TEST(GptGradcheck, LlamaLikeOptions) {
   GptConfig cfg = two_layers();
   cfg.num_attention_heads = 4;
@@ -102,26 +102,44 @@ TEST(GptGradcheck, LlamaLikeOptions) {
   cfg.untie_embeddings_and_output_weights = true;
   cfg.add_bias_linear = false;
   cfg.qk_layernorm = true;
-  cfg.position_embedding_type = trainer::PositionEmbedding::None;
+  cfg.position_embedding_type = trainer::PositionEmbedding::Rope;
+  cfg.rotary_base = 500000;
+  cfg.use_rope_scaling = true;
+  check_gradients(cfg);
+}
+
+// SwiGLU: fc1's [gate; up] halves meet in silu(gate) * up.
+TEST(GptGradcheck, SwigluMlp) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 4;
   cfg.swiglu = true;
   cfg.ffn_hidden_size = 24;
   check_gradients(cfg);
 }
 
-// MPT's choices that need no position op: no biases, QK-LayerNorm, and the
-// fused QKV output clamped (some elements are clipped, so their gradient is 0).
-TEST(GptGradcheck, MptLikeClipQkv) {
+// MPT's choices: ALiBi (3 heads: llm-foundry's slopes for a count that is
+// not a power of two), no biases, QK-LayerNorm, and the fused QKV output
+// clamped (loosely: an element near the clip bound would put a kink inside
+// the finite difference).
+TEST(GptGradcheck, MptLikeAlibiClipQkv) {
   GptConfig cfg = two_layers();
+  cfg.hidden_size = 18;
+  cfg.num_attention_heads = 3;
+  cfg.position_embedding_type = trainer::PositionEmbedding::Alibi;
   cfg.add_bias_linear = false;
   cfg.qk_layernorm = true;
-  cfg.clip_qkv = 1.5f;
+  cfg.clip_qkv = 3.0f;
   check_gradients(cfg);
 }
 
 // Multi-query attention (G = 1) with LayerNorm-1p, a QKV bias alone, a
-// head dim of its own and an explicit FFN size.
+// head dim of its own (odd: 5), an explicit FFN size, and interleaved RoPE
+// over part of the head dim (2 of 5 dims).
 TEST(GptGradcheck, MultiQueryLayerNorm1p) {
   GptConfig cfg = two_layers();
+  cfg.position_embedding_type = trainer::PositionEmbedding::Rope;
+  cfg.rotary_percent = 0.5f;
+  cfg.rotary_interleaved = true;
   cfg.num_attention_heads = 3;
   cfg.num_query_groups = 1;
   cfg.kv_channels = 5;

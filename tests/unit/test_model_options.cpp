@@ -196,7 +196,7 @@ std::string validate_error(const GptConfig& c) {
   return "";
 }
 
-TEST(ModelOptions, ValidationOfOptionsWhoseOpsComeLater) {
+TEST(ModelOptions, RopeAlibiAndClipValidation) {
   GptConfig c = gpt2_small();
   c.position_embedding_type = PositionEmbedding::Rope;
   c.rotary_percent = 1.5f;

@@ -316,7 +316,7 @@ TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ran
 // Llama's options split over two ranks: one query group of 2 heads each
 // (Megatron-core's per-group QKV rows), SwiGLU's fc1 as each rank's rows of
 // gate and of up, the untied output layer vocab-parallel, RMSNorm and
-// QK-LayerNorm replicated, no biases.
+// QK-LayerNorm replicated, no biases, RoPE tables on every rank.
 TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
   GptConfig c = small_model(1);
   c.normalization = Normalization::RMSNorm;
@@ -324,9 +324,19 @@ TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
   c.untie_embeddings_and_output_weights = true;
   c.add_bias_linear = false;
   c.qk_layernorm = true;
-  c.position_embedding_type = PositionEmbedding::None;
+  c.position_embedding_type = PositionEmbedding::Rope;
   c.swiglu = true;
   c.ffn_hidden_size = 24;  // [gate; up] of 12 rows per rank
+  expect_two_ranks_match_one(c);
+}
+
+// MPT's options over two ranks: each holds the ALiBi slopes of its heads.
+TEST(TensorParallel, MptLikeOptionsGiveTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.position_embedding_type = PositionEmbedding::Alibi;
+  c.add_bias_linear = false;
+  c.qk_layernorm = true;
+  c.clip_qkv = 2.0f;
   expect_two_ranks_match_one(c);
 }
 

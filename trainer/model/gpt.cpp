@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/model/position_inputs.h"
 
 namespace kiln::trainer {
 
@@ -45,19 +46,6 @@ int64_t GptConfig::ffn_hidden() const {
 int64_t GptConfig::rotary_pairs() const {
   return static_cast<int64_t>(static_cast<double>(head_dim()) * static_cast<double>(rotary_percent)) / 2;
 }
-
-namespace {
-// Options whose op kiln does not have yet are refused by name, so no run
-// silently trains a different model than the one asked for.
-void refuse_options_without_ops(const GptConfig& c) {
-  auto missing = [](const std::string& option, const char* op) {
-    throw Error(option + " needs the " + op + " op, which this kiln does not have yet");
-  };
-  if (c.position_embedding_type == PositionEmbedding::Rope) missing("--position-embedding-type rope", "ROPE");
-  if (c.position_embedding_type == PositionEmbedding::Alibi) missing("--position-embedding-type alibi", "ALIBI");
-}
-
-}  // namespace
 
 void GptConfig::validate() const {
   auto positive = [](int64_t v, const char* flag) {
@@ -107,7 +95,6 @@ void GptConfig::validate() const {
   if (vocab_size % tensor_parallel != 0)
     throw Error("--vocab-size " + std::to_string(vocab_size) + tp +
                 "; pick a multiple (with --vocab-file, kiln pads the vocab like Megatron)");
-  refuse_options_without_ops(*this);
 }
 
 std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
@@ -226,8 +213,12 @@ ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std
 struct Qkv {
   ValueId q, k, v;
 };
+// The position inputs attention reads: rotary tables or ALiBi slopes (-1 when unused).
+struct PositionValues {
+  ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1;
+};
 Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params& p, const std::string& L,
-              std::set<ValueId>& reduce_gradients) {
+              const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
   const int64_t T = c.seq_length, H = c.local_heads(), G = c.local_query_groups(), D = c.head_dim();
   const int64_t per_group = H / G;
   ValueId q, k, v;
@@ -250,6 +241,12 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
     q = norm(g, c, q, p, L + "self_attention.q_layernorm", &reduce_gradients);
     k = norm(g, c, k, p, L + "self_attention.k_layernorm", &reduce_gradients);
   }
+  if (c.position_embedding_type == PositionEmbedding::Rope) {
+    // Megatron-core rotates q and k after the split (and QK-LayerNorm), by
+    // the tables the trainer fills (trainer/model/position_inputs.h).
+    q = g.rope(q, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
+    k = g.rope(k, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
+  }
   if (per_group > 1) {
     k = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), k), 2), {B * H, T, D});
     v = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), v), 2), {B * H, T, D});
@@ -261,15 +258,24 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
 ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-                  std::set<ValueId>& reduce_gradients) {
+                  const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
   // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
   if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
-  const Qkv h = split_qkv(g, c, B, qkv, p, L, reduce_gradients);
+  const Qkv h = split_qkv(g, c, B, qkv, p, L, pos, reduce_gradients);
   ValueId scores = g.matmul(h.q, h.k, false, true);  // [B*H, T, T]
-  ValueId probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
+  ValueId probs;
+  if (c.position_embedding_type == PositionEmbedding::Alibi) {
+    // MPT: the bias is added to the scaled scores, so scale first and
+    // softmax with scale 1. Each rank's slopes are those of its heads.
+    scores = g.reshape(g.scale(scores, 1.0f / std::sqrt(static_cast<float>(D))), {B, H, T, T});
+    scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
+    probs = g.causal_softmax(scores, 1.0f);
+  } else {
+    probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
+  }
   ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
@@ -330,10 +336,17 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
     x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
   x = g.reshape(x, {B * T, C});
+  PositionValues pos;
+  if (c.position_embedding_type == PositionEmbedding::Rope) {
+    pos.rotary_cos = g.input(kRotaryCosInput, KILN_F32, {T, c.rotary_pairs()});
+    pos.rotary_sin = g.input(kRotarySinInput, KILN_F32, {T, c.rotary_pairs()});
+  }
+  if (c.position_embedding_type == PositionEmbedding::Alibi)
+    pos.alibi_slopes = g.input(kAlibiSlopesInput, KILN_F32, {c.local_heads()});
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
     ValueId h = norm(g, c, x, p, L + "input_layernorm");
-    x = g.add(x, attention(g, c, B, column_parallel_input(h), p, L, f.all_reduce_gradient_of));
+    x = g.add(x, attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of));
     h = norm(g, c, x, p, L + "pre_mlp_layernorm");
     x = g.add(x, mlp(g, c, column_parallel_input(h), p, L));
   }
