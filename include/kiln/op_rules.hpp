@@ -306,21 +306,22 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
             name(0) + " " + dims_string(x) + " has D = " + std::to_string(features);
       if (ia[0] != 0 && ia[0] != 1) throw "interleaved must be 0 or 1, got " + std::to_string(ia[0]);
       return {x};
-      case KILN_RULE_DROPOUT: {
-        // iattrs {site, period, stride}, fattrs {p} (kiln/philox.h). The site
-        // is Philox's second key word; a period longer than the stride would
-        // give two elements one global index, hence one mask bit.
-        must_be(1, {4});
-        const float p = r.fa->at(0);
-        if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
-        if (ia[0] < 0 || ia[0] > int64_t{UINT32_MAX}) throw "site must be in [0, 2^32), got " + std::to_string(ia[0]);
-        if (ia[1] < 1) throw "period must be >= 1, got " + std::to_string(ia[1]);
-        if (ia[2] < ia[1]) throw "stride must be >= period " + std::to_string(ia[1]) + ", got " + std::to_string(ia[2]);
-        return {d(0)};
-      }
     }
-      throw std::string("op has no shape rule");
+    case KILN_RULE_DROPOUT: {
+      // iattrs {site, period, stride}, fattrs {p} (kiln/philox.h). The site
+      // is Philox's second key word; a period longer than the stride would
+      // give two elements one global index, hence one mask bit.
+      must_be(1, {4});
+      const float p = r.fa->at(0);
+      if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
+      if (ia[0] < 0 || ia[0] > int64_t{UINT32_MAX}) throw "site must be in [0, 2^32), got " + std::to_string(ia[0]);
+      if (ia[1] < 1) throw "period must be >= 1, got " + std::to_string(ia[1]);
+      if (ia[2] < ia[1]) throw "stride must be >= period " + std::to_string(ia[1]) + ", got " + std::to_string(ia[2]);
+      return {d(0)};
+    }
   }
+  throw std::string("op has no shape rule");
+}
 
 }  // namespace rules_detail
 
