@@ -1,7 +1,5 @@
 #include "trainer/data/preprocess.h"
 
-#include <zlib.h>
-
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -10,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "trainer/data/input_bytes.h"
 #include "trainer/data/mmidx.h"
 
 namespace kiln::data {
@@ -18,18 +17,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads lines from a plain or gzip file (zlib reads both transparently).
+// Reads lines from a plain or gzip file (trainer/data/input_bytes.h).
 class LineReader {
  public:
-  explicit LineReader(const std::string& path) : path_(path) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) throw Error("cannot open --input " + path + ": " + std::strerror(errno));
-    gzbuffer(file_, 1 << 18);
-    buf_.resize(1 << 18);
-  }
-  ~LineReader() {
-    if (file_) gzclose(file_);
-  }
+  explicit LineReader(const std::string& path) : bytes_in_(path) { buf_.resize(1 << 18); }
   // Next line without its '\n' (and '\r'); false at the end.
   bool next(std::string& line) {
     line.clear();
@@ -37,24 +28,13 @@ class LineReader {
     while (true) {
       if (pos_ == len_) {
         if (eof_) return got;
-        int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
-        if (n < 0) {
-          int code = 0;
-          const char* msg = gzerror(file_, &code);
-          throw Error("cannot read --input " + path_ + " (" + (msg ? msg : "zlib error") +
-                      "); is it a complete .jsonl or .jsonl.gz file?");
-        }
+        const size_t n = bytes_in_.read(buf_.data(), buf_.size());
         if (n == 0) {
-          int code = Z_OK;
-          const char* msg = gzerror(file_, &code);
-          if (code != Z_OK)  // e.g. Z_BUF_ERROR: a gzip stream cut short
-            throw Error("cannot read --input " + path_ + " (" + (msg ? msg : "zlib error") +
-                        "); the .gz file is truncated or corrupt");
           eof_ = true;
           return got;
         }
         pos_ = 0;
-        len_ = static_cast<size_t>(n);
+        len_ = n;
       }
       got = true;
       const char* start = buf_.data() + pos_;
@@ -74,8 +54,7 @@ class LineReader {
   int64_t bytes() const { return static_cast<int64_t>(bytes_); }
 
  private:
-  std::string path_;
-  gzFile file_ = nullptr;
+  InputBytes bytes_in_;
   std::vector<char> buf_;
   size_t pos_ = 0, len_ = 0, bytes_ = 0;
   bool eof_ = false;
