@@ -11,12 +11,12 @@
 #include "core/registry.h"
 #include "graph/executor.h"
 #include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/data/corpus.h"
 #include "trainer/flags.h"
 #include "trainer/model/model_state.h"
 #include "trainer/model/step_graphs.h"
 #include "trainer/rng.h"
-#include "trainer/trainer.h"
 
 namespace kiln::cli {
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
@@ -26,6 +28,32 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--seq-length", &model.seq_length, "sequence length");
   f.add("--max-position-embeddings", &max_position_embeddings, "position table size (defaults to --seq-length)");
   f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
+  f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
+  f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
+  f.add("--apply-layernorm-1p", &model.apply_layernorm_1p, "norm weights stored zero-centred: scale by 1 + weight");
+  f.add("--ffn-hidden-size", &model.ffn_hidden_size,
+        "MLP hidden size (default 4 x hidden size; with --swiglu int((4h x 2/3) / 64) x 64)");
+  f.add("--swiglu", &model.swiglu, "SwiGLU MLP: fc1 holds [gate; up], activation silu(gate) * up");
+  f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
+  f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
+  f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
+  f.add("--untie-embeddings-and-output-weights", &model.untie_embeddings_and_output_weights,
+        "an output layer of its own instead of the word embedding");
+  f.add("--disable-bias-linear", &disable_bias_linear, "no biases in the linear layers");
+  f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
+  f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
+  f.add("--position-embedding-type", &position_embedding_type,
+        "learned_absolute | rope | none | alibi (alibi: kiln extension, MPT)");
+  f.add("--rotary-base", &model.rotary_base, "RoPE base");
+  f.add("--rotary-percent", &rotary_percent, "fraction of the head dim RoPE rotates, in (0, 1]");
+  f.add("--rotary-interleaved", &model.rotary_interleaved, "rotate pairs (x[2i], x[2i+1]) instead of (x[i], x[i+R])");
+  f.add("--use-rope-scaling", &model.use_rope_scaling, "Llama-3.1's RoPE frequency scaling");
+  f.add("--rope-scaling-factor", &rope_scaling_factor, "Llama-3.1 RoPE scaling factor");
+  f.add("--alibi-bias-max", &alibi_bias_max, "kiln extension (MPT): ALiBi's largest slope exponent");
+  f.add("--clip-qkv", &clip_qkv, "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)",
+        Bounds::at_least(0));
+  f.add("--use-checkpoint-args", &use_checkpoint_args,
+        "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
@@ -79,8 +107,36 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
 }
 
+void TrainConfig::finalize_architecture(const Flags& f) {
+  model.normalization = parse_normalization(normalization);
+  model.position_embedding_type = parse_position_embedding(position_embedding_type);
+  if (!(norm_epsilon > 0)) throw Error("--norm-epsilon must be positive, got " + std::to_string(norm_epsilon));
+  model.layernorm_epsilon = static_cast<float>(norm_epsilon);
+  if (f.given("--num-query-groups") && !group_query_attention)
+    throw Error("--num-query-groups needs --group-query-attention (as Megatron, it is ignored otherwise)");
+  if (group_query_attention && num_query_groups <= 0)
+    throw Error("--num-query-groups must be positive, got " + std::to_string(num_query_groups));
+  model.num_query_groups = group_query_attention ? num_query_groups : 0;
+  if (f.given("--kv-channels") && model.kv_channels <= 0)
+    throw Error("--kv-channels must be positive, got " + std::to_string(model.kv_channels));
+  if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
+    throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
+  model.add_bias_linear = !disable_bias_linear;
+  model.clip_qkv = static_cast<float>(clip_qkv);
+  model.rotary_percent = static_cast<float>(rotary_percent);
+  model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
+  model.alibi_bias_max = static_cast<float>(alibi_bias_max);
+  if (use_checkpoint_args) {
+    if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+    // As Megatron: the checkpoint's model replaces the model flags.
+    const LoadedCheckpoint ck = load_checkpoint(load);
+    model = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
+  }
+}
+
 void TrainConfig::finalize(const Flags& f) {
   model.init_method_std = static_cast<float>(init_method_std);
+  finalize_architecture(f);
   model.validate();
   if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
   if (max_position_embeddings != model.seq_length)
@@ -117,7 +173,7 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error(
           "--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
           "(make one with kiln preprocess)");
-    if (mock_data && !f.given("--vocab-size"))
+    if (mock_data && !f.given("--vocab-size") && !use_checkpoint_args)
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
@@ -144,7 +200,8 @@ void TrainConfig::check_tensor_sizes() const {
   // a tensor too large here, rather than "IR value too large" later.
   const double B = static_cast<double>(micro_batch_size), T = static_cast<double>(model.seq_length);
   const double C = static_cast<double>(model.hidden_size), V = static_cast<double>(model.local_vocab());
-  const double H = static_cast<double>(model.local_heads()), F = static_cast<double>(model.ffn_hidden_size());
+  const double H = static_cast<double>(model.local_heads()),
+               F = static_cast<double>(model.ffn_hidden() * (model.swiglu ? 2 : 1));
   struct Tensor {
     const char* what;
     double elements;
@@ -153,7 +210,7 @@ void TrainConfig::check_tensor_sizes() const {
   const Tensor largest[] = {
       {"the attention scores", B * H * T * T, "--micro-batch-size, --seq-length or --num-attention-heads"},
       {"the logits", B * T * V, "--micro-batch-size, --seq-length or --vocab-size"},
-      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length or --hidden-size"},
+      {"the MLP activations", B * T * F, "--micro-batch-size, --seq-length, --hidden-size or --ffn-hidden-size"},
       {"the word embedding", V * C, "--vocab-size or --hidden-size"},
   };
   constexpr double kMaxElements = 1099511627776.0;  // 2^40

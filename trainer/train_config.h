@@ -15,6 +15,21 @@ struct TrainConfig {
   GptConfig model;
   int64_t max_position_embeddings = 0;  // 0: equal to --seq-length
 
+  // Architecture flags whose type or spelling differs from GptConfig's
+  // field; finalize() moves them into `model`.
+  std::string normalization = "LayerNorm";
+  std::string position_embedding_type = "learned_absolute";
+  double norm_epsilon = 1e-5;
+  bool group_query_attention = false;
+  int64_t num_query_groups = 1;
+  bool disable_bias_linear = false;
+  double clip_qkv = 0;
+  double rotary_percent = 1.0;
+  double rope_scaling_factor = 8.0;
+  double alibi_bias_max = 8.0;
+  // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
+  bool use_checkpoint_args = false;
+
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;
   int64_t global_batch_size = 0;  // 0: micro batch x data-parallel size
@@ -72,6 +87,8 @@ struct TrainConfig {
   void finalize(const Flags& flags);
 
  private:
+  // The architecture flags into `model`, with the checks that need the flags themselves.
+  void finalize_architecture(const Flags& flags);
   // --data-path checks; sets model.vocab_size from the tokenizer.
   void finalize_data(const Flags& flags);
   // Throws naming the flags when an activation would exceed the IR's limit.

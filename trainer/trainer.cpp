@@ -26,50 +26,6 @@
 
 namespace kiln::trainer {
 
-nlohmann::json model_config_json(const GptConfig& c) {
-  return {{"num_layers", c.num_layers},
-          {"hidden_size", c.hidden_size},
-          {"num_attention_heads", c.num_attention_heads},
-          {"vocab_size", c.vocab_size},
-          {"seq_length", c.seq_length},
-          {"layernorm_epsilon", c.layernorm_epsilon},
-          {"init_method_std", c.init_method_std}};
-}
-
-int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback) {
-  if (!meta.is_object() || !meta.contains(key)) return fallback;
-  const nlohmann::json& v = meta.at(key);
-  // Not get<int64_t>() on any number: a float too large for int64_t would be
-  // undefined behaviour, and a corrupt meta.json must only cause an error.
-  if (!v.is_number_integer())
-    throw Error(std::string("checkpoint meta.json: '") + key + "' is " + v.dump() + ", not an integer");
-  return v.get<int64_t>();
-}
-
-GptConfig model_config_from_json(const nlohmann::json& j) {
-  try {
-    auto integer = [&](const char* key) {
-      const nlohmann::json& v = j.at(key);
-      if (!v.is_number_integer())
-        throw Error(std::string("checkpoint meta.json has no valid model config ('") + key + "' is " + v.dump() +
-                    ", not an integer)");
-      return v.get<int64_t>();
-    };
-    GptConfig c;
-    c.num_layers = integer("num_layers");
-    c.hidden_size = integer("hidden_size");
-    c.num_attention_heads = integer("num_attention_heads");
-    c.vocab_size = integer("vocab_size");
-    c.seq_length = integer("seq_length");
-    c.layernorm_epsilon = j.at("layernorm_epsilon").get<float>();
-    c.init_method_std = j.at("init_method_std").get<float>();
-    c.validate();
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("checkpoint meta.json has no valid model config (") + e.what() + ")");
-  }
-}
-
 int train(const TrainConfig& cfg) { return train(cfg, *dist::make_single_process_comm()); }
 
 int train(const TrainConfig& cfg, dist::Comm& comm) {

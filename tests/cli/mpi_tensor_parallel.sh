@@ -49,6 +49,22 @@ mpi 2 "$kiln" train "${common[@]}" "${resume[@]}" --tensor-model-parallel-size 2
   --metrics-file "$tmp/from_tp1.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_tp1.jsonl" 6 "saved by 1 process, resumed under TP=2"
 
+# A Llama-style model (RMSNorm, 2 query groups of 2 heads: one per rank,
+# SwiGLU, RoPE, untied vocab-parallel output layer, no biases) follows its 1-process
+# trajectory too, and its TP=2 checkpoint resumes in one process.
+llama=(--normalization RMSNorm --group-query-attention --num-query-groups 2 --untie-embeddings-and-output-weights
+       --disable-bias-linear --qk-layernorm --swiglu --position-embedding-type rope)
+"$kiln" train "${common[@]}" "${llama[@]}" --train-iters 20 --metrics-file "$tmp/llama_one.jsonl" >/dev/null
+mpi 2 "$kiln" train "${common[@]}" "${llama[@]}" --train-iters 20 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/llama_tp2.jsonl" >/dev/null
+same_trajectory "$tmp/llama_one.jsonl" "$tmp/llama_tp2.jsonl" 20 "Llama-style TP=2 vs 1 process"
+after6 "$tmp/llama_one.jsonl" >"$tmp/llama_one_after6.jsonl"
+mpi 2 "$kiln" train "${common[@]}" "${llama[@]}" "${short[@]}" --tensor-model-parallel-size 2 --save "$tmp/llama_tp2" \
+  >/dev/null
+"$kiln" train "${common[@]}" "${llama[@]}" "${resume[@]}" --load "$tmp/llama_tp2" \
+  --metrics-file "$tmp/llama_from_tp2.jsonl" >/dev/null
+same_trajectory "$tmp/llama_one_after6.jsonl" "$tmp/llama_from_tp2.jsonl" 6 "Llama-style saved under TP=2, resumed by 1 process"
+
 # Layouts that do not fit: one line, non-zero exit.
 expect_error() {  # expect_error PATTERN COMMAND...
   local pattern=$1 status=0; shift
@@ -61,4 +77,7 @@ expect_error "tensor-model-parallel-size 2 does not divide the 3 ranks" \
 expect_error "num-attention-heads 2 is not divisible by --tensor-model-parallel-size 4" \
   mpi 4 "$kiln" train --num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 32 --train-iters 1 \
   --tensor-model-parallel-size 4
+expect_error "num-query-groups 1 is not divisible by --tensor-model-parallel-size 2" \
+  mpi 2 "$kiln" train "${common[@]}" --train-iters 3 --tensor-model-parallel-size 2 --group-query-attention \
+  --num-query-groups 1
 echo "mismatched layouts rejected with one-line errors"

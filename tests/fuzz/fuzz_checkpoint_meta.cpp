@@ -1,6 +1,6 @@
 // Fuzz target: a checkpoint's meta.json and latest_checkpointed_iteration.txt
 // (trainer/checkpoint/checkpoint_io.h load_checkpoint) and what `kiln train --load`
-// reads from the metadata (trainer/trainer.h model_config_from_json, the
+// reads from the metadata (trainer/checkpoint/model_config.h model_config_from_json, the
 // resume counters).
 //
 // Input: the bytes of meta.json. A checkpoint directory with valid (tiny)
@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "fuzz_util.h"
 #include "trainer/checkpoint/checkpoint_io.h"
-#include "trainer/trainer.h"
+#include "trainer/checkpoint/model_config.h"
 
 namespace {
 namespace fs = std::filesystem;

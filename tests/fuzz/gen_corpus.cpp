@@ -31,11 +31,11 @@
 #include "graph/passes.h"
 #include "graph/serialize.h"
 #include "kiln/plugin.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/data/corpus.h"
 #include "trainer/data/mmidx.h"
 #include "trainer/model/step_graphs.h"
-#include "trainer/trainer.h"
 
 extern "C" const kiln_plugin_api* kiln_plugin_get_api(void);
 

@@ -9,6 +9,7 @@
 #include "graph/autodiff.h"
 #include "graph/reference/reference.h"
 #include "trainer/model/gpt.h"
+#include "trainer/model/position_inputs.h"
 
 namespace kiln {
 namespace {
@@ -16,13 +17,17 @@ namespace {
 using graph::HostTensor;
 using trainer::GptConfig;
 
-TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
+GptConfig two_layers() {
   GptConfig cfg;
   cfg.num_layers = 2;
   cfg.hidden_size = 16;
   cfg.num_attention_heads = 2;
   cfg.vocab_size = 29;  // not a multiple of anything
   cfg.seq_length = 7;
+  return cfg;
+}
+
+void check_gradients(const GptConfig& cfg) {
   const int64_t B = 2;
 
   graph::Graph g;
@@ -54,6 +59,11 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
   for (auto& x : tgt.i32) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(cfg.vocab_size));
   inputs["tokens"] = tokens;
   inputs["targets"] = tgt;
+  for (const auto& [name, input] : trainer::position_inputs(cfg, 0)) {
+    HostTensor t = HostTensor::zeros(KILN_F32, input.shape);
+    t.f32 = input.values;
+    inputs[name] = t;
+  }
 
   graph::TensorMap out = graph::run_reference(g, inputs);
   auto loss_at = [&](const graph::TensorMap& in) {
@@ -77,6 +87,68 @@ TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) {
     }
   }
   EXPECT_EQ(checked, static_cast<int>(specs.size()) * 3);
+}
+
+TEST(GptGradcheck, TwoLayerLossMatchesFiniteDifferences) { check_gradients(two_layers()); }
+
+// Llama's choices: RMSNorm, grouped-query attention (2 groups of 2 heads:
+// the K/V copies' gradients summed), untied output layer, no biases,
+// QK-LayerNorm, RoPE with Llama-3.1's scaling (SwiGLU on its own below).
+TEST(GptGradcheck, LlamaLikeOptions) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 4;
+  cfg.normalization = trainer::Normalization::RMSNorm;
+  cfg.num_query_groups = 2;
+  cfg.untie_embeddings_and_output_weights = true;
+  cfg.add_bias_linear = false;
+  cfg.qk_layernorm = true;
+  cfg.position_embedding_type = trainer::PositionEmbedding::Rope;
+  cfg.rotary_base = 500000;
+  cfg.use_rope_scaling = true;
+  check_gradients(cfg);
+}
+
+// SwiGLU: fc1's [gate; up] halves meet in silu(gate) * up.
+TEST(GptGradcheck, SwigluMlp) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 4;
+  cfg.swiglu = true;
+  cfg.ffn_hidden_size = 24;
+  check_gradients(cfg);
+}
+
+// MPT's choices: ALiBi (3 heads: llm-foundry's slopes for a count that is
+// not a power of two), no biases, QK-LayerNorm, and the fused QKV output
+// clamped (loosely: an element near the clip bound would put a kink inside
+// the finite difference).
+TEST(GptGradcheck, MptLikeAlibiClipQkv) {
+  GptConfig cfg = two_layers();
+  cfg.hidden_size = 18;
+  cfg.num_attention_heads = 3;
+  cfg.position_embedding_type = trainer::PositionEmbedding::Alibi;
+  cfg.add_bias_linear = false;
+  cfg.qk_layernorm = true;
+  cfg.clip_qkv = 3.0f;
+  check_gradients(cfg);
+}
+
+// Multi-query attention (G = 1) with LayerNorm-1p, a QKV bias alone, a
+// head dim of its own (odd: 5), an explicit FFN size, and interleaved RoPE
+// over part of the head dim (2 of 5 dims).
+TEST(GptGradcheck, MultiQueryLayerNorm1p) {
+  GptConfig cfg = two_layers();
+  cfg.position_embedding_type = trainer::PositionEmbedding::Rope;
+  cfg.rotary_percent = 0.5f;
+  cfg.rotary_interleaved = true;
+  cfg.num_attention_heads = 3;
+  cfg.num_query_groups = 1;
+  cfg.kv_channels = 5;
+  cfg.ffn_hidden_size = 24;
+  cfg.apply_layernorm_1p = true;
+  cfg.add_bias_linear = false;
+  cfg.add_qkv_bias = true;
+  cfg.qk_layernorm = true;
+  check_gradients(cfg);
 }
 
 }  // namespace

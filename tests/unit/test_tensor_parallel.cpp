@@ -13,6 +13,7 @@
 
 #include "core/registry.h"
 #include "graph/executor.h"
+#include "trainer/model/position_inputs.h"
 #include "trainer/model/step_graphs.h"
 #include "trainer/model/tensor_parallel.h"
 
@@ -244,6 +245,8 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
     shard_token_ids(targets, c.local_vocab(), rank);
     exe.buffer("token_mask")->write(mask.data(), mask.size() * 4);
   }
+  for (const auto& [name, input] : position_inputs(c, rank))
+    exe.buffer(name)->write(input.values.data(), input.values.size() * 4);
   exe.buffer("tokens")->write(tokens.data(), tokens.size() * 4);
   exe.buffer("targets")->write(targets.data(), targets.size() * 4);
   exe.run();
@@ -257,8 +260,10 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
   }
 }
 
-TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) {
-  const GptConfig one = small_model(1), two = small_model(2);
+void expect_two_ranks_match_one(const GptConfig& model) {
+  GptConfig one = model, two = model;
+  one.tensor_parallel = 1;
+  two.tensor_parallel = 2;
   std::map<std::string, std::vector<float>> params;
   uint32_t seed = 1;
   for (const ParamSpec& s : gpt_parameters(one))
@@ -304,6 +309,35 @@ TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) {
     }
     EXPECT_LE(err, 1e-10 * norm + 1e-20) << s.name << ": gradient NMSE " << err / norm;
   }
+}
+
+TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ranks_match_one(small_model(1)); }
+
+// Llama's options split over two ranks: one query group of 2 heads each
+// (Megatron-core's per-group QKV rows), SwiGLU's fc1 as each rank's rows of
+// gate and of up, the untied output layer vocab-parallel, RMSNorm and
+// QK-LayerNorm replicated, no biases, RoPE tables on every rank.
+TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.normalization = Normalization::RMSNorm;
+  c.num_query_groups = 2;
+  c.untie_embeddings_and_output_weights = true;
+  c.add_bias_linear = false;
+  c.qk_layernorm = true;
+  c.position_embedding_type = PositionEmbedding::Rope;
+  c.swiglu = true;
+  c.ffn_hidden_size = 24;  // [gate; up] of 12 rows per rank
+  expect_two_ranks_match_one(c);
+}
+
+// MPT's options over two ranks: each holds the ALiBi slopes of its heads.
+TEST(TensorParallel, MptLikeOptionsGiveTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.position_embedding_type = PositionEmbedding::Alibi;
+  c.add_bias_linear = false;
+  c.qk_layernorm = true;
+  c.clip_qkv = 2.0f;
+  expect_two_ranks_match_one(c);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/report/megatron_log.h"
-#include "trainer/trainer.h"
 
 namespace kiln::trainer {
 

@@ -3,11 +3,49 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/model/position_inputs.h"
 
 namespace kiln::trainer {
 
 using graph::Graph;
 using graph::ValueId;
+
+const char* to_string(Normalization n) { return n == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm"; }
+
+const char* to_string(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::LearnedAbsolute: return "learned_absolute";
+    case PositionEmbedding::Rope: return "rope";
+    case PositionEmbedding::None: return "none";
+    case PositionEmbedding::Alibi: return "alibi";
+  }
+  return "?";
+}
+
+Normalization parse_normalization(const std::string& s) {
+  for (Normalization n : {Normalization::LayerNorm, Normalization::RMSNorm})
+    if (s == to_string(n)) return n;
+  throw Error("--normalization " + s + " is not one of LayerNorm, RMSNorm");
+}
+
+PositionEmbedding parse_position_embedding(const std::string& s) {
+  for (PositionEmbedding p :
+       {PositionEmbedding::LearnedAbsolute, PositionEmbedding::Rope, PositionEmbedding::None, PositionEmbedding::Alibi})
+    if (s == to_string(p)) return p;
+  throw Error("--position-embedding-type " + s + " is not one of learned_absolute, rope, none, alibi");
+}
+
+int64_t GptConfig::ffn_hidden() const {
+  if (ffn_hidden_size > 0) return ffn_hidden_size;
+  // Megatron's arguments.py: SwiGLU keeps the parameter count of a 4h MLP
+  // (two thirds of the width for three matrices), rounded down to 64.
+  if (swiglu) return (4 * hidden_size * 2 / 3) / 64 * 64;
+  return 4 * hidden_size;
+}
+
+int64_t GptConfig::rotary_pairs() const {
+  return static_cast<int64_t>(static_cast<double>(head_dim()) * static_cast<double>(rotary_percent)) / 2;
+}
 
 void GptConfig::validate() const {
   auto positive = [](int64_t v, const char* flag) {
@@ -18,14 +56,42 @@ void GptConfig::validate() const {
   positive(num_attention_heads, "--num-attention-heads");
   positive(vocab_size, "--vocab-size");
   positive(seq_length, "--seq-length");
-  if (hidden_size % num_attention_heads != 0)
+  if (kv_channels < 0) throw Error("--kv-channels must be positive, got " + std::to_string(kv_channels));
+  if (kv_channels == 0 && hidden_size % num_attention_heads != 0)
     throw Error("--num-attention-heads " + std::to_string(num_attention_heads) + " does not divide --hidden-size " +
                 std::to_string(hidden_size) + "; pick a head count that divides the hidden size");
+  if (ffn_hidden_size < 0) throw Error("--ffn-hidden-size must be positive, got " + std::to_string(ffn_hidden_size));
+  if (ffn_hidden() <= 0)
+    throw Error("--swiglu with --hidden-size " + std::to_string(hidden_size) +
+                " gives an FFN size of 0 (int((4h * 2/3) / 64) * 64); set --ffn-hidden-size");
+  if (num_query_groups < 0) throw Error("--num-query-groups must be positive, got " + std::to_string(num_query_groups));
+  if (num_attention_heads % query_groups() != 0)
+    throw Error("--num-query-groups " + std::to_string(query_groups()) + " does not divide --num-attention-heads " +
+                std::to_string(num_attention_heads) + "; each query group holds the same number of heads");
+  if (!(layernorm_epsilon > 0.0f)) throw Error("--norm-epsilon must be positive");
+  if (position_embedding_type == PositionEmbedding::Rope) {
+    if (!(rotary_percent > 0.0f && rotary_percent <= 1.0f))
+      throw Error("--rotary-percent " + std::to_string(rotary_percent) + " is not in (0, 1]");
+    if (rotary_pairs() < 1)
+      throw Error("--rotary-percent " + std::to_string(rotary_percent) + " leaves no rotary dims of head dim " +
+                  std::to_string(head_dim()) + "; rotary dims are 2 * int(head dim * percent) / 2");
+    if (rotary_base <= 0) throw Error("--rotary-base must be positive, got " + std::to_string(rotary_base));
+    if (use_rope_scaling && !(rope_scaling_factor >= 1.0f))
+      throw Error("--rope-scaling-factor must be at least 1, got " + std::to_string(rope_scaling_factor));
+  }
+  if (position_embedding_type == PositionEmbedding::Alibi && !(alibi_bias_max > 0.0f))
+    throw Error("--alibi-bias-max must be positive, got " + std::to_string(alibi_bias_max));
+  if (clip_qkv < 0.0f) throw Error("--clip-qkv must not be negative (0: off), got " + std::to_string(clip_qkv));
   positive(tensor_parallel, "--tensor-model-parallel-size");
   const std::string tp = " is not divisible by --tensor-model-parallel-size " + std::to_string(tensor_parallel);
   if (num_attention_heads % tensor_parallel != 0)
     throw Error("--num-attention-heads " + std::to_string(num_attention_heads) + tp +
                 "; each tensor-parallel rank holds whole heads");
+  if (query_groups() % tensor_parallel != 0)
+    throw Error("--num-query-groups " + std::to_string(query_groups()) + tp +
+                "; each tensor-parallel rank holds whole query groups (Megatron's rule)");
+  if (ffn_hidden() % tensor_parallel != 0)
+    throw Error("--ffn-hidden-size " + std::to_string(ffn_hidden()) + tp + "; each rank holds an equal share");
   if (vocab_size % tensor_parallel != 0)
     throw Error("--vocab-size " + std::to_string(vocab_size) + tp +
                 "; pick a multiple (with --vocab-file, kiln pads the vocab like Megatron)");
@@ -33,32 +99,48 @@ void GptConfig::validate() const {
 
 std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   using Init = ParamSpec::Init;
-  const int64_t C = c.hidden_size, F = c.ffn_hidden_size();
+  const int64_t C = c.hidden_size, F = c.ffn_hidden(), D = c.head_dim();
+  const int64_t heads = c.num_attention_heads, groups = c.query_groups();
+  // fc1 output rows: [gate; up] with SwiGLU.
+  const int64_t fc1_chunks = c.swiglu ? 2 : 1;
   constexpr int kRows = 0, kColumns = 1, kReplicated = -1;
   std::vector<ParamSpec> p;
-  auto add = [&](std::string name, const graph::Shape& shape, Init init, bool decay, int shard_dim) {
-    p.push_back({std::move(name), shape, init, decay, shard_dim, shape});
+  auto add = [&](std::string name, const graph::Shape& shape, Init init, bool decay, int shard_dim,
+                 int64_t chunks = 1) {
+    p.push_back({std::move(name), shape, init, decay, shard_dim, shape, chunks});
     if (shard_dim >= 0) p.back().shape[static_cast<size_t>(shard_dim)] /= c.tensor_parallel;
   };
+  // Norm weights multiply by w (or 1 + w, zero-initialised, with
+  // --apply-layernorm-1p); only LayerNorm has a bias.
+  const Init norm_init = c.apply_layernorm_1p ? Init::Zeros : Init::Ones;
+  auto add_norm = [&](const std::string& name, int64_t size) {
+    add(name + ".weight", {size}, norm_init, false, kReplicated);
+    if (c.normalization == Normalization::LayerNorm) add(name + ".bias", {size}, Init::Zeros, false, kReplicated);
+  };
   add("embedding.word_embeddings.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
-  add("embedding.position_embeddings.weight", {c.seq_length, C}, Init::Normal, true, kReplicated);
+  if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
+    add("embedding.position_embeddings.weight", {c.seq_length, C}, Init::Normal, true, kReplicated);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
-    add(L + "input_layernorm.weight", {C}, Init::Ones, false, kReplicated);
-    add(L + "input_layernorm.bias", {C}, Init::Zeros, false, kReplicated);
-    add(L + "self_attention.linear_qkv.weight", {3 * C, C}, Init::Normal, true, kRows);
-    add(L + "self_attention.linear_qkv.bias", {3 * C}, Init::Zeros, false, kRows);
-    add(L + "self_attention.linear_proj.weight", {C, C}, Init::ScaledNormal, true, kColumns);
-    add(L + "self_attention.linear_proj.bias", {C}, Init::Zeros, false, kReplicated);
-    add(L + "pre_mlp_layernorm.weight", {C}, Init::Ones, false, kReplicated);
-    add(L + "pre_mlp_layernorm.bias", {C}, Init::Zeros, false, kReplicated);
-    add(L + "mlp.linear_fc1.weight", {F, C}, Init::Normal, true, kRows);
-    add(L + "mlp.linear_fc1.bias", {F}, Init::Zeros, false, kRows);
+    add_norm(L + "input_layernorm", C);
+    // Megatron-core's per-group layout: each query group's q heads, then its k and v.
+    const int64_t qkv_rows = (heads + 2 * groups) * D;
+    add(L + "self_attention.linear_qkv.weight", {qkv_rows, C}, Init::Normal, true, kRows);
+    if (c.qkv_bias()) add(L + "self_attention.linear_qkv.bias", {qkv_rows}, Init::Zeros, false, kRows);
+    if (c.qk_layernorm) {
+      add_norm(L + "self_attention.q_layernorm", D);
+      add_norm(L + "self_attention.k_layernorm", D);
+    }
+    add(L + "self_attention.linear_proj.weight", {C, heads * D}, Init::ScaledNormal, true, kColumns);
+    if (c.add_bias_linear) add(L + "self_attention.linear_proj.bias", {C}, Init::Zeros, false, kReplicated);
+    add_norm(L + "pre_mlp_layernorm", C);
+    add(L + "mlp.linear_fc1.weight", {fc1_chunks * F, C}, Init::Normal, true, kRows, fc1_chunks);
+    if (c.add_bias_linear) add(L + "mlp.linear_fc1.bias", {fc1_chunks * F}, Init::Zeros, false, kRows, fc1_chunks);
     add(L + "mlp.linear_fc2.weight", {C, F}, Init::ScaledNormal, true, kColumns);
-    add(L + "mlp.linear_fc2.bias", {C}, Init::Zeros, false, kReplicated);
+    if (c.add_bias_linear) add(L + "mlp.linear_fc2.bias", {C}, Init::Zeros, false, kReplicated);
   }
-  add("decoder.final_layernorm.weight", {C}, Init::Ones, false, kReplicated);
-  add("decoder.final_layernorm.bias", {C}, Init::Zeros, false, kReplicated);
+  add_norm("decoder.final_layernorm", C);
+  if (c.untie_embeddings_and_output_weights) add("output_layer.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
   return p;
 }
 
@@ -70,13 +152,24 @@ int64_t parameter_count(const GptConfig& cfg) {
 
 double flops_per_token(const GptConfig& c) {
   return 6.0 * static_cast<double>(parameter_count(c)) +
-         12.0 * static_cast<double>(c.num_layers * c.seq_length * c.hidden_size);
+         12.0 * static_cast<double>(c.num_layers * c.seq_length * c.num_attention_heads * c.head_dim());
 }
 
 namespace {
 
-// y = x W^T + b, with W stored [out, in] as in Megatron and PyTorch.
-ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) { return g.add(g.matmul(x, w, false, true), b); }
+using Params = std::map<std::string, ValueId>;
+
+// A parameter the configuration may leave out (biases): -1 when absent.
+ValueId optional_param(const Params& p, const std::string& name) {
+  auto it = p.find(name);
+  return it == p.end() ? -1 : it->second;
+}
+
+// y = x W^T (+ b), with W stored [out, in] as in Megatron and PyTorch.
+ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
+  ValueId y = g.matmul(x, w, false, true);
+  return b >= 0 ? g.add(y, b) : y;
+}
 
 // Megatron's row-parallel linear: each rank multiplies its slice of the
 // input by its columns of W, the partial products are summed over the
@@ -84,39 +177,127 @@ ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) { return g.add(g.matmu
 ValueId row_parallel_linear(Graph& g, const GptConfig& c, ValueId x, ValueId w, ValueId b) {
   ValueId y = g.matmul(x, w, false, true);
   if (c.tensor_parallel > 1) y = g.all_reduce(y);
-  return g.add(y, b);
+  return b >= 0 ? g.add(y, b) : y;
 }
 
-// Causal self-attention over x [B*T, C], on this rank's heads. The fused
-// QKV projection is laid out per head as [H, 3, D] (Megatron's order), so
-// the tensor-parallel split along its output dim keeps each head's q, k and
-// v together.
-ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const std::map<std::string, ValueId>& p,
-                  const std::string& L) {
-  const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim(), C = H * D;
-  ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"), p.at(L + "self_attention.linear_qkv.bias"));
-  qkv = g.reshape(qkv, {B, T, H, 3, D});
-  qkv = g.permute(qkv, {3, 0, 2, 1, 4});  // [3, B, H, T, D]
-  std::vector<ValueId> parts = g.split(qkv, 0, 3);
-  ValueId q = g.reshape(parts[0], {B * H, T, D});
-  ValueId k = g.reshape(parts[1], {B * H, T, D});
-  ValueId v = g.reshape(parts[2], {B * H, T, D});
-  ValueId scores = g.matmul(q, k, false, true);  // [B*H, T, T]
-  ValueId probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
-  ValueId y = g.matmul(probs, v);  // [B*H, T, D]
+// The --normalization of x's last dim with the parameters under `name`.
+// --apply-layernorm-1p stores the weight zero-centred: the norm scales by 1 + w.
+//
+// `reduce_gradients`: for a norm over this rank's heads only (QK-LayerNorm
+// under tensor parallelism), the set of values whose gradient is summed over
+// the group. The replicated parameters then pass through a reshape node
+// each, whose gradient (one rank's heads' share) is all-reduced, so every
+// rank applies the same whole gradient.
+ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& name,
+             std::set<ValueId>* reduce_gradients = nullptr) {
+  auto param = [&](const std::string& suffix) {
+    ValueId v = p.at(name + suffix);
+    if (reduce_gradients && c.tensor_parallel > 1) {
+      v = g.reshape(v, g.shape(v));
+      reduce_gradients->insert(v);
+    }
+    return v;
+  };
+  ValueId w = param(".weight");
+  if (c.apply_layernorm_1p) w = g.add(g.fill(g.shape(w), 1.0f), w);
+  if (c.normalization == Normalization::RMSNorm) return g.rmsnorm(x, w, c.layernorm_epsilon);
+  return g.layernorm(x, w, param(".bias"), c.layernorm_epsilon);
+}
+
+// q, k and v as [B*H, T, D] on this rank's heads, from the fused QKV output
+// [B*T, (H + 2G) * D] in Megatron-core's per-group layout: each query
+// group's H/G q heads, then its k and v. With G = H that is GPT-2's [H, 3, D]
+// per head, split as it always was (the default job's graph is unchanged).
+// With fewer groups each query head attends with its group's K/V: H/G
+// copies concatenated, whose gradients autodiff sums.
+struct Qkv {
+  ValueId q, k, v;
+};
+// The position inputs attention reads: rotary tables or ALiBi slopes (-1 when unused).
+struct PositionValues {
+  ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1;
+};
+Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params& p, const std::string& L,
+              const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
+  const int64_t T = c.seq_length, H = c.local_heads(), G = c.local_query_groups(), D = c.head_dim();
+  const int64_t per_group = H / G;
+  ValueId q, k, v;
+  if (per_group == 1) {
+    qkv = g.reshape(qkv, {B, T, H, 3, D});
+    qkv = g.permute(qkv, {3, 0, 2, 1, 4});  // [3, B, H, T, D]
+    std::vector<ValueId> parts = g.split(qkv, 0, 3);
+    q = g.reshape(parts[0], {B * H, T, D});
+    k = g.reshape(parts[1], {B * H, T, D});
+    v = g.reshape(parts[2], {B * H, T, D});
+  } else {
+    qkv = g.reshape(qkv, {B, T, G, per_group + 2, D});
+    qkv = g.permute(qkv, {0, 2, 3, 1, 4});  // [B, G, per_group + 2, T, D]
+    std::vector<ValueId> parts = g.split(qkv, 2, per_group + 2);
+    q = g.reshape(g.concat({parts.begin(), parts.begin() + per_group}, 2), {B * H, T, D});
+    k = parts[static_cast<size_t>(per_group)];  // [B, G, 1, T, D]
+    v = parts[static_cast<size_t>(per_group) + 1];
+  }
+  if (c.qk_layernorm) {
+    q = norm(g, c, q, p, L + "self_attention.q_layernorm", &reduce_gradients);
+    k = norm(g, c, k, p, L + "self_attention.k_layernorm", &reduce_gradients);
+  }
+  if (c.position_embedding_type == PositionEmbedding::Rope) {
+    // Megatron-core rotates q and k after the split (and QK-LayerNorm), by
+    // the tables the trainer fills (trainer/model/position_inputs.h).
+    q = g.rope(q, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
+    k = g.rope(k, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
+  }
+  if (per_group > 1) {
+    k = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), k), 2), {B * H, T, D});
+    v = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), v), 2), {B * H, T, D});
+  }
+  return {q, k, v};
+}
+
+// Causal self-attention over x [B*T, C], on this rank's heads (whole query
+// groups), so the tensor-parallel split of the fused QKV rows keeps each
+// group's q, k and v together.
+ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
+                  const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
+  const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
+  ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
+                       optional_param(p, L + "self_attention.linear_qkv.bias"));
+  // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
+  if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
+  const Qkv h = split_qkv(g, c, B, qkv, p, L, pos, reduce_gradients);
+  ValueId scores = g.matmul(h.q, h.k, false, true);  // [B*H, T, T]
+  ValueId probs;
+  if (c.position_embedding_type == PositionEmbedding::Alibi) {
+    // MPT: the bias is added to the scaled scores, so scale first and
+    // softmax with scale 1. Each rank's slopes are those of its heads.
+    scores = g.reshape(g.scale(scores, 1.0f / std::sqrt(static_cast<float>(D))), {B, H, T, T});
+    scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
+    probs = g.causal_softmax(scores, 1.0f);
+  } else {
+    probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
+  }
+  ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
-  y = g.reshape(y, {B * T, C});
+  y = g.reshape(y, {B * T, H * D});
   return row_parallel_linear(g, c, y, p.at(L + "self_attention.linear_proj.weight"),
-                             p.at(L + "self_attention.linear_proj.bias"));
+                             optional_param(p, L + "self_attention.linear_proj.bias"));
 }
 
-// fc1 column-parallel, fc2 row-parallel: GELU applies to each rank's
-// columns on their own, so the MLP needs one all-reduce.
-ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const std::map<std::string, ValueId>& p, const std::string& L) {
-  ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), p.at(L + "mlp.linear_fc1.bias"));
-  h = g.gelu(h);
-  return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), p.at(L + "mlp.linear_fc2.bias"));
+// fc1 column-parallel, fc2 row-parallel: the activation (GELU, or SwiGLU's
+// silu(gate) * up) applies to each rank's columns on their own, so the MLP
+// needs one all-reduce.
+ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& L) {
+  ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
+  if (c.swiglu) {
+    // This rank's fc1 rows are its rows of the gate, then its rows of up
+    // (ParamSpec::shard_chunks), so its output columns split the same way.
+    std::vector<ValueId> gate_up = g.split(h, 1, 2);
+    h = g.mul(g.silu(gate_up[0]), gate_up[1]);
+  } else {
+    h = g.gelu(h);
+  }
+  return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), optional_param(p, L + "mlp.linear_fc2.bias"));
 }
 
 }  // namespace
@@ -128,7 +309,6 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   for (const ParamSpec& s : gpt_parameters(c)) f.params[s.name] = g.input(s.name, KILN_F32, s.shape);
   f.tokens = g.input("tokens", KILN_I32, {B, T});
   const auto& p = f.params;
-  const float eps = c.layernorm_epsilon;
 
   const bool parallel = c.tensor_parallel > 1;
   // A column-parallel layer's input: each rank uses all of it with part of
@@ -153,17 +333,28 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     rows = g.permute(g.mul(g.permute(rows, {1, 0}), f.token_mask), {1, 0});
     x = g.all_reduce(g.reshape(rows, {B, T, C}));
   }
-  x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
+  if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
+    x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
   x = g.reshape(x, {B * T, C});
+  PositionValues pos;
+  if (c.position_embedding_type == PositionEmbedding::Rope) {
+    pos.rotary_cos = g.input(kRotaryCosInput, KILN_F32, {T, c.rotary_pairs()});
+    pos.rotary_sin = g.input(kRotarySinInput, KILN_F32, {T, c.rotary_pairs()});
+  }
+  if (c.position_embedding_type == PositionEmbedding::Alibi)
+    pos.alibi_slopes = g.input(kAlibiSlopesInput, KILN_F32, {c.local_heads()});
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
-    ValueId h = g.layernorm(x, p.at(L + "input_layernorm.weight"), p.at(L + "input_layernorm.bias"), eps);
-    x = g.add(x, attention(g, c, B, column_parallel_input(h), p, L));
-    h = g.layernorm(x, p.at(L + "pre_mlp_layernorm.weight"), p.at(L + "pre_mlp_layernorm.bias"), eps);
+    ValueId h = norm(g, c, x, p, L + "input_layernorm");
+    x = g.add(x, attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of));
+    h = norm(g, c, x, p, L + "pre_mlp_layernorm");
     x = g.add(x, mlp(g, c, column_parallel_input(h), p, L));
   }
-  x = g.layernorm(x, p.at("decoder.final_layernorm.weight"), p.at("decoder.final_layernorm.bias"), eps);
-  f.logits = g.matmul(column_parallel_input(x), words, false, true);  // tied LM head, this rank's vocab columns
+  x = norm(g, c, x, p, "decoder.final_layernorm");
+  // The LM head: this rank's vocab rows of the token embedding (tied) or of
+  // the output layer.
+  ValueId head = c.untie_embeddings_and_output_weights ? p.at("output_layer.weight") : words;
+  f.logits = g.matmul(column_parallel_input(x), head, false, true);
   return f;
 }
 

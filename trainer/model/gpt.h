@@ -1,8 +1,11 @@
-// The GPT-2 architecture as a graph: learned token and position
-// embeddings, pre-LayerNorm blocks with causal multi-head attention and a
-// GELU(tanh) MLP at 4x, a final LayerNorm, and an LM head tied to the token
-// embedding. Parameter names follow Megatron-core's GPT model so users can
-// recognise them in checkpoints.
+// The GPT architecture as a graph. The defaults are GPT-2's: learned token
+// and position embeddings, pre-LayerNorm blocks with causal multi-head
+// attention and a GELU(tanh) MLP at 4x, a final LayerNorm, and an LM head
+// tied to the token embedding. Megatron-LM's architecture options turn it
+// into Llama-3 / MPT / GPT-3 style models (RMSNorm, grouped-query
+// attention, untied output layer, no biases, QK-LayerNorm, ...). Parameter
+// names follow Megatron-core's GPT model so users can recognise them in
+// checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -15,23 +18,59 @@
 
 namespace kiln::trainer {
 
+enum class Normalization { LayerNorm, RMSNorm };
+enum class PositionEmbedding { LearnedAbsolute, Rope, None, Alibi };
+
+// Megatron's spellings (--normalization, --position-embedding-type); the
+// parsers throw kiln::Error naming the flag for anything else.
+const char* to_string(Normalization n);
+const char* to_string(PositionEmbedding p);
+Normalization parse_normalization(const std::string& s);
+PositionEmbedding parse_position_embedding(const std::string& s);
+
 struct GptConfig {
   int64_t num_layers = 4;
   int64_t hidden_size = 128;
   int64_t num_attention_heads = 4;
   int64_t vocab_size = 256;
   int64_t seq_length = 64;
-  float layernorm_epsilon = 1e-5f;
+  float layernorm_epsilon = 1e-5f;  // --norm-epsilon, for LayerNorm and RMSNorm alike
   float init_method_std = 0.02f;
+
+  // Architecture options, Megatron-LM's flags (docs/CLI.md); the defaults
+  // are GPT-2.
+  Normalization normalization = Normalization::LayerNorm;
+  bool apply_layernorm_1p = false;  // norm weights stored zero-centred: the norm scales by 1 + w
+  int64_t ffn_hidden_size = 0;      // 0: 4h, or with swiglu int((4h * 2/3) / 64) * 64
+  bool swiglu = false;              // fc1 holds [gate; up], the activation is silu(gate) * up
+  int64_t num_query_groups = 0;     // 0: one per head (multi-head attention)
+  int64_t kv_channels = 0;          // 0: hidden / heads
+  bool untie_embeddings_and_output_weights = false;
+  bool add_bias_linear = true;
+  bool add_qkv_bias = false;  // a QKV bias even without the other linear biases
+  bool qk_layernorm = false;  // normalize q and k over the head dim, after the QKV split
+  PositionEmbedding position_embedding_type = PositionEmbedding::LearnedAbsolute;
+  int64_t rotary_base = 10000;
+  float rotary_percent = 1.0f;
+  bool rotary_interleaved = false;
+  bool use_rope_scaling = false;  // Llama-3.1's frequency scaling
+  float rope_scaling_factor = 8.0f;
+  float alibi_bias_max = 8.0f;  // kiln extension (llm-foundry's MPT)
+  float clip_qkv = 0.0f;        // kiln extension (MPT): clamp the QKV output to [-x, x]; 0: off
   // Tensor-parallel ranks the model is split over (Megatron's
   // --tensor-model-parallel-size). A layout, not part of the model: it is
   // not saved in checkpoints, which hold full tensors.
   int64_t tensor_parallel = 1;
 
-  int64_t ffn_hidden_size() const { return 4 * hidden_size; }
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  int64_t ffn_hidden() const;
+  int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
+  int64_t query_groups() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  // Rotary dims per head are 2 * rotary_pairs(): --rotary-percent of the head dim.
+  int64_t rotary_pairs() const;
   // Per tensor-parallel rank.
   int64_t local_heads() const { return num_attention_heads / tensor_parallel; }
+  int64_t local_query_groups() const { return query_groups() / tensor_parallel; }
   int64_t local_vocab() const { return vocab_size / tensor_parallel; }
   // Throws kiln::Error naming the flag if the shape is inconsistent.
   void validate() const;
@@ -40,8 +79,11 @@ struct GptConfig {
 // How a parameter is initialised, optimised and split over tensor-parallel
 // ranks (Megatron's layout): QKV and fc1 are column-parallel (rows of the
 // [out, in] weight and the bias split), attention-proj and fc2 row-parallel
-// (columns split, bias replicated), the word embedding vocab-parallel (rows
-// split); LayerNorms and position embeddings are replicated.
+// (columns split, bias replicated), the word embedding and an untied output
+// layer vocab-parallel (rows split); norms and position embeddings are
+// replicated. SwiGLU's fc1 holds two full tensors [gate; up] along its rows
+// (shard_chunks 2): each rank takes its rows of every chunk, as
+// Megatron-core does, so checkpoints stay layout-free.
 struct ParamSpec {
   std::string name;
   graph::Shape full_shape;  // as in a checkpoint
@@ -49,6 +91,7 @@ struct ParamSpec {
   bool weight_decay = true;  // false for biases and LayerNorm parameters
   int shard_dim = -1;        // the dim split over tensor-parallel ranks; -1: replicated
   graph::Shape shape;        // one rank's part (== full_shape without tensor parallelism)
+  int64_t shard_chunks = 1;  // shard_dim is this many equal chunks, each split over the ranks
 };
 
 // Every parameter, with `shape` for cfg.tensor_parallel ranks.

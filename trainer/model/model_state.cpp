@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "trainer/model/position_inputs.h"
 #include "trainer/model/step_graphs.h"
 #include "trainer/model/tensor_parallel.h"
 #include "trainer/rng.h"
@@ -24,6 +25,11 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer
       add(exp_avg_name(s.name), s.shape);
       add(exp_avg_sq_name(s.name), s.shape);
     }
+  }
+  // Constant inputs (rotary tables, ALiBi slopes): written once, bound like parameters.
+  for (const auto& [name, input] : position_inputs(cfg, tp_rank)) {
+    add(name, input.shape);
+    write(name, input.values);
   }
 }
 

@@ -9,7 +9,9 @@ namespace kiln::trainer {
 namespace {
 
 // A tensor split along `dim` is `outer` blocks of [dim size x inner]
-// elements; a rank owns the same contiguous run in every block.
+// elements; a rank owns the same contiguous run in every block. A dim of k
+// chunks (SwiGLU's [gate; up]) is k blocks per outer block, so a rank owns
+// its run in each chunk.
 struct Layout {
   int64_t outer = 1, full_run = 1, shard_run = 1;
 };
@@ -17,15 +19,18 @@ struct Layout {
 Layout layout(const ParamSpec& spec, int64_t tensor_parallel) {
   const graph::Shape& s = spec.full_shape;
   const size_t dim = static_cast<size_t>(spec.shard_dim);
-  if (dim >= s.size() || s[dim] % tensor_parallel != 0)
+  const int64_t chunks = spec.shard_chunks;
+  if (dim >= s.size() || chunks <= 0 || s[dim] % (chunks * tensor_parallel) != 0)
     throw Error("internal: parameter " + spec.name + " " + graph::to_string(s) + " cannot be split " +
-                std::to_string(tensor_parallel) + " ways along dim " + std::to_string(spec.shard_dim));
+                std::to_string(tensor_parallel) + " ways along dim " + std::to_string(spec.shard_dim) + " in " +
+                std::to_string(chunks) + " chunk(s)");
   Layout l;
   int64_t inner = 1;
   for (size_t i = 0; i < dim; ++i) l.outer *= s[i];
   for (size_t i = dim + 1; i < s.size(); ++i) inner *= s[i];
-  l.full_run = s[dim] * inner;
-  l.shard_run = s[dim] / tensor_parallel * inner;
+  l.outer *= chunks;
+  l.full_run = s[dim] / chunks * inner;
+  l.shard_run = s[dim] / chunks / tensor_parallel * inner;
   return l;
 }
 

@@ -12,8 +12,8 @@
 namespace kiln::trainer {
 
 // Rank `rank`'s part of the full tensor `full` (of spec.full_shape): the
-// rank-th of tensor_parallel equal slices along spec.shard_dim, or all of it
-// for a replicated parameter.
+// rank-th of tensor_parallel equal slices along spec.shard_dim (of each of
+// its spec.shard_chunks chunks), or all of it for a replicated parameter.
 std::vector<float> take_shard(const ParamSpec& spec, std::span<const float> full, int64_t tensor_parallel,
                               int64_t rank);
 // The inverse: writes `shard` into its place in `full`.

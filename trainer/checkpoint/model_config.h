@@ -1,0 +1,24 @@
+// The model configuration stored in a checkpoint's meta.json, so that
+// `kiln generate` and a resumed run rebuild the model without model flags.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "trainer/model/gpt.h"
+
+namespace kiln::trainer {
+
+// Every architecture option, under its own key (the layout, tensor
+// parallelism, is not stored: checkpoints hold full tensors).
+nlohmann::json model_config_json(const GptConfig& cfg);
+// The inverse. A key an older kiln did not write takes GPT-2's value
+// (learned positions, LayerNorm, tied output layer, biases), so its
+// checkpoints load as they always did. Throws kiln::Error naming the key
+// for a value of the wrong type or outside its choices.
+GptConfig model_config_from_json(const nlohmann::json& j);
+// An integer field of checkpoint metadata (fallback when absent); throws
+// kiln::Error when it is there but not an integer.
+int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback);
+
+}  // namespace kiln::trainer
