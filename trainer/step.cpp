@@ -4,6 +4,8 @@
 #include <span>
 #include <string>
 
+#include "trainer/model/dropout_keys.h"
+
 namespace kiln::trainer {
 
 StepResult Step::run() {
@@ -32,13 +34,26 @@ double Step::forward_backward() {
   double loss_sum = 0;
   for (int64_t m = 0; m < run_.micro_batches; ++m) {
     graph::Executable& train_step = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
-    fill_batch(*run_.data, Split::Train, run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B, B,
-               cfg.model.seq_length, run_.batch);
+    const int64_t first_sample = run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B;
+    fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
     feed(train_step, run_.batch, cfg.model, run_.at);
+    feed_dropout_keys(train_step, first_sample);
     train_step.run();
     loss_sum += read_scalar(train_step, "loss");
   }
   return loss_sum;
+}
+
+// The masks of this micro-batch's samples at this iteration
+// (trainer/model/dropout_keys.h).
+void Step::feed_dropout_keys(graph::Executable& train_step, int64_t first_sample) {
+  const GptConfig& model = run_.cfg.model;
+  if (model.hidden_dropout <= 0.0f && model.attention_dropout <= 0.0f) return;
+  const DropoutKeys keys = dropout_keys(model, static_cast<uint64_t>(run_.cfg.seed), run_.progress.iteration + 1,
+                                        first_sample, run_.at.tp_rank);
+  if (model.hidden_dropout > 0.0f) train_step.buffer(kHiddenDropoutKey)->write(keys.hidden.data(), sizeof keys.hidden);
+  if (model.attention_dropout > 0.0f)
+    train_step.buffer(kAttentionDropoutKey)->write(keys.attention.data(), sizeof keys.attention);
 }
 
 void Step::sum_across_ranks(double loss_sum, StepResult& result) {

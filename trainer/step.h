@@ -25,6 +25,7 @@ class Step {
 
  private:
   double forward_backward();
+  void feed_dropout_keys(graph::Executable& train_step, int64_t first_sample);
   // Sums the loss (once per tensor-parallel group) and any save/exit request
   // over all ranks, then the gradients over data-parallel ranks.
   void sum_across_ranks(double loss_sum, StepResult& result);

@@ -52,6 +52,11 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--alibi-bias-max", &alibi_bias_max, "kiln extension (MPT): ALiBi's largest slope exponent");
   f.add("--clip-qkv", &clip_qkv, "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)",
         Bounds::at_least(0));
+  f.add("--hidden-dropout", &hidden_dropout,
+        "dropout after the embeddings and on each attention and MLP output (Megatron's default)",
+        Bounds::half_open(0, 1));
+  f.add("--attention-dropout", &attention_dropout, "dropout on the attention probabilities (Megatron's default)",
+        Bounds::half_open(0, 1));
   f.add("--use-checkpoint-args", &use_checkpoint_args,
         "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
@@ -123,6 +128,8 @@ void TrainConfig::finalize_architecture(const Flags& f) {
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
   model.add_bias_linear = !disable_bias_linear;
   model.clip_qkv = static_cast<float>(clip_qkv);
+  model.hidden_dropout = static_cast<float>(hidden_dropout);
+  model.attention_dropout = static_cast<float>(attention_dropout);
   model.rotary_percent = static_cast<float>(rotary_percent);
   model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
   model.alibi_bias_max = static_cast<float>(alibi_bias_max);

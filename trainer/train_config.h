@@ -27,6 +27,9 @@ struct TrainConfig {
   double rotary_percent = 1.0;
   double rope_scaling_factor = 8.0;
   double alibi_bias_max = 8.0;
+  // Megatron's defaults: GPT-3 scripts that set no dropout train with 0.1.
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/model/dropout_keys.h"
 #include "trainer/model/position_inputs.h"
 
 namespace kiln::trainer {
@@ -258,7 +259,7 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
 ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-                  const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
+                  const PositionValues& pos, std::set<ValueId>& reduce_gradients, ValueId dropout_key, int64_t layer) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
@@ -276,6 +277,9 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   } else {
     probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
   }
+  if (c.attention_dropout > 0.0f)
+    probs = g.dropout(probs, dropout_key, c.attention_dropout, attention_probs_dropout_site(layer), H * T * T,
+                      c.num_attention_heads * T * T);
   ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
@@ -336,6 +340,14 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
     x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
   x = g.reshape(x, {B * T, C});
+  // Dropout keys are inputs the trainer fills per micro-batch, so the graph
+  // stays the same from step to step.
+  const ValueId hidden_key = c.hidden_dropout > 0.0f ? g.input(kHiddenDropoutKey, KILN_I32, {4}) : -1;
+  const ValueId attention_key = c.attention_dropout > 0.0f ? g.input(kAttentionDropoutKey, KILN_I32, {4}) : -1;
+  auto hidden_dropout = [&](ValueId v, int64_t site) {
+    return c.hidden_dropout > 0.0f ? g.dropout(v, hidden_key, c.hidden_dropout, site) : v;
+  };
+  x = hidden_dropout(x, embedding_dropout_site());
   PositionValues pos;
   if (c.position_embedding_type == PositionEmbedding::Rope) {
     pos.rotary_cos = g.input(kRotaryCosInput, KILN_F32, {T, c.rotary_pairs()});
@@ -346,9 +358,10 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
     ValueId h = norm(g, c, x, p, L + "input_layernorm");
-    x = g.add(x, attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of));
+    ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l);
+    x = g.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
     h = norm(g, c, x, p, L + "pre_mlp_layernorm");
-    x = g.add(x, mlp(g, c, column_parallel_input(h), p, L));
+    x = g.add(x, hidden_dropout(mlp(g, c, column_parallel_input(h), p, L), mlp_output_dropout_site(l)));
   }
   x = norm(g, c, x, p, "decoder.final_layernorm");
   // The LM head: this rank's vocab rows of the token embedding (tied) or of

@@ -57,6 +57,11 @@ struct GptConfig {
   float rope_scaling_factor = 8.0f;
   float alibi_bias_max = 8.0f;  // kiln extension (llm-foundry's MPT)
   float clip_qkv = 0.0f;        // kiln extension (MPT): clamp the QKV output to [-x, x]; 0: off
+  // Training, not architecture (not saved in checkpoints): the dropout
+  // probabilities (trainer/model/dropout_keys.h). GptConfig's 0 builds no
+  // dropout; the trainer's flags default to Megatron's 0.1.
+  float hidden_dropout = 0.0f;
+  float attention_dropout = 0.0f;
   // Tensor-parallel ranks the model is split over (Megatron's
   // --tensor-model-parallel-size). A layout, not part of the model: it is
   // not saved in checkpoints, which hold full tensors.
@@ -74,6 +79,12 @@ struct GptConfig {
   int64_t local_vocab() const { return vocab_size / tensor_parallel; }
   // Throws kiln::Error naming the flag if the shape is inconsistent.
   void validate() const;
+  // This config for evaluation and generation: no dropout.
+  GptConfig without_dropout() const {
+    GptConfig c = *this;
+    c.hidden_dropout = c.attention_dropout = 0.0f;
+    return c;
+  }
 };
 
 // How a parameter is initialised, optimised and split over tensor-parallel

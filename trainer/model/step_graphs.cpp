@@ -27,8 +27,9 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
 
 Graph build_eval_step(const GptConfig& cfg, int64_t B) {
   Graph g;
-  GptForward f = build_gpt_forward(g, cfg, B);
-  g.output("loss", gpt_loss(g, f, cfg, B));
+  const GptConfig eval = cfg.without_dropout();
+  GptForward f = build_gpt_forward(g, eval, B);
+  g.output("loss", gpt_loss(g, f, eval, B));
   return g;
 }
 
@@ -66,7 +67,7 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
 
 Graph build_generate(const GptConfig& cfg) {
   Graph g;
-  GptForward f = build_gpt_forward(g, cfg, 1);
+  GptForward f = build_gpt_forward(g, cfg.without_dropout(), 1);
   g.output("logits", f.logits);
   return g;
 }
