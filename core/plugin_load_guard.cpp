@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -17,8 +18,10 @@ namespace {
 // Set only while a plugin's load-time code runs. The messages are formatted
 // before it runs: the handlers below may only call async-signal-safe write().
 volatile std::sig_atomic_t g_loading = 0;
-std::string g_exit_message;
-std::string g_crash_message;
+std::array<char, 4096> g_exit_message{};
+std::array<char, 4096> g_crash_message{};
+size_t g_exit_message_size = 0;
+size_t g_crash_message_size = 0;
 bool g_in_child = false;
 
 constexpr int kChildLoaded = 75;      // the child's status when the load returned
@@ -26,13 +29,10 @@ constexpr int kChildCalledExit = 76;  // the child's status when the plugin call
 
 constexpr std::array<int, 5> kCrashSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
-void write_all(const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = ::write(STDERR_FILENO, s.data() + done, s.size() - done);
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
+size_t set_message(std::array<char, 4096>& buffer, const std::string& text) {
+  const size_t n = std::min(text.size(), buffer.size());
+  std::memcpy(buffer.data(), text.data(), n);
+  return n;
 }
 
 // Registered once with atexit(): exit() from a plugin constructor runs it
@@ -40,12 +40,12 @@ void write_all(const std::string& s) {
 void on_exit_during_load() {
   if (g_loading == 0) return;
   if (g_in_child) ::_exit(kChildCalledExit);
-  write_all(g_exit_message);
+  (void)!::write(STDERR_FILENO, g_exit_message.data(), g_exit_message_size);
   ::_exit(1);
 }
 
-void on_crash_during_load(int /*sig*/) {
-  write_all(g_crash_message);
+extern "C" void on_crash_during_load(int /*sig*/) {
+  (void)!::write(STDERR_FILENO, g_crash_message.data(), g_crash_message_size);
   ::_exit(1);
 }
 
@@ -63,10 +63,12 @@ std::string dir_of(const std::string& path) {
 
 void run_guarded_load(const std::string& path, const std::function<void()>& load) {
   register_exit_hook_once();
-  g_exit_message =
-      fmt::format("kiln: error: plugin {} called exit() while loading; remove it from {}\n", path, dir_of(path));
-  g_crash_message =
-      fmt::format("kiln: error: plugin {} crashed while loading; remove it from {}\n", path, dir_of(path));
+  g_exit_message_size = set_message(
+      g_exit_message,
+      fmt::format("kiln: error: plugin {} called exit() while loading; remove it from {}\n", path, dir_of(path)));
+  g_crash_message_size =
+      set_message(g_crash_message,
+                  fmt::format("kiln: error: plugin {} crashed while loading; remove it from {}\n", path, dir_of(path)));
 
   struct sigaction crash {};
   crash.sa_handler = on_crash_during_load;
