@@ -1,6 +1,7 @@
 #include "compiler_cache/atomic_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "compiler_cache/lock.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln::compiler_cache {
 namespace {
@@ -69,12 +71,19 @@ void write_file_atomically(const std::string& path, const void* data, size_t siz
   }
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open " + path + ": " + errno_text());
+std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
+  RegularFile file = open_regular_file(path, max_bytes);
+  if (file.fd < 0) throw Error("cannot read " + path + ": " + file.problem);
+  const int fd = file.fd;
   std::vector<uint8_t> out;
+  out.reserve(file.size);
   uint8_t buf[1 << 16];
   for (;;) {
+    // A file that grows while it is read is held to the same bound.
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      throw Error(fmt::format("cannot read {}: grew past the {}-byte bound while being read", path, max_bytes));
+    }
     ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {

@@ -13,8 +13,12 @@ namespace kiln::compiler_cache {
 
 // Throws kiln::Error naming the path and the errno text.
 void write_file_atomically(const std::string& path, const void* data, size_t size);
-// Whole file; throws kiln::Error if it cannot be read.
-std::vector<uint8_t> read_file(const std::string& path);
+// Cache files are at most this big: an entry holds one graph's IR and one
+// compiled executable, far below it. Anything larger is not ours.
+constexpr uint64_t kMaxCacheFileBytes = uint64_t{4} << 30;
+// Whole file; throws kiln::Error if it cannot be read, is not a regular file
+// (a FIFO would block, /dev/zero never ends) or is larger than max_bytes.
+std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes = kMaxCacheFileBytes);
 // mkdir -p; throws kiln::Error naming the directory.
 void make_dirs(const std::string& dir);
 bool is_temp_file(const std::string& filename);

@@ -5,8 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,6 +52,97 @@ std::string why_failed(const Running& r, int status, double timeout_s) {
   return "worker exited with status " + std::to_string(code) + ": " + log;
 }
 
+// SIGTERM, SIGINT and SIGHUP while the pool runs: the loop stops the
+// workers and removes its scratch directory instead of dying at once and
+// leaving both behind. The handler only records the signal.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_pool_stop_signal(int sig) { g_stop_signal = sig; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_pool_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGTERM, SIGINT, SIGHUP};
+  std::array<struct sigaction, kSignals.size()> old_{};
+};
+
+// $TMPDIR/kiln-precompile-XXXXXX (TMPDIR defaults to /tmp), removed with
+// everything in it when the pool ends, however it ends.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    std::string tmpl = base + "/kiln-precompile-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      throw Error("cannot create a scratch directory under " + base + " for precompile tasks: " + std::strerror(errno) +
+                  "; set TMPDIR to a writable directory");
+    }
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Sends `sig` to every running worker and reaps them all; one that has not
+// ended after a grace period is killed. Workers publish entries atomically,
+// so a stopped compile leaves at most a lock that the next run takes over.
+void stop_workers(std::map<pid_t, Running>& running, int sig) {
+  for (const auto& [pid, r] : running) ::kill(pid, sig);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!running.empty()) {
+    for (auto it = running.begin(); it != running.end();) {
+      int status = 0;
+      const pid_t got = ::waitpid(it->first, &status, WNOHANG);
+      it = got == it->first || (got < 0 && errno == ECHILD) ? running.erase(it) : std::next(it);
+    }
+    if (running.empty()) break;
+    if (Clock::now() > deadline) {
+      for (const auto& [pid, r] : running) {
+        ::kill(pid, SIGKILL);
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+      }
+      running.clear();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Whatever ends the pool (a signal, an exception), no worker outlives it.
+class WorkerReaper {
+ public:
+  explicit WorkerReaper(std::map<pid_t, Running>& running) : running_(running) {}
+  ~WorkerReaper() { stop_workers(running_, SIGTERM); }
+  WorkerReaper(const WorkerReaper&) = delete;
+  WorkerReaper& operator=(const WorkerReaper&) = delete;
+
+ private:
+  std::map<pid_t, Running>& running_;
+};
+
 }  // namespace
 
 int PoolResult::count(TaskResult r) const { return static_cast<int>(std::count(results.begin(), results.end(), r)); }
@@ -81,9 +177,9 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
     }
   }
 
-  char tmpl[] = "/tmp/kiln-precompile-XXXXXX";
-  std::string scratch = ::mkdtemp(tmpl) ? tmpl : "";
-  if (scratch.empty()) throw Error("cannot create a scratch directory under /tmp for precompile tasks");
+  const StopSignals stop_signals;
+  const ScratchDir scratch_dir;
+  const std::string& scratch = scratch_dir.path();
   std::vector<std::string> dirs(tasks.size()), task_files(tasks.size());
   for (size_t q = 0; q < queue.size(); ++q) {
     const size_t i = queue[q];
@@ -92,12 +188,21 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
   }
 
   std::map<pid_t, Running> running;
+  const WorkerReaper reaper(running);  // declared after scratch_dir: workers end before it is removed
   std::string last_progress;
   auto last_print = Clock::now() - std::chrono::seconds(10);
   int locked = 0;
   LockPolicy lock_policy;
   const auto start = Clock::now();
   while (!queue.empty() || !running.empty()) {
+    if (const int sig = g_stop_signal; sig != 0) {
+      const size_t stopped = running.size();
+      stop_workers(running, sig);
+      const char* name = sigabbrev_np(sig);
+      throw Error("precompile stopped by " + (name ? "SIG" + std::string(name) : "signal " + std::to_string(sig)) +
+                  ": " + std::to_string(stopped) + " worker(s) stopped, " + std::to_string(done) +
+                  " unit(s) already in the cache; its scratch directory " + scratch + " is removed");
+    }
     // Start work, skipping keys another process is compiling right now.
     locked = 0;
     for (auto it = queue.begin(); it != queue.end();) {
@@ -164,8 +269,6 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
     }
     if (!queue.empty() || !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
   out.compile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

@@ -2,14 +2,19 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 
 #include "core/log.h"
+#include "core/plugin_load_guard.h"
+#include "core/regular_file.h"
 
 namespace fs = std::filesystem;
 
@@ -57,6 +62,11 @@ std::string exe_dir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : exe.parent_path().string();
+}
+
+std::string dir_of(const std::string& path) {
+  const std::string dir = fs::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
 }
 
 std::string one_line(std::string s) {
@@ -127,13 +137,30 @@ Registry::Registry() {
       }
       // Sorted so that which duplicate wins does not depend on the filesystem.
       std::sort(files.begin(), files.end());
-      for (const std::string& f : files) load_file(f);
+      candidates_.insert(candidates_.end(), files.begin(), files.end());
     } else if (fs::exists(entry, ec)) {
-      load_file(entry);
+      candidates_.push_back(entry);
     } else {
       logger().debug("plugin search: {} does not exist", entry);
     }
   }
+  for (const std::string& file : candidates_) {
+    const std::string name = fs::path(file).filename().string();
+    if (!is_candidate_name(name)) continue;
+    const size_t prefix = std::char_traits<char>::length(kPrefix), suffix = std::char_traits<char>::length(kSuffix);
+    candidates_by_backend_[name.substr(prefix, name.size() - prefix - suffix)].push_back(file);
+  }
+}
+
+void Registry::load_all() {
+  if (all_loaded_) return;
+  all_loaded_ = true;
+  for (const std::string& file : candidates_) load_file(file, /*probe_in_child=*/true);
+}
+
+const std::vector<PluginRecord>& Registry::records() {
+  load_all();
+  return records_;
 }
 
 std::vector<std::string> Registry::search_path() const {
@@ -166,11 +193,11 @@ std::vector<std::string> Registry::search_path() const {
   return dirs;
 }
 
-PluginRecord Registry::load_file(const std::string& path) {
+PluginRecord Registry::load_file(const std::string& path) { return load_file(path, /*probe_in_child=*/false); }
+
+PluginRecord Registry::load_file(const std::string& path, bool probe_in_child) {
   const std::string real = real_path(path);
-  for (const PluginRecord& r : records_) {
-    if (real_path(r.path) == real) return r;
-  }
+  if (auto it = record_by_real_path_.find(real); it != record_by_real_path_.end()) return records_[it->second];
 
   PluginRecord record;
   record.path = path;
@@ -182,6 +209,7 @@ PluginRecord Registry::load_file(const std::string& path) {
     } else {
       logger().debug("plugin {}: skipped: {}", path, record.reason);
     }
+    record_by_real_path_.emplace(real, records_.size());
     records_.push_back(record);
     return record;
   };
@@ -190,25 +218,47 @@ PluginRecord Registry::load_file(const std::string& path) {
   if (!fs::exists(path, ec)) return finish("no such file");
   if (fs::is_directory(path, ec)) return finish("is a directory, not a plugin file");
 
-  // A path without a slash would make dlopen search the library path.
-  const std::string abs = fs::absolute(path, ec).string();
-  dlerror();
-  // Skipped libraries are never dlclosed: a half-initialised foreign library
-  // can crash in its destructors, and keeping it mapped costs nothing.
-  void* handle = dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* dl = dlerror();
-    std::string err = dl ? dl : "";
-    // dlerror repeats the path; the record already carries it.
-    if (err.starts_with(abs + ": ")) err.erase(0, abs.size() + 2);
-    return finish("not a loadable shared library: " + (err.empty() ? "dlopen failed" : err));
+  // dlopen of a FIFO blocks until a writer appears: only regular files go on.
+  bool elf = false;
+  {
+    RegularFile file = open_regular_file(path, std::numeric_limits<uint64_t>::max());
+    if (file.fd < 0) return finish(file.problem + "; remove it from " + dir_of(path));
+    char magic[4] = {};
+    elf = ::pread(file.fd, magic, sizeof(magic), 0) == sizeof(magic) && std::memcmp(magic,
+                                                                                    "\x7f"
+                                                                                    "ELF",
+                                                                                    4) == 0;
+    ::close(file.fd);
   }
 
+  // A path without a slash would make dlopen search the library path.
+  const std::string abs = fs::absolute(path, ec).string();
   std::shared_ptr<Plugin> plugin;
-  std::string reason = validate(path, handle, plugin);
+  std::string reason;
+  auto open_and_validate = [&] {
+    dlerror();
+    // Skipped libraries are never dlclosed: a half-initialised foreign library
+    // can crash in its destructors, and keeping it mapped costs nothing.
+    void* handle = dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* dl = dlerror();
+      std::string err = dl ? dl : "";
+      // dlerror repeats the path; the record already carries it.
+      if (err.starts_with(abs + ": ")) err.erase(0, abs.size() + 2);
+      reason = "not a loadable shared library: " + (err.empty() ? "dlopen failed" : err);
+      return;
+    }
+    reason = validate(path, handle, plugin);
+  };
+  // Only an ELF file can run code when dlopened; the rest need no child.
+  if (probe_in_child && elf) {
+    const std::string ended = probe_load_in_child(open_and_validate);
+    if (!ended.empty()) return finish(ended + "; remove it from " + dir_of(path));
+  }
+  run_guarded_load(path, open_and_validate);
   if (!reason.empty()) return finish(reason);
 
-  if (auto existing = find(plugin->name)) {
+  if (auto existing = loaded(plugin->name)) {
     return finish(fmt::format("backend '{}' already loaded from {}", plugin->name, existing->path));
   }
   record.loaded = true;
@@ -216,7 +266,8 @@ PluginRecord Registry::load_file(const std::string& path) {
   return finish({});
 }
 
-std::vector<std::shared_ptr<const Plugin>> Registry::plugins() const {
+std::vector<std::shared_ptr<const Plugin>> Registry::plugins() {
+  load_all();
   std::vector<std::shared_ptr<const Plugin>> out;
   for (const PluginRecord& r : records_) {
     if (r.loaded) out.push_back(r.plugin);
@@ -224,11 +275,24 @@ std::vector<std::shared_ptr<const Plugin>> Registry::plugins() const {
   return out;
 }
 
-std::shared_ptr<const Plugin> Registry::find(const std::string& backend) const {
+std::shared_ptr<const Plugin> Registry::loaded(const std::string& backend) const {
   for (const PluginRecord& r : records_) {
     if (r.loaded && r.plugin->name == backend) return r.plugin;
   }
   return nullptr;
+}
+
+std::shared_ptr<const Plugin> Registry::find(const std::string& backend) {
+  if (auto p = loaded(backend)) return p;
+  if (auto it = candidates_by_backend_.find(backend); it != candidates_by_backend_.end()) {
+    for (const std::string& file : it->second) {
+      load_file(file);
+      if (auto p = loaded(backend)) return p;
+    }
+  }
+  // A plugin file may name its backend differently from its file name.
+  load_all();
+  return loaded(backend);
 }
 
 std::unique_ptr<Device> Registry::open(const std::string& backend, int index, int num_threads) {

@@ -3,13 +3,18 @@
 // Search order: KILN_PLUGIN_PATH (colon-separated directories or .so files),
 // then the running executable's directory, then <exe dir>/../lib/kiln (a
 // relocated install), then the configured install plugin dir.
-// Every candidate file gets a record: loaded, or skipped with a one-line
-// reason (not a shared library, no kiln_plugin_get_api, ABI major mismatch,
-// probe said no, duplicate backend name, ...). Nothing here aborts.
+// The search path is listed once, without loading anything. A plugin file is
+// dlopened only when its backend is asked for (--backend cpu opens only
+// libkiln-backend-cpu.so), or when every record is asked for (kiln devices).
+// Every file loaded gets a record: loaded, or skipped with a one-line reason
+// (not a regular file, not a shared library, no kiln_plugin_get_api, ABI
+// major mismatch, probe said no, duplicate backend name, ended the process
+// while loading, ...). Nothing here aborts or hangs.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/backend.h"
@@ -25,19 +30,23 @@ struct PluginRecord {
 
 class Registry {
  public:
-  // Scans the search path once and loads every valid plugin.
+  // Lists the search path once; loads nothing yet.
   static Registry& instance();
 
-  const std::vector<PluginRecord>& records() const { return records_; }
-  std::vector<std::shared_ptr<const Plugin>> plugins() const;
-  // The loaded plugin with this backend name, or nullptr.
-  std::shared_ptr<const Plugin> find(const std::string& backend) const;
+  // Every plugin file on the search path, each loaded first (each in a child
+  // process first, so that one that crashes or exits is only reported).
+  const std::vector<PluginRecord>& records();
+  std::vector<std::shared_ptr<const Plugin>> plugins();
+  // The plugin with this backend name, loading the files named
+  // libkiln-backend-<backend>.so on the search path, or nullptr.
+  std::shared_ptr<const Plugin> find(const std::string& backend);
 
   // Opens device `index` of `backend`. `backend` may also be a path to a
   // plugin .so. Throws kiln::Error naming what is missing and how to fix it.
   std::unique_ptr<Device> open(const std::string& backend, int index, int num_threads = 0);
 
-  // Loads one file (also used for explicit paths). Never throws.
+  // Loads one file (also used for explicit paths). Never throws. A plugin
+  // that ends the process while loading is reported in one line, exit 1.
   PluginRecord load_file(const std::string& path);
 
   // The directories searched, in order (for diagnostics).
@@ -45,7 +54,17 @@ class Registry {
 
  private:
   Registry();
+  void load_all();
+  std::shared_ptr<const Plugin> loaded(const std::string& backend) const;
+  PluginRecord load_file(const std::string& path, bool probe_in_child);
+
+  std::vector<std::string> candidates_;  // plugin files in search order
+  // Backend name from the file name ("cpu" for libkiln-backend-cpu.so) to
+  // its files in search order: a lookup touches only its own files.
+  std::unordered_map<std::string, std::vector<std::string>> candidates_by_backend_;
+  bool all_loaded_ = false;
   std::vector<PluginRecord> records_;
+  std::unordered_map<std::string, size_t> record_by_real_path_;
 };
 
 }  // namespace kiln
