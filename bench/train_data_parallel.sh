@@ -13,7 +13,7 @@ mpi_flags=(--oversubscribe --bind-to none --mca btl self,vader)
 [ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
 # Shared-memory single copy (CMA) left on: turning it off, as the tests do
 # for containers without ptrace, makes a 120 MB all-reduce 2-4x slower here.
-args=(--mock-data --vocab-size 50304 --num-layers 6 --hidden-size 384 --num-attention-heads 6 --seq-length 256
+args=(--hidden-dropout 0 --attention-dropout 0 --mock-data --vocab-size 50304 --num-layers 6 --hidden-size 384 --num-attention-heads 6 --seq-length 256
       --micro-batch-size 4 --global-batch-size 8 --train-iters "$iters" --log-interval 1 --eval-iters 0
       --lr-warmup-iters 1)
 

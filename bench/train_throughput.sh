@@ -31,7 +31,8 @@ run_config() {  # name layers hidden heads vocab seq micro
   local log; log=$(mktemp)
   "$kiln" train --backend "$backend" --mock-data --vocab-size "$V" --num-layers "$L" --hidden-size "$C" --num-attention-heads "$H" \
     --seq-length "$T" --micro-batch-size "$B" --train-iters "$iters" --log-interval 1 --eval-iters 0 \
-    --lr-warmup-iters 1 --num-threads "$threads" --metrics-file "$log" >/dev/null
+    --lr-warmup-iters 1 --num-threads "$threads" --metrics-file "$log" \
+    --hidden-dropout 0 --attention-dropout 0 >/dev/null  # bench/pytorch_gpt.py has no dropout
   # Skip the first step (allocation, first-touch), average the rest.
   local ms; ms=$(tail -n +2 "$log" | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 | awk '{s+=$1} END {printf "%.1f", s/NR}')
   rm -f "$log"
