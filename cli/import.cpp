@@ -2,6 +2,7 @@
 // kiln checkpoint (model tensors, a zero AdamW state, the model config in
 // meta.json), which kiln train --load continues from.
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -23,6 +24,12 @@ int run_import(const std::vector<std::string>& args) {
   if (format != "hf") throw Error("--format '" + format + "' is not supported; kiln import reads --format hf");
   if (input.empty()) throw Error("kiln import needs --input DIR (a Hugging Face model directory)");
   if (save.empty()) throw Error("kiln import needs --save CKPT (the checkpoint directory to write)");
+
+  // An import is iteration 0: into a --save dir that has checkpoints it would
+  // point latest_checkpointed_iteration.txt back at the import.
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(save) / trainer::kLatestFileName, ec))
+    throw Error("--save " + save + " already holds checkpoints; import into a new directory");
 
   const trainer::HfDir hf = trainer::read_hf_dir(input);
   const trainer::GptConfig cfg = trainer::gpt2_config_from_hf(hf.config);

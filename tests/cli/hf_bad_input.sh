@@ -75,5 +75,8 @@ expect_error "missing tensor" "no tensor transformer.h.0.attn.c_attn.weight" \
 broken; rewrite transpose
 expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 16\].*\[16, 48\]" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+expect_error "import over checkpoints" "already holds checkpoints" \
+  "$kiln" import --format hf --input "$tmp/good" --save "$tmp/ck"
+test "$(cat "$tmp/ck/latest_checkpointed_iteration.txt")" = 1
 ls -A "$tmp" | grep -q '^\.tmp' && { echo "a temp directory was left in $tmp"; exit 1; }
 echo "all bad-input cases refused in one line, nothing left behind"
