@@ -14,5 +14,7 @@ int run_preprocess(const std::vector<std::string>& args);
 int run_check_backend(const std::vector<std::string>& args);
 int run_precompile(const std::vector<std::string>& args);
 int run_cache(const std::vector<std::string>& args);
+int run_export(const std::vector<std::string>& args);
+int run_import(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

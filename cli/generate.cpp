@@ -45,10 +45,21 @@ int32_t sample_token(const float* logits, int64_t vocab, double temperature, int
   return ids[static_cast<size_t>(k - 1)];
 }
 
+// The next-token logits of the prompt, for comparing kiln with another
+// implementation (tests/tools/hf_gpt2_numpy.py): %.9g round-trips a float.
+void write_logits(const std::string& path, const float* logits, int64_t vocab) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw Error("--logits-file " + path + ": cannot create it; point it at a writable path");
+  std::fputc('[', f);
+  for (int64_t i = 0; i < vocab; ++i) std::fprintf(f, "%s%.9g", i ? ", " : "", static_cast<double>(logits[i]));
+  std::fputs("]\n", f);
+  if (std::fclose(f) != 0) throw Error("--logits-file " + path + ": write failed; check free space");
+}
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
-  std::string load, prompt = "", backend = "cpu";
+  std::string load, prompt = "", backend = "cpu", logits_file;
   double temperature = 0.8;
   int64_t top_k = 40, max_new_tokens = 200, seed = 1234, device_index = 0, num_threads = 0;
   trainer::Flags flags("generate");
@@ -61,6 +72,8 @@ int run_generate(const std::vector<std::string>& args) {
   flags.add("--backend", &backend, "backend plugin name or path");
   flags.add("--device", &device_index, "device index");
   flags.add("--num-threads", &num_threads, "CPU threads (0: all cores)");
+  flags.add("--logits-file", &logits_file,
+            "write the logits at the prompt's last position to this file (JSON array, float32 as %.9g)");
   if (!flags.parse(args)) return 0;
   if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
   if (max_new_tokens < 0) throw Error("--max-new-tokens must not be negative");
@@ -94,6 +107,7 @@ int run_generate(const std::vector<std::string>& args) {
     exe.buffer("tokens")->write(window.data(), window.size() * 4);
     exe.run();
     exe.buffer("logits")->read(logits.data(), logits.size() * 4);
+    if (n == 0 && !logits_file.empty()) write_logits(logits_file, logits.data() + (len - 1) * V, V);
     int32_t next = sample_token(logits.data() + (len - 1) * V, V, temperature, top_k, rng);
     tokens.push_back(next);
     std::string text = trainer::tokens_to_bytes({next});

@@ -22,6 +22,8 @@ const char* kUsage =
     "  check-backend  run the conformance suite against a backend (name or plugin path)\n"
     "  precompile     compile every graph 'kiln train <same flags>' will run into the compile cache\n"
     "  cache          inspect and maintain the compile cache (ls, verify, clear, gc, explain)\n"
+    "  export         write a checkpoint as a Hugging Face model directory (--format hf)\n"
+    "  import         read a Hugging Face GPT-2 directory into an iteration-0 checkpoint\n"
     "\n"
     "Run 'kiln <command> --help' for a command's flags.\n";
 
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
     if (command == "check-backend") return kiln::cli::run_check_backend(args);
     if (command == "precompile") return kiln::cli::run_precompile(args);
     if (command == "cache") return kiln::cli::run_cache(args);
+    if (command == "export") return kiln::cli::run_export(args);
+    if (command == "import") return kiln::cli::run_import(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const kiln::Error& e) {

@@ -20,6 +20,9 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
   openmpi-bin libopenmpi-dev
+  # Independent references in the tests: NumPy implementations of formats and
+  # models kiln writes (tests/tools/hf_gpt2_numpy.py, gen_position_tables.py).
+  python3-numpy
 )
 
 missing=()

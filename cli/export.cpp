@@ -1,0 +1,49 @@
+// kiln export: a kiln GPT-2 checkpoint as a Hugging Face GPT2LMHeadModel
+// directory (docs/CHECKPOINTS.md has the tensor mapping).
+#include <algorithm>
+#include <cctype>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/dtype_convert.h"
+#include "trainer/checkpoint/hf_dir.h"
+#include "trainer/checkpoint/hf_gpt2.h"
+#include "trainer/flags.h"
+#include "trainer/trainer.h"
+
+namespace kiln::cli {
+
+int run_export(const std::vector<std::string>& args) {
+  std::string load, format, output, dtype = "f32", max_shard_size = "5GB";
+  trainer::Flags flags("export");
+  flags.add("--load", &load, "checkpoint to export (a --save dir or an iter_XXXXXXX dir)");
+  flags.add("--format", &format, "output format: hf (Hugging Face GPT2LMHeadModel)");
+  flags.add("--output", &output, "directory to create");
+  flags.add("--dtype", &dtype, "tensor dtype: f32, f16 or bf16 (round to nearest even)");
+  flags.add("--max-shard-size", &max_shard_size, "split the weights into shards above this size (e.g. 5GB, 64MiB)");
+  if (!flags.parse(args)) return 0;
+  if (format != "hf") throw Error("--format '" + format + "' is not supported; kiln export writes --format hf");
+  if (load.empty()) throw Error("kiln export needs --load CKPT (a checkpoint written by kiln train --save)");
+  if (output.empty()) throw Error("kiln export needs --output DIR (the directory to create)");
+  std::string st_dtype = dtype;
+  std::transform(st_dtype.begin(), st_dtype.end(), st_dtype.begin(), [](unsigned char ch) { return std::toupper(ch); });
+  if (st_dtype != "F32" && st_dtype != "F16" && st_dtype != "BF16")
+    throw Error("--dtype '" + dtype + "' is not supported; use f32, f16 or bf16");
+  const int64_t shard_bytes = trainer::parse_shard_size(max_shard_size);
+
+  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
+  const trainer::GptConfig cfg = trainer::model_config_from_json(ck.meta.value("config", nlohmann::json()));
+  trainer::HfDir hf;
+  hf.config = trainer::gpt2_hf_config(cfg);
+  hf.config["torch_dtype"] = st_dtype == "F32" ? "float32" : st_dtype == "F16" ? "float16" : "bfloat16";
+  hf.generation_config = {{"_from_model_config", true}};
+  for (auto& [name, t] : trainer::gpt2_to_hf(cfg, ck.model))
+    hf.tensors[name] = trainer::convert_f32_tensor(t, st_dtype);
+  trainer::write_hf_dir(output, hf, shard_bytes);
+  std::printf("exported %s (iteration %lld) to %s as GPT2LMHeadModel, %s\n", ck.dir.c_str(),
+              static_cast<long long>(ck.iteration), output.c_str(), dtype.c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,56 @@
+// kiln import: a Hugging Face GPT2LMHeadModel directory as an iteration-0
+// kiln checkpoint (model tensors, a zero AdamW state, the model config in
+// meta.json), which kiln train --load continues from.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/hf_dir.h"
+#include "trainer/checkpoint/hf_gpt2.h"
+#include "trainer/flags.h"
+#include "trainer/trainer.h"
+
+namespace kiln::cli {
+
+int run_import(const std::vector<std::string>& args) {
+  std::string format, input, save;
+  trainer::Flags flags("import");
+  flags.add("--format", &format, "input format: hf (Hugging Face GPT2LMHeadModel)");
+  flags.add("--input", &input, "Hugging Face model directory (config.json + safetensors)");
+  flags.add("--save", &save, "checkpoint directory to write (as kiln train --save)");
+  if (!flags.parse(args)) return 0;
+  if (format != "hf") throw Error("--format '" + format + "' is not supported; kiln import reads --format hf");
+  if (input.empty()) throw Error("kiln import needs --input DIR (a Hugging Face model directory)");
+  if (save.empty()) throw Error("kiln import needs --save CKPT (the checkpoint directory to write)");
+
+  // An import is iteration 0: into a --save dir that has checkpoints it would
+  // point latest_checkpointed_iteration.txt back at the import.
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(save) / trainer::kLatestFileName, ec))
+    throw Error("--save " + save + " already holds checkpoints; import into a new directory");
+
+  const trainer::HfDir hf = trainer::read_hf_dir(input);
+  const trainer::GptConfig cfg = trainer::gpt2_config_from_hf(hf.config);
+  const std::map<std::string, trainer::SafeTensor> model = trainer::gpt2_from_hf(cfg, hf.tensors);
+  // kiln train --load reads an AdamW state; a fresh one is all zeros.
+  std::map<std::string, trainer::SafeTensor> optimizer;
+  for (const auto& [name, t] : model) {
+    const trainer::SafeTensor zeros = trainer::SafeTensor::from_f32(t.shape, std::vector<float>(t.data.size() / 4));
+    optimizer[name + ".exp_avg"] = zeros;
+    optimizer[name + ".exp_avg_sq"] = zeros;
+  }
+  const nlohmann::json meta = {{"config", trainer::model_config_json(cfg)},
+                               {"iteration", 0},
+                               {"consumed_samples", 0},
+                               {"skipped_iterations", 0},
+                               {"nan_iterations", 0},
+                               {"imported_from", {{"format", "hf"}, {"dir", input}}}};
+  trainer::check_save_dir(save);
+  trainer::save_checkpoint(save, 0, model, optimizer, meta);
+  std::printf("imported %s into %s (iteration 0)\n", input.c_str(), save.c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli

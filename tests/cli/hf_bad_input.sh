@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# kiln export / import --format hf on bad input (issue 18 item 5): each case
+# exits non-zero with one line that names the problem, and leaves no output
+# directory and no temp directory behind.
+set -euo pipefail
+kiln=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+py=
+for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && { py=$p; break; }; done
+[ -n "$py" ] || { echo "python3-numpy missing"; exit 77; }
+model=(--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 8)
+"$kiln" train "${model[@]}" --micro-batch-size 1 --global-batch-size 1 --train-iters 1 --lr-warmup-iters 0 \
+  --eval-iters 0 --num-threads 1 --save "$tmp/ck" >/dev/null 2>&1
+"$kiln" export --load "$tmp/ck" --format hf --output "$tmp/good" >/dev/null
+mkdir "$tmp/out"
+
+# $1: name, $2: regex the one line must match, rest: the command. The work
+# dir $tmp/out must stay empty.
+expect_error() {
+  local name=$1 pattern=$2; shift 2
+  if "$@" >"$tmp/stdout" 2>"$tmp/stderr"; then echo "$name: exit 0"; exit 1; fi
+  [ "$(wc -l <"$tmp/stderr")" -eq 1 ] || { echo "$name: not one line:"; cat "$tmp/stderr"; exit 1; }
+  grep -Eq -- "$pattern" "$tmp/stderr" || { echo "$name: '$(cat "$tmp/stderr")' does not match '$pattern'"; exit 1; }
+  [ -z "$(ls -A "$tmp/out")" ] || { echo "$name: left behind: $(ls -A "$tmp/out")"; exit 1; }
+  echo "$name: $(cat "$tmp/stderr")"
+}
+
+expect_error "missing checkpoint" "nosuch" "$kiln" export --load "$tmp/nosuch" --format hf --output "$tmp/out/x"
+expect_error "unwritable output" "cannot write --output" \
+  "$kiln" export --load "$tmp/ck" --format hf --output /dev/null/x
+expect_error "existing output" "already exists" "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/good"
+expect_error "unknown format" "--format 'onnx' is not supported" \
+  "$kiln" export --load "$tmp/ck" --format onnx --output "$tmp/out/x"
+expect_error "unknown dtype" "--dtype 'f8' is not supported" \
+  "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/out/x" --dtype f8
+expect_error "bad shard size" "--max-shard-size '5 lots' is not a size" \
+  "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/out/x" --max-shard-size "5 lots"
+# A write that fails part-way (file size limit, as a full disk): the temp directory goes too.
+expect_error "write fails part-way" "cannot write --output" \
+  bash -c 'trap "" XFSZ; ulimit -f 8; exec "$@"' - "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/out/x"
+
+# Import: broken copies of the good export.
+broken() { rm -rf "$tmp/in"; cp -r "$tmp/good" "$tmp/in"; }
+broken; rm "$tmp/in/config.json"
+expect_error "no config.json" "has no config.json" "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; sed -i 's/"model_type": "gpt2"/"model_type": "bert"/' "$tmp/in/config.json"
+expect_error "unknown model_type" 'model_type "bert" is not supported' \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+expect_error "unknown import format" "--format 'gguf' is not supported" \
+  "$kiln" import --format gguf --input "$tmp/good" --save "$tmp/out/ck"
+
+# Rewrites model.safetensors through NumPy with one tensor dropped or reshaped.
+rewrite() {
+  "$py" - "$tmp/in/model.safetensors" "$1" <<'PY'
+import json, struct, sys
+path, change = sys.argv[1], sys.argv[2]
+blob = open(path, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8]); header = json.loads(blob[8:8 + n]); data = blob[8 + n:]
+name = "transformer.h.0.attn.c_attn.weight"
+tensors = {k: (v, data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items() if k != "__metadata__"}
+if change == "drop":
+    del tensors[name]
+else:  # the same bytes, declared with kiln's (transposed) shape
+    tensors[name][0]["shape"] = tensors[name][0]["shape"][::-1]
+header, data, offset = {}, b"", 0
+for k, (info, raw) in sorted(tensors.items(), key=lambda kv: kv[1][0]["data_offsets"][0]):
+    info["data_offsets"] = [offset, offset + len(raw)]; header[k] = info; data += raw; offset += len(raw)
+text = json.dumps(header).encode(); text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + data)
+PY
+}
+broken; rewrite drop
+expect_error "missing tensor" "no tensor transformer.h.0.attn.c_attn.weight" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; rewrite transpose
+expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 16\].*\[16, 48\]" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+expect_error "import over checkpoints" "already holds checkpoints" \
+  "$kiln" import --format hf --input "$tmp/good" --save "$tmp/ck"
+test "$(cat "$tmp/ck/latest_checkpointed_iteration.txt")" = 1
+ls -A "$tmp" | grep -q '^\.tmp' && { echo "a temp directory was left in $tmp"; exit 1; }
+echo "all bad-input cases refused in one line, nothing left behind"

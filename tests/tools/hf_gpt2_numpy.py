@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""An independent GPT-2 forward pass in NumPy, written from Hugging Face's
+documented GPT2LMHeadModel semantics (transformers' modeling_gpt2.py), to
+check what `kiln export --format hf` writes without Transformers:
+
+  h = wte[ids] + wpe[positions]
+  per block:  a = ln_1(h); qkv = a @ c_attn.weight + c_attn.bias  (Conv1D: [in, out])
+              q, k, v = split(qkv, n_embd)  (blocked Q|K|V, then heads of head_dim)
+              attn = softmax(q k^T / sqrt(head_dim), causal) v; h += c_proj(attn)
+              h += mlp.c_proj(gelu_new(mlp.c_fc(ln_2(h))))
+  logits = ln_f(h) @ wte^T                                        (tied LM head)
+
+Everything runs in float64. Tokens are bytes (kiln's vocab-256 models).
+
+  hf_gpt2_numpy.py logits DIR PROMPT       the last position's logits, JSON
+  hf_gpt2_numpy.py greedy DIR PROMPT N     N greedy bytes after PROMPT
+  hf_gpt2_numpy.py tensors DIR             name dtype shape, one line each
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[begin:end]
+        dtype = info["dtype"]
+        if dtype == "F32":
+            a = np.frombuffer(raw, dtype="<f4")
+        elif dtype == "F16":
+            a = np.frombuffer(raw, dtype="<f2")
+        elif dtype == "BF16":  # the top half of a float32
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise SystemExit(f"{path}: {name} has dtype {dtype}, not F32/F16/BF16")
+        out[name] = (dtype, a.reshape(info["shape"]))
+    return out
+
+
+def load_dir(d):
+    with open(os.path.join(d, "config.json")) as f:
+        config = json.load(f)
+    single = os.path.join(d, "model.safetensors")
+    tensors = {}
+    if os.path.exists(single):
+        tensors = read_safetensors(single)
+    else:
+        with open(os.path.join(d, "model.safetensors.index.json")) as f:
+            index = json.load(f)
+        for shard in sorted(set(index["weight_map"].values())):
+            tensors.update(read_safetensors(os.path.join(d, shard)))
+        assert set(tensors) == set(index["weight_map"]), "index and shards disagree"
+    return config, tensors
+
+
+def layer_norm(x, w, b, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)  # biased, as torch.nn.LayerNorm
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def forward(config, t, ids):
+    """Logits [T, vocab] for a list of token ids."""
+    p = {k: v[1].astype(np.float64) for k, v in t.items()}
+    C, H, eps = config["n_embd"], config["n_head"], config["layer_norm_epsilon"]
+    D, T = C // H, len(ids)
+    assert config["activation_function"] == "gelu_new"
+    h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    for l in range(config["n_layer"]):
+        L = f"transformer.h.{l}."
+        a = layer_norm(h, p[L + "ln_1.weight"], p[L + "ln_1.bias"], eps)
+        qkv = a @ p[L + "attn.c_attn.weight"] + p[L + "attn.c_attn.bias"]
+        q, k, v = (x.reshape(T, H, D).transpose(1, 0, 2) for x in np.split(qkv, 3, axis=-1))
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(D)
+        scores = np.where(causal, scores, -np.inf)
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        probs = scores / scores.sum(-1, keepdims=True)
+        y = (probs @ v).transpose(1, 0, 2).reshape(T, C)
+        h = h + y @ p[L + "attn.c_proj.weight"] + p[L + "attn.c_proj.bias"]
+        m = layer_norm(h, p[L + "ln_2.weight"], p[L + "ln_2.bias"], eps)
+        m = gelu_new(m @ p[L + "mlp.c_fc.weight"] + p[L + "mlp.c_fc.bias"])
+        h = h + m @ p[L + "mlp.c_proj.weight"] + p[L + "mlp.c_proj.bias"]
+    h = layer_norm(h, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], eps)
+    return h @ p["transformer.wte.weight"].T
+
+
+def main():
+    cmd, d = sys.argv[1], sys.argv[2]
+    config, tensors = load_dir(d)
+    if cmd == "tensors":
+        for name in sorted(tensors):
+            dtype, a = tensors[name]
+            print(name, dtype, list(a.shape))
+        return
+    ids = list(sys.argv[3].encode())
+    if cmd == "logits":
+        print(json.dumps([float(x) for x in forward(config, tensors, ids)[-1]]))
+    elif cmd == "greedy":
+        for _ in range(int(sys.argv[4])):
+            ids.append(int(np.argmax(forward(config, tensors, ids)[-1])))
+        sys.stdout.buffer.write(bytes(ids))
+    else:
+        raise SystemExit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+#include "trainer/checkpoint/hf_dir.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+
+namespace kiln::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) throw Error("cannot write " + p.string());
+}
+
+nlohmann::json read_json(const fs::path& p, const std::string& what) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw Error("--input " + p.parent_path().string() + " has no readable " + what);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(p.string() + " is not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::map<std::string, SafeTensor> read_weights(const fs::path& file) {
+  try {
+    return read_safetensors(file.string()).tensors;
+  } catch (const SafetensorsError& e) {
+    throw Error(file.string() + " is not valid safetensors: " + e.problem());
+  }
+}
+
+std::string shard_name(size_t i, size_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+  return buf;
+}
+
+}  // namespace
+
+int64_t parse_shard_size(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string unit = text.substr(digits);
+  const std::map<std::string, int64_t> units = {{"", 1},
+                                                {"B", 1},
+                                                {"KB", 1000},
+                                                {"MB", 1000'000},
+                                                {"GB", 1000'000'000},
+                                                {"KiB", 1024},
+                                                {"MiB", 1024 * 1024},
+                                                {"GiB", 1024 * 1024 * 1024}};
+  auto u = units.find(unit);
+  if (digits == 0 || digits > 12 || u == units.end())
+    throw Error("--max-shard-size '" + text + "' is not a size; write e.g. 5GB, 200MB, 64MiB or a byte count");
+  const int64_t n = std::stoll(text.substr(0, digits)) * u->second;
+  if (n <= 0) throw Error("--max-shard-size must be positive, got '" + text + "'");
+  return n;
+}
+
+void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shard_bytes) {
+  const fs::path final(dir);
+  std::error_code ec;
+  if (fs::exists(final, ec) && !(fs::is_directory(final, ec) && fs::is_empty(final, ec)))
+    throw Error("--output " + dir + " already exists; remove it or pick a new directory");
+  const fs::path parent = final.has_parent_path() ? final.parent_path() : fs::path(".");
+  const fs::path tmp = parent / (".tmp_" + final.filename().string() + "." + std::to_string(::getpid()));
+  try {
+    fs::create_directories(parent);
+    fs::remove_all(tmp);
+    fs::create_directory(tmp);
+    // Shards, in name order.
+    std::vector<std::map<std::string, SafeTensor>> shards(1);
+    int64_t in_shard = 0, total = 0;
+    for (const auto& [name, t] : content.tensors) {
+      const auto bytes = static_cast<int64_t>(t.data.size());
+      if (in_shard > 0 && in_shard + bytes > max_shard_bytes) {
+        shards.emplace_back();
+        in_shard = 0;
+      }
+      shards.back()[name] = t;
+      in_shard += bytes;
+      total += bytes;
+    }
+    const std::map<std::string, std::string> meta = {{"format", "pt"}};
+    if (shards.size() == 1) {
+      write_safetensors((tmp / "model.safetensors").string(), shards[0], meta);
+    } else {
+      nlohmann::json weight_map = nlohmann::json::object();
+      for (size_t i = 0; i < shards.size(); ++i) {
+        write_safetensors((tmp / shard_name(i, shards.size())).string(), shards[i], meta);
+        for (const auto& kv : shards[i]) weight_map[kv.first] = shard_name(i, shards.size());
+      }
+      nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+      write_text(tmp / "model.safetensors.index.json", index.dump(2) + "\n");
+    }
+    write_text(tmp / "config.json", content.config.dump(2) + "\n");
+    if (content.generation_config.is_object())
+      write_text(tmp / "generation_config.json", content.generation_config.dump(2) + "\n");
+    if (fs::exists(final)) fs::remove(final);  // the empty directory the check above allowed
+    fs::rename(tmp, final);
+  } catch (const std::exception& e) {
+    fs::remove_all(tmp, ec);
+    throw Error("cannot write --output " + dir + ": " + e.what() + "; check its parent exists and is writable");
+  }
+}
+
+HfDir read_hf_dir(const std::string& dir) {
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw Error("--input " + dir + " is not a directory; point it at an HF model");
+  if (!fs::exists(root / "config.json", ec))
+    throw Error("--input " + dir + " has no config.json; point it at a Hugging Face model directory");
+  HfDir out;
+  out.config = read_json(root / "config.json", "config.json");
+  if (!out.config.is_object()) throw Error((root / "config.json").string() + " is not a JSON object");
+  if (fs::exists(root / "model.safetensors", ec)) {
+    out.tensors = read_weights(root / "model.safetensors");
+  } else if (fs::exists(root / "model.safetensors.index.json", ec)) {
+    const nlohmann::json index = read_json(root / "model.safetensors.index.json", "model.safetensors.index.json");
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      throw Error((root / "model.safetensors.index.json").string() + " has no weight_map object");
+    std::map<std::string, bool> files;
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
+        throw Error("model.safetensors.index.json maps " + name + " to " + file.dump() + ", not a file here");
+      files[file.get<std::string>()] = true;
+    }
+    for (const auto& f : files)
+      for (auto& [name, t] : read_weights(root / f.first)) out.tensors[name] = std::move(t);
+  } else {
+    throw Error("--input " + dir +
+                " has no model.safetensors or model.safetensors.index.json (kiln reads safetensors)");
+  }
+  return out;
+}
+
+}  // namespace kiln::trainer

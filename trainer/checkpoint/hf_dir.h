@@ -1,0 +1,38 @@
+// A Hugging Face model directory on disk: config.json, generation_config.json
+// and the weights as model.safetensors, or, above a shard size, as
+// model-0000i-of-0000n.safetensors with model.safetensors.index.json
+// ({"metadata": {"total_size"}, "weight_map": {tensor: file}}), as
+// transformers' save_pretrained writes them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "trainer/checkpoint/safetensors.h"
+
+namespace kiln::trainer {
+
+struct HfDir {
+  nlohmann::json config;
+  nlohmann::json generation_config;  // written only when an object
+  std::map<std::string, SafeTensor> tensors;
+};
+
+// "5GB", "500MB", "10KB" (powers of 1000, as transformers), "2GiB", "64MiB",
+// "4KiB" (powers of 1024) or plain bytes. Throws a one-line kiln::Error.
+int64_t parse_shard_size(const std::string& text);
+
+// Writes into a temporary directory beside `dir` and renames it into place,
+// so `dir` is either absent or complete. `dir` must not exist, or be an
+// empty directory. Shards are filled in name order, a new one started when
+// the next tensor would pass max_shard_bytes. Throws a one-line kiln::Error
+// naming --output.
+void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shard_bytes);
+
+// Reads config.json and the weights (single file or index + shards).
+// Throws a one-line kiln::Error naming --input and the missing piece.
+HfDir read_hf_dir(const std::string& dir);
+
+}  // namespace kiln::trainer
