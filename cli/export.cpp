@@ -9,6 +9,7 @@
 #include "trainer/checkpoint/dtype_convert.h"
 #include "trainer/checkpoint/hf_dir.h"
 #include "trainer/checkpoint/hf_gpt2.h"
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/flags.h"
 #include "trainer/trainer.h"
 

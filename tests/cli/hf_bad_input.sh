@@ -26,6 +26,10 @@ expect_error() {
 }
 
 expect_error "missing checkpoint" "nosuch" "$kiln" export --load "$tmp/nosuch" --format hf --output "$tmp/out/x"
+"$kiln" train "${model[@]}" --normalization RMSNorm --swiglu --ffn-hidden-size 32 --micro-batch-size 1 --global-batch-size 1 \
+  --train-iters 1 --eval-iters 0 --save "$tmp/llama" >/dev/null 2>&1 || { echo "the RMSNorm model did not train"; exit 1; }
+expect_error "not a GPT-2 model" "uses RMSNorm, which Hugging Face's GPT2LMHeadModel cannot express" \
+  "$kiln" export --load "$tmp/llama" --format hf --output "$tmp/out/x"
 expect_error "unwritable output" "cannot write --output" \
   "$kiln" export --load "$tmp/ck" --format hf --output /dev/null/x
 expect_error "existing output" "already exists" "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/good"

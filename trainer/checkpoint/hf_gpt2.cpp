@@ -111,7 +111,36 @@ int64_t positive_field(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
+void check_gpt2_expressible(const GptConfig& c) {
+  std::string what;
+  if (c.normalization != Normalization::LayerNorm)
+    what = "RMSNorm";
+  else if (c.apply_layernorm_1p)
+    what = "--apply-layernorm-1p";
+  else if (c.swiglu)
+    what = "SwiGLU";
+  else if (c.query_groups() != c.num_attention_heads)
+    what = "grouped-query attention";
+  else if (c.head_dim() * c.num_attention_heads != c.hidden_size)
+    what = "--kv-channels";
+  else if (c.untie_embeddings_and_output_weights)
+    what = "an untied output layer";
+  else if (!c.add_bias_linear)
+    what = "linear layers without biases";
+  else if (c.qk_layernorm)
+    what = "QK-LayerNorm";
+  else if (c.position_embedding_type != PositionEmbedding::LearnedAbsolute)
+    what = "positions other than learned";
+  else if (c.clip_qkv > 0.0f)
+    what = "--clip-qkv";
+  if (!what.empty())
+    throw Error("the checkpoint's model uses " + what +
+                ", which Hugging Face's GPT2LMHeadModel cannot express; kiln exports GPT-2-architecture checkpoints "
+                "only so far");
+}
+
 nlohmann::json gpt2_hf_config(const GptConfig& c) {
+  check_gpt2_expressible(c);
   return {{"architectures", {"GPT2LMHeadModel"}},
           {"model_type", "gpt2"},
           {"n_embd", c.hidden_size},
@@ -119,7 +148,7 @@ nlohmann::json gpt2_hf_config(const GptConfig& c) {
           {"n_layer", c.num_layers},
           {"n_positions", c.seq_length},
           {"n_ctx", c.seq_length},
-          {"n_inner", c.ffn_hidden_size()},
+          {"n_inner", c.ffn_hidden()},
           {"vocab_size", c.vocab_size},
           {"layer_norm_epsilon", c.layernorm_epsilon},
           {"activation_function", "gelu_new"},
@@ -151,7 +180,7 @@ GptConfig gpt2_config_from_hf(const nlohmann::json& j) {
   const std::string act = j.value("activation_function", std::string("gelu_new"));
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
     throw Error("config.json: activation_function \"" + act + "\" is not kiln's GELU(tanh); kiln imports gelu_new");
-  if (j.contains("n_inner") && !j["n_inner"].is_null() && j["n_inner"] != nlohmann::json(c.ffn_hidden_size()))
+  if (j.contains("n_inner") && !j["n_inner"].is_null() && j["n_inner"] != nlohmann::json(c.ffn_hidden()))
     throw Error("config.json: n_inner " + j["n_inner"].dump() + " is not 4 * n_embd; kiln's MLP is 4x");
   if (j.value("tie_word_embeddings", true) == false)
     throw Error("config.json: tie_word_embeddings is false; kiln's GPT-2 ties the LM head to wte");

@@ -17,6 +17,10 @@
 namespace kiln::trainer {
 
 // config.json for GPT2LMHeadModel.
+// Throws a one-line kiln::Error naming the first option of `cfg` that HF's
+// GPT-2 cannot express (RMSNorm, SwiGLU, GQA, RoPE, ...).
+void check_gpt2_expressible(const GptConfig& cfg);
+// Calls check_gpt2_expressible first.
 nlohmann::json gpt2_hf_config(const GptConfig& cfg);
 
 // The model from an HF config.json; throws a one-line kiln::Error for
