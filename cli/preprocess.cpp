@@ -1,5 +1,6 @@
 // kiln preprocess: Megatron-LM's tools/preprocess_data.py for GPT-2 BPE.
 #include "trainer/data/preprocess.h"
+#include "trainer/data/stop_signals.h"
 
 #include <thread>
 
@@ -49,6 +50,10 @@ int run_preprocess(const std::vector<std::string>& args) {
   if (split_sentences)
     throw Error("kiln preprocess: --split-sentences is not supported; GPT training uses whole documents");
   auto tokenizer = data::Gpt2Tokenizer::load(vocab_file, merge_file);
+  // SIGTERM and Ctrl-C stop the run between lines, so the temporaries are
+  // removed rather than left full-size beside the outputs.
+  const data::StopSignals stop_signals;
+  opt.stop_signal = &data::stop_signal;
   data::preprocess(opt, tokenizer);
   return 0;
 }
