@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/cpu_count.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "graph/conformance/runner.h"
@@ -144,11 +145,13 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--filter", &filter, "comma-separated substrings of op or case names");
   flags.add("--list", &list, "list the cases and exit");
   flags.add("--verbose", &verbose, "a line per case");
-  flags.add("--num-threads", &num_threads, "threads for host-CPU backends (0: all cores)");
+  flags.add("--num-threads", &num_threads, "threads for host-CPU backends (0: all cores; capped at the CPUs)",
+            trainer::Bounds::closed(0, kMaxThreadsFlag));
   flags.add("--repeat", &repeat, "run every graph twice and require bitwise-identical outputs");
   flags.add("--batch", &batch, "op cases per graph (0: all in one)");
   flags.add("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
   flags.parse(rest);
+  num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
 
   conformance::Suite suite = conformance::Suite::builtin();

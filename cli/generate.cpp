@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/cpu_count.h"
 #include "core/fallback_device.h"
 #include "core/registry.h"
 #include "graph/executor.h"
@@ -71,10 +72,12 @@ int run_generate(const std::vector<std::string>& args) {
   flags.add("--seed", &seed, "sampling seed");
   flags.add("--backend", &backend, "backend plugin name or path");
   flags.add("--device", &device_index, "device index");
-  flags.add("--num-threads", &num_threads, "CPU threads (0: all cores)");
+  flags.add("--num-threads", &num_threads, "CPU threads (0: all cores; capped at the CPUs)",
+            trainer::Bounds::closed(0, kMaxThreadsFlag));
   flags.add("--logits-file", &logits_file,
             "write the logits at the prompt's last position to this file (JSON array, float32 as %.9g)");
   if (!flags.parse(args)) return 0;
+  num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
   if (max_new_tokens < 0) throw Error("--max-new-tokens must not be negative");
 

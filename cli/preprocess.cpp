@@ -1,9 +1,11 @@
 // kiln preprocess: Megatron-LM's tools/preprocess_data.py for GPT-2 BPE.
 #include "trainer/data/preprocess.h"
+#include "trainer/data/stop_signals.h"
 
 #include <thread>
 
 #include "cli/commands.h"
+#include "core/cpu_count.h"
 #include "core/error.h"
 #include "trainer/flags.h"
 
@@ -20,7 +22,8 @@ int run_preprocess(const std::vector<std::string>& args) {
   f.add("--output-prefix", &opt.output_prefix, "writes <prefix>_<key>_document.bin/.idx");
   f.add("--json-keys", &opt.json_keys, "keys to tokenize (a string, or a list of strings, per line)");
   f.add("--append-eod", &opt.append_eod, "append <|endoftext|> to every document that has tokens");
-  f.add("--workers", &workers, "tokenizer threads (output is the same for any count)");
+  f.add("--workers", &workers, "tokenizer threads (output is the same for any count; capped at the CPUs)",
+        trainer::Bounds::closed(1, kMaxThreadsFlag));
   f.add("--log-interval", &opt.log_interval, "progress line every N documents (0: none)");
   f.add("--tokenizer-type", &tokenizer_type, "GPT2BPETokenizer");
   f.add("--vocab-file", &vocab_file, "GPT-2 vocab.json");
@@ -30,7 +33,7 @@ int run_preprocess(const std::vector<std::string>& args) {
   f.add("--partitions", &partitions, "1 (accepted for Megatron scripts; kiln parallelises with --workers)");
   f.add("--split-sentences", &split_sentences, "not supported (needs NLTK's sentence splitter)");
   if (!f.parse(args)) return 0;
-  opt.workers = workers;
+  opt.workers = cap_at_available_cpus("--workers", workers);
   if (opt.input.empty()) throw Error("kiln preprocess: --input FILE.jsonl is required");
   if (opt.output_prefix.empty()) throw Error("kiln preprocess: --output-prefix PREFIX is required");
   if (tokenizer_type.empty())
@@ -47,6 +50,10 @@ int run_preprocess(const std::vector<std::string>& args) {
   if (split_sentences)
     throw Error("kiln preprocess: --split-sentences is not supported; GPT training uses whole documents");
   auto tokenizer = data::Gpt2Tokenizer::load(vocab_file, merge_file);
+  // SIGTERM and Ctrl-C stop the run between lines, so the temporaries are
+  // removed rather than left full-size beside the outputs.
+  const data::StopSignals stop_signals;
+  opt.stop_signal = &data::stop_signal;
   data::preprocess(opt, tokenizer);
   return 0;
 }

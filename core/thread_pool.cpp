@@ -2,23 +2,57 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <string>
+#include <system_error>
+
+#include "core/error.h"
 
 namespace kiln {
+
+namespace {
+
+// Test hook: KILN_TEST_FAIL_THREAD_AT=N makes starting the pool's N-th
+// thread (1-based) fail as a full process table does (EAGAIN), so tests can
+// check the failure path without exhausting the machine's PIDs.
+size_t thread_to_fail() {
+  const char* at = std::getenv("KILN_TEST_FAIL_THREAD_AT");
+  return at != nullptr ? static_cast<size_t>(std::strtoull(at, nullptr, 10)) : 0;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(size_t num_threads) {
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   workers_.reserve(num_threads);
-  for (size_t i = 0; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  const size_t fail_at = thread_to_fail();
+  for (size_t i = 0; i < num_threads; ++i) {
+    try {
+      if (i + 1 == fail_at) throw std::system_error(EAGAIN, std::generic_category());
+      workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::system_error& e) {
+      // The threads already started wait on cv_: stop and join them, or
+      // their std::thread destructors would call std::terminate.
+      stop_and_join();
+      throw Error("cannot start thread " + std::to_string(i + 1) + " of " + std::to_string(num_threads) + ": " +
+                  std::strerror(e.code().value()) + "; lower --num-threads / --workers or raise ulimit -u");
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::enqueue(std::function<void()> task) {

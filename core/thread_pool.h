@@ -18,7 +18,8 @@ namespace kiln {
 
 class ThreadPool {
  public:
-  // 0 threads means one per hardware thread.
+  // 0 threads means one per hardware thread. Throws kiln::Error, with no
+  // thread left running, when a thread cannot be started (EAGAIN).
   explicit ThreadPool(size_t num_threads = 0);
   // Runs every task already submitted, then joins the workers, so no
   // future handed out is left without a value.
@@ -48,6 +49,7 @@ class ThreadPool {
  private:
   void enqueue(std::function<void()> task);
   void worker_loop();
+  void stop_and_join();
 
   std::vector<std::thread> workers_;
   std::deque<std::function<void()>> queue_;

@@ -57,8 +57,8 @@ void Flags::add_spec(const std::string& name, Kind kind, void* target, const std
     case Kind::Int: s.default_text = std::to_string(*static_cast<int64_t*>(target)); break;
     case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
     case Kind::String: s.default_text = *static_cast<std::string*>(target); break;
-    case Kind::Bool: break;
-    case Kind::List: break;
+    case Kind::Bool:
+    case Kind::List: break;  // no default worth printing
   }
   specs_.push_back(std::move(s));
 }
@@ -83,7 +83,7 @@ bool Flags::given(const std::string& name) const {
 
 bool Flags::parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
+    const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(help().c_str(), stdout);
       return false;
@@ -124,12 +124,20 @@ bool Flags::parse(const std::vector<std::string>& args) {
     if (vals.empty()) throw Error("kiln " + command_ + ": " + name + " needs a value");
     const std::string& v = vals[0];
     auto bad = [&](const char* what) {
-      return Error("kiln " + command_ + ": " + name + " expects " + what + ", got '" + v + "'");
+      std::string m = "kiln " + command_ + ": " + name + " expects " + what;
+      m += ", got '";
+      m += v;
+      m += "'";
+      return Error(m);
     };
     auto check_bounds = [&](double x) {
       if (!std::isfinite(x)) throw bad("a finite number");
-      if (!s->bounds.contains(x))
-        throw Error("kiln " + command_ + ": " + name + " must be " + s->bounds.describe() + ", got " + v);
+      if (!s->bounds.contains(x)) {
+        std::string m = "kiln " + command_ + ": " + name + " must be " + s->bounds.describe();
+        m += ", got ";
+        m += v;
+        throw Error(m);
+      }
     };
     switch (s->kind) {
       case Kind::Int: {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/cpu_count.h"
 #include "core/error.h"
 #include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/checkpoint/model_config.h"
@@ -95,7 +96,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--data-cache-path", &data_cache_path, "directory for the dataset index caches (default: beside the data)");
   f.add("--backend", &backend, "backend plugin name or path to a plugin .so");
   f.add("--device", &device, "device index within the backend");
-  f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores)");
+  f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores; capped at the CPUs)",
+        Bounds::closed(0, kMaxThreadsFlag));
   f.add("--metrics-file", &metrics_file, "append one JSON object per logged step to this file");
   f.add("--distributed-timeout-minutes", &distributed_timeout_minutes,
         "end the job when a collective waits longer than this (a rank died or hangs)",
@@ -189,6 +191,7 @@ void TrainConfig::finalize(const Flags& f) {
   if (!load.empty() && !std::filesystem::exists(load))
     throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
+  num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
   if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
   if (check_weight_hash_interval < 0)

@@ -429,7 +429,11 @@ kiln_error* device_open(kiln_device_open_args* args) {
     const char* profile = std::getenv("KILN_CPU_PROFILE");
     dev->profile = profile != nullptr && *profile != '\0' && std::strcmp(profile, "0") != 0;
     dev->run_node = dev->avx2 ? &kiln::cpu::avx2::run_node : &kiln::cpu::base::run_node;
-    dev->pool = std::make_unique<kiln::cpu::ThreadPool>(dev->threads);
+    try {
+      dev->pool = std::make_unique<kiln::cpu::ThreadPool>(dev->threads);
+    } catch (const kiln::cpu::ThreadStartError& e) {
+      fail(KILN_ERR_DEVICE, e.what());
+    }
     for (int t = 0; t < dev->threads; ++t) {
       dev->solo.push_back(std::make_unique<kiln::cpu::ThreadPool>(1));
       dev->solo_ptrs.push_back(dev->solo.back().get());

@@ -1,7 +1,12 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <system_error>
 
 namespace kiln::cpu {
 
@@ -11,15 +16,41 @@ namespace {
 // costs ~50 us to wake, so spin a little, but not so long that an idle
 // process holds the cores.
 constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Test hook: KILN_TEST_FAIL_THREAD_AT=N makes starting worker N (1-based;
+// the caller is thread 0) fail as a full process table does (EAGAIN), so
+// tests can check the failure path without exhausting the machine's PIDs.
+int thread_to_fail() {
+  const char* at = std::getenv("KILN_TEST_FAIL_THREAD_AT");
+  return at != nullptr ? std::atoi(at) : 0;
+}
 }  // namespace
+
+ThreadStartError::ThreadStartError(int index, int count, int error)
+    : std::runtime_error("cannot start thread " + std::to_string(index) + " of " + std::to_string(count) + ": " +
+                         std::strerror(error) + "; lower --num-threads or raise ulimit -u") {}
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
-  for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  threads_.reserve(static_cast<size_t>(num_threads_));
+  const int fail_at = thread_to_fail();
+  for (int i = 1; i < num_threads_; ++i) {
+    try {
+      if (i == fail_at) throw std::system_error(EAGAIN, std::generic_category());
+      threads_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error& e) {
+      // The workers already started wait for a job: stop and join them, or
+      // their std::thread destructors would call std::terminate.
+      stop_and_join();
+      throw ThreadStartError(i, num_threads_, e.code().value());
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
@@ -27,6 +58,7 @@ ThreadPool::~ThreadPool() {
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void ThreadPool::worker(int index) {

@@ -12,14 +12,23 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 namespace kiln::cpu {
 
+// Thrown by ThreadPool's constructor when a worker cannot be started (a
+// full process table or ulimit -u: EAGAIN); no worker is left running.
+class ThreadStartError : public std::runtime_error {
+ public:
+  ThreadStartError(int index, int count, int error);
+};
+
 class ThreadPool {
  public:
   // num_threads includes the calling thread; 0 means hardware concurrency.
+  // Throws ThreadStartError when a worker cannot be started.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -37,6 +46,7 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  void stop_and_join();
 
   int num_threads_;
   std::vector<std::thread> threads_;

@@ -117,8 +117,11 @@ std::vector<double> parse_split(const std::string& split) {
     std::string num = split.substr(i, j - i);
     char* end = nullptr;
     double x = std::strtod(num.c_str(), &end);
-    if (end != num.c_str() + num.size() || !std::isfinite(x))
-      throw Error("--split '" + split + "': '" + num + "' is not a number; use e.g. --split 969,30,1");
+    if (end != num.c_str() + num.size() || !std::isfinite(x)) {
+      std::string m = "--split '" + split + "': '" + num;
+      m += "' is not a number; use e.g. --split 969,30,1";
+      throw Error(m);
+    }
     v.push_back(x);
     i = j;
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "trainer/data/mapping_fault.h"
 
 namespace kiln::data {
 
@@ -153,6 +154,17 @@ int64_t IndexedDataset::document_index(int64_t i) const {
 void IndexedDataset::get(int64_t i, int64_t offset, int64_t length, int32_t* out) const {
   if (i < 0 || i >= num_sequences_ || offset < 0 || length < 0 || offset + length > sequence_length(i))
     throw Error("read past the end of sequence " + std::to_string(i) + " in " + bin_.path());
+  const void* fault = read_mapping([&] { copy_tokens(i, offset, length, out); });
+  if (fault != nullptr) {
+    const auto* at = static_cast<const uint8_t*>(fault);
+    const MappedFile& file = at >= bin_.data() && at < bin_.data() + bin_.size() ? bin_ : idx_;
+    throw Error(file.path() + " shrank while training read it (it had " + std::to_string(file.size()) +
+                " bytes; it was truncated or rewritten in place); restore the file, or rewrite it under a new name "
+                "and rename it into place, then resume from the last checkpoint");
+  }
+}
+
+void IndexedDataset::copy_tokens(int64_t i, int64_t offset, int64_t length, int32_t* out) const {
   const size_t item = dtype_size(dtype_);
   const uint8_t* src = bin_.data() + sequence_pointer(i) + static_cast<size_t>(offset) * item;
   const size_t n = static_cast<size_t>(length);

@@ -59,12 +59,16 @@ class IndexedDataset {
   int64_t sequence_pointer(int64_t i) const;
   int64_t document_index(int64_t i) const;  // 0 <= i <= num_documents()
   const std::vector<int32_t>& sequence_lengths() const { return lengths_; }
-  // length tokens of sequence i from token offset, as int32.
+  // length tokens of sequence i from token offset, as int32. Throws
+  // kiln::Error naming the file if it shrank since it was mapped.
   void get(int64_t i, int64_t offset, int64_t length, int32_t* out) const;
   // A 64-bit fingerprint of the .idx contents (for index-cache keys).
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
+  // get()'s copy; reads only the mappings (a SIGBUS jumps out of it).
+  void copy_tokens(int64_t i, int64_t offset, int64_t length, int32_t* out) const;
+
   std::string prefix_;
   MappedFile idx_, bin_;
   TokenDtype dtype_;

@@ -10,6 +10,8 @@
 #include "core/thread_pool.h"
 #include "trainer/data/input_bytes.h"
 #include "trainer/data/mmidx.h"
+#include "trainer/data/stale_temporaries.h"
+#include "trainer/data/stop_signals.h"
 
 namespace kiln::data {
 
@@ -188,6 +190,17 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
 
 }  // namespace
 
+namespace {
+// A stop signal (SIGTERM, Ctrl-C) ends the run here, between lines: the
+// unwinding waits for the workers and the writers remove their temporaries.
+void throw_if_stopped(const PreprocessOptions& opt) {
+  const int sig = opt.stop_signal ? opt.stop_signal() : 0;
+  if (sig != 0)
+    throw Error(std::string("kiln preprocess: stopped by ") + stop_signal_name(sig) +
+                "; removed its temporary files and wrote nothing to --output-prefix " + opt.output_prefix);
+}
+}  // namespace
+
 PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const Gpt2Tokenizer> tok) {
   if (opt.input.empty()) throw Error("--input is required (a .jsonl or .jsonl.gz file)");
   if (opt.output_prefix.empty()) throw Error("--output-prefix is required");
@@ -201,6 +214,10 @@ PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const 
   std::vector<std::unique_ptr<IndexedDatasetWriter>> writers;
   for (const std::string& key : opt.json_keys) {
     result.outputs.push_back(opt.output_prefix + "_" + key + "_document");
+    const std::vector<std::string> stale = remove_dead_writers_temporaries(result.outputs.back());
+    if (!stale.empty() && opt.log)
+      std::fprintf(opt.log, "kiln preprocess: removed %zu temporaries left by an interrupted run (e.g. %s)\n",
+                   stale.size(), stale.front().c_str());
     writers.push_back(std::make_unique<IndexedDatasetWriter>(result.outputs.back(), optimal_dtype(tok->vocab_size())));
   }
 
@@ -267,9 +284,13 @@ PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const 
       chunk.ends.push_back(chunk.text.size());
       chunk.bytes = reader.bytes() - chunk_start_bytes;
       if (chunk.text.size() >= opt.chunk_bytes) submit();
+      throw_if_stopped(opt);
     }
     submit();
-    while (!in_flight.empty()) drain_one();
+    while (!in_flight.empty()) {
+      drain_one();
+      throw_if_stopped(opt);
+    }
   } catch (...) {
     for (auto& f : in_flight)  // workers hold references into this frame
       if (f.valid()) f.wait();

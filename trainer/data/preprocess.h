@@ -25,6 +25,7 @@ struct PreprocessOptions {
   bool skip_bad_lines = false;           // malformed JSON / invalid UTF-8 lines are counted and skipped
   size_t chunk_bytes = size_t{1} << 18;  // lines per task: ~256 KiB
   std::FILE* log = stderr;               // progress and summary lines (nullptr: quiet)
+  int (*stop_signal)() = nullptr;        // non-zero: stop, clean up and throw (polled between lines)
 };
 
 struct PreprocessResult {
