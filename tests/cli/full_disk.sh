@@ -37,6 +37,17 @@ for line in data.splitlines(): json.loads(line)
 " "$tmp/m.jsonl" || fail "the metrics file holds a partial line"
 echo "ok: $lines whole lines under an 8 KiB size limit, then one warning; training finished"
 
+# TensorBoard events under the same limit: whole records only, as the
+# independent reader (CRCs on every record) confirms.
+(trap '' XFSZ; ulimit -f 8; exec "$kiln" train "${small[@]}" --tensorboard-dir "$tmp/tb") >"$tmp/out" 2>"$tmp/err" ||
+  { cat "$tmp/err"; fail "training stopped at the size limit (TensorBoard)"; }
+grep -q -- "--tensorboard-dir .*cannot write (File too large); it ends at its last whole record" "$tmp/err" ||
+  { cat "$tmp/err"; fail "no TensorBoard warning"; }
+events=("$tmp"/tb/events.out.tfevents.*)
+python3 "$(dirname "$0")/../tools/read_tfevents.py" "${events[0]}" >"$tmp/scalars.txt" ||
+  fail "the event file ends in a partial record"
+echo "ok: $(grep -c . "$tmp/scalars.txt") scalars in whole TensorBoard records under the limit, then one warning"
+
 # A checkpoint that does not fit: the previous one stays latest.
 "$kiln" train "${small[@]}" --train-iters 1 --save "$tmp/ck" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "first save"; }
 (trap '' XFSZ; ulimit -f 8; exec "$kiln" train "${small[@]}" --train-iters 2 --save "$tmp/ck" --load "$tmp/ck") \
