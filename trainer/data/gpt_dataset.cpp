@@ -118,7 +118,9 @@ std::vector<double> parse_split(const std::string& split) {
     char* end = nullptr;
     double x = std::strtod(num.c_str(), &end);
     if (end != num.c_str() + num.size() || !std::isfinite(x)) {
-      std::string m = "--split '" + split + "': '" + num;
+      std::string m = "--split '" + split;
+      m += "': '";
+      m += num;
       m += "' is not a number; use e.g. --split 969,30,1";
       throw Error(m);
     }
