@@ -9,6 +9,9 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
   zlib1g-dev libpcre2-dev
+  # SentencePiece tokenizers (Llama2Tokenizer, GPTSentencePieceTokenizer):
+  # Debian's libsentencepiece reads .model files, as Megatron's wrappers do.
+  libsentencepiece-dev
   # Engineering checks (docs/CONTRIBUTING.md): clang-14 + libFuzzer runtime for
   # the fuzz preset, clang-format/clang-tidy 14 for the format and lint checks.
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
