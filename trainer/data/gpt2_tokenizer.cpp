@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -163,14 +161,6 @@ struct PieceCache {
 thread_local PieceCache t_cache;
 std::atomic<uint64_t> g_serial{1};
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + std::string(what) + " " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 // Open-addressing map (a, b) -> (rank, merged id).
@@ -214,15 +204,15 @@ struct Gpt2Tokenizer::PairTable {
 };
 
 std::shared_ptr<const Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocab_file, const std::string& merge_file) {
-  std::string vocab = read_file(vocab_file, "--vocab-file");
-  std::string merges = read_file(merge_file, "--merge-file");
+  std::string vocab = read_tokenizer_file(vocab_file, "--vocab-file");
+  std::string merges = read_tokenizer_file(merge_file, "--merge-file");
   return std::make_shared<const Gpt2Tokenizer>(vocab, merges, "--vocab-file " + vocab_file,
                                                "--merge-file " + merge_file);
 }
 
 Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merges_txt, const std::string& vocab_name,
                              const std::string& merges_name)
-    : serial_(g_serial.fetch_add(1)) {
+    : sha256_(content_sha256({vocab_json, merges_txt})), serial_(g_serial.fetch_add(1)) {
   const ByteMap& bm = byte_map();
   nlohmann::json vocab;
   try {
@@ -502,12 +492,6 @@ void Gpt2Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) con
     pos = hit + kEndOfText.size();
   }
   encode_segment(text.substr(pos), out);
-}
-
-std::vector<int32_t> Gpt2Tokenizer::encode(std::string_view text) const {
-  std::vector<int32_t> out;
-  encode(text, out);
-  return out;
 }
 
 std::string Gpt2Tokenizer::decode(const int32_t* ids, size_t n) const {

@@ -18,9 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "trainer/data/tokenizer.h"
+
 namespace kiln::data {
 
-class Gpt2Tokenizer {
+class Gpt2Tokenizer final : public Tokenizer {
  public:
   // Reads GPT-2's vocab.json and merges.txt; throws kiln::Error naming the
   // file (and line) for anything malformed, including a merges file that
@@ -29,19 +31,21 @@ class Gpt2Tokenizer {
   // The same from the files' contents (names are only used in messages).
   Gpt2Tokenizer(std::string_view vocab_json, std::string_view merges_txt, const std::string& vocab_name = "vocab",
                 const std::string& merges_name = "merges");
-  ~Gpt2Tokenizer();
+  ~Gpt2Tokenizer() override;
   Gpt2Tokenizer(const Gpt2Tokenizer&) = delete;
   Gpt2Tokenizer& operator=(const Gpt2Tokenizer&) = delete;
 
-  int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }
-  int32_t eod() const { return eod_; }
+  int64_t vocab_size() const override { return static_cast<int64_t>(token_bytes_.size()); }
+  int32_t eod() const override { return eod_; }
+  std::string type() const override { return "GPT2BPETokenizer"; }
+  std::string sha256() const override { return sha256_; }
 
   // Appends the ids of text to out. Throws kiln::Error on invalid UTF-8.
-  void encode(std::string_view text, std::vector<int32_t>& out) const;
-  std::vector<int32_t> encode(std::string_view text) const;
+  void encode(std::string_view text, std::vector<int32_t>& out) const override;
+  using Tokenizer::encode;
   // The bytes of the ids, concatenated; throws on an id outside the vocab.
-  std::string decode(const int32_t* ids, size_t n) const;
-  std::string decode(const std::vector<int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+  std::string decode(const int32_t* ids, size_t n) const override;
+  using Tokenizer::decode;
 
   // The pieces of GPT-2's pre-tokenization of text (no special tokens
   // handled), in order; they concatenate to text. Throws on invalid UTF-8.
@@ -65,7 +69,8 @@ class Gpt2Tokenizer {
   int32_t byte_token_[256];
   int32_t eod_ = -1;
   std::unique_ptr<PairTable> pairs_;
-  uint64_t serial_;  // identifies this tokenizer to the thread-local caches
+  std::string sha256_;  // of vocab.json and merges.txt
+  uint64_t serial_;     // identifies this tokenizer to the thread-local caches
 };
 
 }  // namespace kiln::data
