@@ -75,10 +75,10 @@ train_error() {
   if "$kiln" train "$@" "${model[@]}" --train-iters 3 > /dev/null 2> "$tmp/err"; then echo "accepted: $*"; exit 1; fi
   grep -Eq "^kiln: error: .*$pattern" "$tmp/err" || { echo "expected /$pattern/:"; cat "$tmp/err"; exit 1; }
 }
-train_error 'needs --tokenizer-type GPT2BPETokenizer' --data-path "$tmp/ts_text_document"
+train_error 'needs --tokenizer-type \(GPT2BPETokenizer' --data-path "$tmp/ts_text_document"
 train_error 'needs --vocab-file' --data-path "$tmp/ts_text_document" --tokenizer-type GPT2BPETokenizer
 train_error 'ts_nope.idx does not exist' --data-path "$tmp/ts_nope" "${tok[@]}"
-train_error '--vocab-size is taken from the tokenizer' "${data[@]}" --vocab-size 1000
+train_error '--vocab-size is taken from --tokenizer-type GPT2BPETokenizer' "${data[@]}" --vocab-size 1000
 train_error 'mixes weighted and unweighted' --data-path 0.5 "$tmp/ts_text_document" "$tmp/ts_text_document" 0.5 "${tok[@]}"
 train_error 'only apply with --data-path' "${tok[@]}"
 echo "train_data: ok"

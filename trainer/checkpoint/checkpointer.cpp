@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/report/megatron_log.h"
 
 namespace kiln::trainer {
@@ -24,6 +25,10 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
     throw Error("checkpoint " + ck.dir + " was saved with model config " + model_config_json(saved).dump() +
                 ", but this run asks for " + model_config_json(cfg.model).dump() +
                 "; pass the same model flags as the saving run");
+  // Same-sized vocabularies of different tokenizers pass the check above
+  // and would train on ids that mean other text.
+  if (cfg.tokenizer && ck.meta.contains("tokenizer"))
+    check_same_tokenizer(ck.meta["tokenizer"], *cfg.tokenizer, ck.dir);
   return ck;
 }
 
@@ -104,6 +109,7 @@ void Checkpointer::save(int64_t it) {
                            {"eps", cfg.adam_eps},
                            {"weight_decay", cfg.weight_decay},
                            {"step", it}}}};
+  if (cfg.tokenizer) meta["tokenizer"] = tokenizer_record_json(cfg.tokenizer_spec, *cfg.tokenizer);
   auto s0 = Clock::now();
   // Parameters and optimizer state are identical on every data-parallel
   // rank, so rank 0 writes the whole (unsharded) checkpoint, its tensors

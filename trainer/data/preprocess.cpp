@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/input_bytes.h"
 #include "trainer/data/mmidx.h"
 #include "trainer/data/stale_temporaries.h"
@@ -82,6 +83,16 @@ struct KeyOutput {
   std::vector<int32_t> tokens;
   std::vector<int32_t> lengths;    // sequence lengths, all documents
   std::vector<uint32_t> doc_seqs;  // sequences per document
+
+  struct Mark {
+    size_t tokens, lengths, doc_seqs;
+  };
+  Mark mark() const { return {tokens.size(), lengths.size(), doc_seqs.size()}; }
+  void undo(const Mark& m) {
+    tokens.resize(m.tokens);
+    lengths.resize(m.lengths);
+    doc_seqs.resize(m.doc_seqs);
+  }
 };
 
 struct ChunkResult {
@@ -93,7 +104,35 @@ struct ChunkResult {
 
 std::string json_type(const nlohmann::json& j) { return j.type_name(); }
 
-ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, const Gpt2Tokenizer& tok) {
+// The documents of one parsed line, one per key, appended to r.keys.
+void encode_line(const nlohmann::json& doc, const PreprocessOptions& opt, const Tokenizer& tok, ChunkResult& r) {
+  for (size_t k = 0; k < opt.json_keys.size(); ++k) {
+    const nlohmann::json& value = doc[opt.json_keys[k]];
+    KeyOutput& out = r.keys[k];
+    uint32_t seqs = 0;
+    size_t doc_start = out.tokens.size();
+    auto add_sentence = [&](const std::string& text) {
+      size_t before = out.tokens.size();
+      tok.encode(text, out.tokens);
+      if (out.tokens.size() > before) {
+        out.lengths.push_back(static_cast<int32_t>(out.tokens.size() - before));
+        ++seqs;
+      }
+    };
+    if (value.is_string()) {
+      add_sentence(value.get_ref<const std::string&>());
+    } else {
+      for (const auto& s : value) add_sentence(s.get_ref<const std::string&>());
+    }
+    if (opt.append_eod && out.tokens.size() > doc_start) {
+      out.tokens.push_back(tok.eod());
+      ++out.lengths.back();
+    }
+    out.doc_seqs.push_back(seqs);
+  }
+}
+
+ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, const Tokenizer& tok) {
   ChunkResult r;
   r.bytes = chunk.bytes;
   r.keys.resize(opt.json_keys.size());
@@ -159,29 +198,22 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
         return r;
       }
     }
-    for (size_t k = 0; k < opt.json_keys.size(); ++k) {
-      const nlohmann::json& value = doc[opt.json_keys[k]];
-      KeyOutput& out = r.keys[k];
-      uint32_t seqs = 0;
-      size_t doc_start = out.tokens.size();
-      auto add_sentence = [&](const std::string& text) {
-        size_t before = out.tokens.size();
-        tok.encode(text, out.tokens);
-        if (out.tokens.size() > before) {
-          out.lengths.push_back(static_cast<int32_t>(out.tokens.size() - before));
-          ++seqs;
-        }
-      };
-      if (value.is_string()) {
-        add_sentence(value.get_ref<const std::string&>());
-      } else {
-        for (const auto& s : value) add_sentence(s.get_ref<const std::string&>());
+    // A text the tokenizer refuses (NullTokenizer's non-integers, ids above
+    // its vocab) is a bad line too: undo what earlier keys produced for it.
+    std::vector<KeyOutput::Mark> marks;
+    for (const KeyOutput& out : r.keys) marks.push_back(out.mark());
+    try {
+      encode_line(doc, opt, tok, r);
+    } catch (const Error& e) {
+      for (size_t k = 0; k < r.keys.size(); ++k) r.keys[k].undo(marks[k]);
+      std::string bad = "line " + std::to_string(line_no) + " of " + opt.input + ": " + e.what();
+      if (!opt.skip_bad_lines) {
+        r.fatal = bad + "; fix it or pass --skip-bad-lines to skip such lines";
+        return r;
       }
-      if (opt.append_eod && out.tokens.size() > doc_start) {
-        out.tokens.push_back(tok.eod());
-        ++out.lengths.back();
-      }
-      out.doc_seqs.push_back(seqs);
+      ++r.skipped;
+      if (r.skipped_messages.size() < 5) r.skipped_messages.push_back(bad);
+      continue;
     }
     ++r.documents;
   }
@@ -201,7 +233,7 @@ void throw_if_stopped(const PreprocessOptions& opt) {
 }
 }  // namespace
 
-PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const Gpt2Tokenizer> tok) {
+PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const Tokenizer> tok) {
   if (opt.input.empty()) throw Error("--input is required (a .jsonl or .jsonl.gz file)");
   if (opt.output_prefix.empty()) throw Error("--output-prefix is required");
   if (opt.json_keys.empty()) throw Error("--json-keys needs at least one key");
