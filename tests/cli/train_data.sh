@@ -2,7 +2,8 @@
 # kiln preprocess + kiln train on tiny Shakespeare with GPT-2 BPE: the
 # .bin/.idx are identical for 1 and 2 workers, the loss falls, a resumed run
 # continues with exactly the same samples (bitwise-equal losses), benchmark
-# mode (--split 100,0,0 --eval-iters 0) runs, and an empty eval split with
+# mode (--split 100,0,0 --eval-iters 0) runs, `generate` finds the
+# tokenizer the checkpoint records, and an empty eval split with
 # --eval-iters > 0 is a clear error. Skipped without ../shared.
 set -euo pipefail
 kiln=$1
@@ -53,6 +54,12 @@ full=$(pick "$tmp/full.jsonl" | awk '$2 ~ /"iteration":([7-9]|1[0-2])$/')
 resumed=$(pick "$tmp/resumed.jsonl")
 [ -n "$full" ] && [ "$full" = "$resumed" ] || { echo "resumed run diverged:"; diff <(echo "$full") <(echo "$resumed"); exit 1; }
 echo "resume exact over $(echo "$resumed" | wc -l) steps"
+
+# generate finds the tokenizer the checkpoint records: GPT-2 text out, no tokenizer flags.
+"$kiln" generate --load "$tmp/ck" --prompt "ROMEO:" --max-new-tokens 8 --seed 3 > "$tmp/gen.txt" 2> "$tmp/gen.err" ||
+  { cat "$tmp/gen.err"; exit 1; }
+grep -q '^ROMEO:' "$tmp/gen.txt"
+[ "$(wc -c < "$tmp/gen.txt")" -gt 12 ] || { echo "generate printed too little:"; cat "$tmp/gen.txt"; exit 1; }
 
 # Benchmark mode, and an empty eval split with --eval-iters > 0.
 "$kiln" train --data-path "$tmp/ts_text_document" "${tok[@]}" --split 100,0,0 --eval-iters 0 "${model[@]}" \
