@@ -1,6 +1,6 @@
 // kiln import: a Hugging Face GPT2LMHeadModel directory as an iteration-0
-// kiln checkpoint (model tensors, a zero AdamW state, the model config in
-// meta.json), which kiln train --load continues from.
+// kiln checkpoint (model tensors and the model config in meta.json, no
+// optimizer or RNG state), which kiln train --load CKPT --finetune starts from.
 #include <cstdio>
 #include <filesystem>
 
@@ -35,22 +35,20 @@ int run_import(const std::vector<std::string>& args) {
   const trainer::HfDir hf = trainer::read_hf_dir(input);
   const trainer::GptConfig cfg = trainer::gpt2_config_from_hf(hf.config);
   const std::map<std::string, trainer::SafeTensor> model = trainer::gpt2_from_hf(cfg, hf.tensors);
-  // kiln train --load reads an AdamW state; a fresh one is all zeros.
-  std::map<std::string, trainer::SafeTensor> optimizer;
-  for (const auto& [name, t] : model) {
-    const trainer::SafeTensor zeros = trainer::SafeTensor::from_f32(t.shape, std::vector<float>(t.data.size() / 4));
-    optimizer[name + ".exp_avg"] = zeros;
-    optimizer[name + ".exp_avg_sq"] = zeros;
-  }
+  // A model only, as Megatron's converted checkpoints: no optimizer or RNG
+  // state, so kiln train continues from it with --finetune (docs/CHECKPOINTS.md).
   const nlohmann::json meta = {{"config", trainer::model_config_json(cfg)},
                                {"iteration", 0},
                                {"consumed_samples", 0},
                                {"skipped_iterations", 0},
                                {"nan_iterations", 0},
+                               {"optimizer", {{"state_saved", false}}},
+                               {"rng", nullptr},
                                {"imported_from", {{"format", "hf"}, {"dir", input}}}};
   trainer::check_save_dir(save);
-  trainer::save_checkpoint(save, 0, model, optimizer, meta);
-  std::printf("imported %s into %s (iteration 0)\n", input.c_str(), save.c_str());
+  trainer::save_checkpoint(save, 0, model, {}, meta);
+  std::printf("imported %s into %s (iteration 0); continue with kiln train --load %s --finetune\n", input.c_str(),
+              save.c_str(), save.c_str());
   return 0;
 }
 

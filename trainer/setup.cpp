@@ -134,8 +134,9 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
 
   // ---- persistent state, resident on the device
   state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get());
+  progress.rng_seed = cfg.seed;
   if (!cfg.load.empty())
-    progress = resume_from(resume, *state);
+    progress = resume_from(resume, *state, cfg);
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));
   for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);

@@ -80,6 +80,12 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--seed", &seed, "random seed (initialisation and data order)");
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
+  f.add("--finetune", &finetune,
+        "load only the model from --load: fresh optimizer and RNG state, iteration and consumed samples from 0");
+  f.add("--no-load-optim", &no_load_optim, "do not load the optimizer state (AdamW moments) from --load");
+  f.add("--no-load-rng", &no_load_rng, "do not load the RNG state (the dropout seed) from --load; use --seed");
+  f.add("--no-save-optim", &no_save_optim, "save checkpoints without the optimizer state");
+  f.add("--no-save-rng", &no_save_rng, "save checkpoints without the RNG state");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
   f.add("--eval-interval", &eval_interval, "evaluate every N steps");
   f.add("--eval-iters", &eval_iters, "micro-batches per evaluation (0: no evaluation)");
@@ -193,6 +199,7 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
                   " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
   }
+  if (finetune && load.empty()) throw Error("--finetune needs --load CKPT, the checkpoint whose model to start from");
   if (!load.empty() && !std::filesystem::exists(load))
     throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");

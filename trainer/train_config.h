@@ -34,6 +34,10 @@ struct TrainConfig {
   double attention_dropout = 0.1;
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
+  // Megatron's flags for what --load restores and --save writes
+  // (docs/CHECKPOINTS.md): --finetune loads the model only and starts at
+  // iteration 0; the RNG state is the dropout seed.
+  bool finetune = false, no_load_optim = false, no_load_rng = false, no_save_optim = false, no_save_rng = false;
 
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;

@@ -3,8 +3,8 @@
 # an independent NumPy GPT-2 (tests/tools/hf_gpt2_numpy.py, written from HF's
 # semantics) reads the export and matches kiln generate's logits within 1e-4
 # relative and its greedy continuation; import of the export gives back the
-# original model.safetensors byte for byte, and kiln train --load continues
-# from it; sharding above --max-shard-size; bf16/f16 are round-to-nearest-even.
+# original model.safetensors byte for byte, and kiln train --load --finetune
+# starts from it at the original's loss; sharding above --max-shard-size; bf16/f16 are round-to-nearest-even.
 set -euo pipefail
 kiln=$1
 ref="$(cd "$(dirname "$0")/../tools" && pwd)/hf_gpt2_numpy.py"
@@ -46,13 +46,24 @@ test -f "$tmp/hf/generation_config.json"
 "$kiln" import --format hf --input "$tmp/hf" --save "$tmp/imported" >/dev/null
 cmp "$tmp/ck/iter_0000300/model.safetensors" "$tmp/imported/iter_0000000/model.safetensors" ||
   { echo "import of the export changed the model tensors"; exit 1; }
-"$kiln" train "${common[@]}" --train-iters 10 --load "$tmp/imported" --log-interval 1 \
+# An import is a model only (Megatron's converted checkpoints): --finetune
+# starts from it with the loss the original checkpoint has on the same batch.
+"$kiln" train "${common[@]}" --train-iters 10 --load "$tmp/imported" --finetune --log-interval 1 \
   --metrics-file "$tmp/continued.jsonl" >/dev/null 2>&1
-grep -q '"iteration":10' "$tmp/continued.jsonl" || { echo "kiln train --load of the import did not run"; exit 1; }
-# It starts from the trained weights: a fresh model's first loss is about ln(256) = 5.5.
+grep -q '"iteration":10' "$tmp/continued.jsonl" || { echo "kiln train --load --finetune of the import did not run"; exit 1; }
+"$kiln" train "${common[@]}" --train-iters 1 --load "$tmp/ck" --finetune --log-interval 1 \
+  --metrics-file "$tmp/original.jsonl" >/dev/null 2>&1
 first_loss=$(grep -o '"lm_loss":[^,}]*' "$tmp/continued.jsonl" | head -1 | cut -d: -f2)
+original_loss=$(grep -o '"lm_loss":[^,}]*' "$tmp/original.jsonl" | head -1 | cut -d: -f2)
+[ "$first_loss" = "$original_loss" ] ||
+  { echo "the import starts at loss $first_loss, the original checkpoint at $original_loss"; exit 1; }
+# ... which is the trained model's: a fresh model's first loss is about ln(256) = 5.5.
 "$py" -c "import sys; sys.exit(0 if float('$first_loss') < 4 else 1)" ||
   { echo "the imported checkpoint's first loss $first_loss is a fresh model's"; exit 1; }
+if "$kiln" train "${common[@]}" --train-iters 10 --load "$tmp/imported" >/dev/null 2>"$tmp/err"; then
+  echo "a plain --load of an import (no optimizer state) was accepted"; exit 1
+fi
+grep -q 'has no optimizer state .*pass --no-load-optim or --finetune' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 
 # Sharded: more than one shard and an index; the same logits and tensors.
 "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/sharded" --max-shard-size 40KB >/dev/null
