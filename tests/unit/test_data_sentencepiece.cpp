@@ -1,7 +1,7 @@
 // SentencePiece tokenizers (Llama2Tokenizer, GPTSentencePieceTokenizer,
 // SentencePieceTokenizer) on the two small models of tests/data/tokenizers/,
 // against goldens from python3-sentencepiece with Megatron-LM's wrapper
-// rules (tests/tools/gen_sentencepiece_goldens.py); round trips; the errors
+// rules (tests/tools/gen_sentencepiece_model.py); round trips; the errors
 // for files that are not models; encoding from several threads.
 #include <gtest/gtest.h>
 

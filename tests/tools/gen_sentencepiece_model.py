@@ -5,7 +5,7 @@ Shakespeare and writes their goldens, with Debian's python3-sentencepiece
 with `apt-get install -y python3-sentencepiece`, it is not a build or test
 dependency). Run from the repository root:
 
-    /usr/bin/python3 tests/tools/gen_sentencepiece_goldens.py [../shared]
+    /usr/bin/python3 tests/tools/gen_sentencepiece_model.py [../shared]
 
 Two models:
   sp_bpe_identity.model   Llama-2-like: BPE, byte_fallback, split_digits,
