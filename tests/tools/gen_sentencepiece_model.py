@@ -17,6 +17,11 @@ Two models:
                           eos 3). Identity rather than the default nmt_nfkc
                           normalisation, whose table would make the model
                           250 KB instead of tens.
+  sp_no_bos_eos.model     a small unigram model without BOS and EOS pieces
+                          (bos_id = eos_id = -1): kiln refuses it for
+                          Llama2Tokenizer and GPTSentencePieceTokenizer, which
+                          need them; SentencePieceTokenizer falls back to its
+                          own <BOS> and <EOS>, so only its goldens are written.
 
 For each model, <model>_goldens.jsonl holds, on its first line, the
 vocab_size, eod and bos that Megatron-LM's wrappers report for each
@@ -64,7 +69,18 @@ MODELS = {
         bos_id=2,
         eos_id=3,
     ),
+    "sp_no_bos_eos": dict(
+        model_type="unigram",
+        vocab_size=400,
+        byte_fallback=True,
+        normalization_rule_name="identity",
+        bos_id=-1,
+        eos_id=-1,
+    ),
 }
+
+# The types each model's goldens cover (all of them unless listed).
+MODEL_TYPES = {"sp_no_bos_eos": ["SentencePieceTokenizer"]}
 
 
 # --- Megatron-LM's wrappers, restated -----------------------------------------
@@ -232,6 +248,8 @@ def decode_cases(sp):
     not form UTF-8, the control and unknown pieces, pieces mid-sequence."""
     byte = lambda b: sp.piece_to_id("<0x%02X>" % b)
     hello = sp.encode_as_ids("Hello")
+    if sp.bos_id() < 0:
+        return [hello, [byte(0xE4), byte(0xBD)] + hello, hello + [sp.unk_id()]]
     return [
         [],
         [byte(0xE4), byte(0xBD), byte(0xA0)],
@@ -277,7 +295,7 @@ def main():
         with open(model_path, "wb") as f:
             f.write(train(corpus, options))
         sp = spm.SentencePieceProcessor(model_file=model_path)
-        wrappers = {t: cls(sp) for t, cls in TYPES.items()}
+        wrappers = {t: cls(sp) for t, cls in TYPES.items() if t in MODEL_TYPES.get(name, TYPES)}
         lines = [{"model": name + ".model", "library": "sentencepiece " + spm.__version__,
                   "types": {t: w.info() for t, w in wrappers.items()}}]
         for text in CASES:

@@ -66,16 +66,16 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::unique_ptr<sentencepiece::Se
     // a model without them would put -1 into the data.
     eod_ = processor_->eos_id();
     bos_ = processor_->bos_id();
+    if (wrapper_ == Wrapper::kLlama2 && bos_ < 0)
+      throw Error(model_problem(path,
+                                "the model has no BOS piece (bos_id -1), which Llama2Tokenizer puts first; "
+                                "use GPTSentencePieceTokenizer or train it with a bos_id"));
     if (eod_ < 0) {
       std::string why = "the model has no EOS piece (eos_id -1), which ";
       why += type_name(wrapper_);
       why += " uses as EOD; train it with an eos_id";
       throw Error(model_problem(path, why));
     }
-    if (wrapper_ == Wrapper::kLlama2 && bos_ < 0)
-      throw Error(model_problem(path,
-                                "the model has no BOS piece (bos_id -1), which Llama2Tokenizer puts first; "
-                                "use GPTSentencePieceTokenizer or train it with a bos_id"));
     return;
   }
   // Megatron's _SentencePieceTokenizer._initalize with vocab_extra_ids = 0.
