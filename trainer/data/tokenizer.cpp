@@ -10,10 +10,12 @@
 #include "core/regular_file.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/tokenizers/null_tokenizer.h"
+#include "trainer/data/tokenizers/sentencepiece_tokenizer.h"
 
 namespace kiln::data {
 
-const char* const kTokenizerTypes = "GPT2BPETokenizer, NullTokenizer";
+const char* const kTokenizerTypes =
+    "GPT2BPETokenizer, NullTokenizer, Llama2Tokenizer, GPTSentencePieceTokenizer, SentencePieceTokenizer";
 
 namespace {
 
@@ -55,6 +57,12 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const TokenizerSpec& spec) {
     if (spec.vocab_size <= 0)
       throw Error("--tokenizer-type NullTokenizer needs --vocab-size N (ids 0..N-1, with EOD = N as Megatron)");
     return std::make_shared<const NullTokenizer>(spec.vocab_size);
+  }
+  for (auto wrapper : {SentencePieceTokenizer::Wrapper::kLlama2, SentencePieceTokenizer::Wrapper::kGpt,
+                       SentencePieceTokenizer::Wrapper::kPlain}) {
+    if (type != SentencePieceTokenizer::type_name(wrapper)) continue;
+    require(spec.tokenizer_model, type, "--tokenizer-model", "a SentencePiece tokenizer.model");
+    return SentencePieceTokenizer::load(spec.tokenizer_model, wrapper);
   }
   throw Error("--tokenizer-type " + type + " is not supported; kiln has " + kTokenizerTypes);
 }
