@@ -60,6 +60,11 @@ echo "resume exact over $(echo "$resumed" | wc -l) steps"
   { cat "$tmp/gen.err"; exit 1; }
 grep -q '^ROMEO:' "$tmp/gen.txt"
 [ "$(wc -c < "$tmp/gen.txt")" -gt 12 ] || { echo "generate printed too little:"; cat "$tmp/gen.txt"; exit 1; }
+# ... and kiln export writes GPT-2's tokenizer files beside the weights.
+"$kiln" export --load "$tmp/ck" --format hf --output "$tmp/hf" >/dev/null
+cmp "$shared/gpt2/gpt2-vocab.json" "$tmp/hf/vocab.json"
+cmp "$shared/gpt2/gpt2-merges.txt" "$tmp/hf/merges.txt"
+grep -q '"tokenizer_class": "GPT2Tokenizer"' "$tmp/hf/tokenizer_config.json"
 
 # Benchmark mode, and an empty eval split with --eval-iters > 0.
 "$kiln" train --data-path "$tmp/ts_text_document" "${tok[@]}" --split 100,0,0 --eval-iters 0 "${model[@]}" \
