@@ -51,7 +51,7 @@ cmp "$tmp/ck/iter_0000300/model.safetensors" "$tmp/imported/iter_0000000/model.s
 "$kiln" train "${common[@]}" --train-iters 10 --load "$tmp/imported" --finetune --log-interval 1 \
   --metrics-file "$tmp/continued.jsonl" >/dev/null 2>&1
 grep -q '"iteration":10' "$tmp/continued.jsonl" || { echo "kiln train --load --finetune of the import did not run"; exit 1; }
-"$kiln" train "${common[@]}" --train-iters 1 --load "$tmp/ck" --finetune --log-interval 1 \
+"$kiln" train "${common[@]}" --train-iters 10 --load "$tmp/ck" --finetune --log-interval 1 \
   --metrics-file "$tmp/original.jsonl" >/dev/null 2>&1
 first_loss=$(grep -o '"lm_loss":[^,}]*' "$tmp/continued.jsonl" | head -1 | cut -d: -f2)
 original_loss=$(grep -o '"lm_loss":[^,}]*' "$tmp/original.jsonl" | head -1 | cut -d: -f2)
