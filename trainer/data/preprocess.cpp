@@ -100,6 +100,19 @@ struct ChunkResult {
   int64_t documents = 0, blank = 0, skipped = 0, bytes = 0;
   std::vector<std::string> skipped_messages;  // the first few, for warnings
   std::string fatal;                          // first error that stops the run
+
+  // A line that cannot become a document: skipped under --skip-bad-lines
+  // (the first few remembered for the warning), else fatal. Returns
+  // whether the run stops.
+  bool bad_line(const std::string& problem, bool skip) {
+    if (!skip) {
+      fatal = problem + "; fix it or pass --skip-bad-lines to skip such lines";
+      return true;
+    }
+    ++skipped;
+    if (skipped_messages.size() < 5) skipped_messages.push_back(problem);
+    return false;
+  }
 };
 
 std::string json_type(const nlohmann::json& j) { return j.type_name(); }
@@ -170,12 +183,7 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
       }
     }
     if (!bad.empty()) {
-      if (!opt.skip_bad_lines) {
-        r.fatal = bad + "; fix it or pass --skip-bad-lines to skip such lines";
-        return r;
-      }
-      ++r.skipped;
-      if (r.skipped_messages.size() < 5) r.skipped_messages.push_back(bad);
+      if (r.bad_line(bad, opt.skip_bad_lines)) return r;
       continue;
     }
     // Check every key before producing anything for this line.
@@ -206,13 +214,8 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
       encode_line(doc, opt, tok, r);
     } catch (const Error& e) {
       for (size_t k = 0; k < r.keys.size(); ++k) r.keys[k].undo(marks[k]);
-      std::string bad = "line " + std::to_string(line_no) + " of " + opt.input + ": " + e.what();
-      if (!opt.skip_bad_lines) {
-        r.fatal = bad + "; fix it or pass --skip-bad-lines to skip such lines";
+      if (r.bad_line("line " + std::to_string(line_no) + " of " + opt.input + ": " + e.what(), opt.skip_bad_lines))
         return r;
-      }
-      ++r.skipped;
-      if (r.skipped_messages.size() < 5) r.skipped_messages.push_back(bad);
       continue;
     }
     ++r.documents;
