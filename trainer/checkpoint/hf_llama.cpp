@@ -45,16 +45,24 @@ std::vector<Mapping> mappings(const GptConfig& c) {
     std::vector<std::string> suffixes = {".weight"};
     if (c.add_bias_linear) suffixes.emplace_back(".bias");
     m.push_back({k + "input_layernorm.weight", {h + "input_layernorm.weight"}, Split::None});
+    // kiln's and HF's names of a linear's weight or bias (suffix s).
+    auto named = [](std::string prefix, const char* linear, const std::string& s) {
+      prefix += linear;
+      prefix += s;
+      return prefix;
+    };
+    auto kn = [&](const char* linear, const std::string& s) { return named(k, linear, s); };
+    auto hn = [&](const char* linear, const std::string& s) { return named(h, linear, s); };
     for (const std::string& s : suffixes) {
-      m.push_back({k + "self_attention.linear_qkv" + s,
-                   {h + "self_attn.q_proj" + s, h + "self_attn.k_proj" + s, h + "self_attn.v_proj" + s},
+      m.push_back({kn("self_attention.linear_qkv", s),
+                   {hn("self_attn.q_proj", s), hn("self_attn.k_proj", s), hn("self_attn.v_proj", s)},
                    Split::Qkv});
-      m.push_back({k + "self_attention.linear_proj" + s, {h + "self_attn.o_proj" + s}, Split::None});
+      m.push_back({kn("self_attention.linear_proj", s), {hn("self_attn.o_proj", s)}, Split::None});
     }
     m.push_back({k + "pre_mlp_layernorm.weight", {h + "post_attention_layernorm.weight"}, Split::None});
     for (const std::string& s : suffixes) {
-      m.push_back({k + "mlp.linear_fc1" + s, {h + "mlp.gate_proj" + s, h + "mlp.up_proj" + s}, Split::Fc1});
-      m.push_back({k + "mlp.linear_fc2" + s, {h + "mlp.down_proj" + s}, Split::None});
+      m.push_back({kn("mlp.linear_fc1", s), {hn("mlp.gate_proj", s), hn("mlp.up_proj", s)}, Split::Fc1});
+      m.push_back({kn("mlp.linear_fc2", s), {hn("mlp.down_proj", s)}, Split::None});
     }
   }
   m.push_back({"decoder.final_layernorm.weight", {"model.norm.weight"}, Split::None});
