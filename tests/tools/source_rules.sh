@@ -36,6 +36,10 @@ while read -r code name; do
   # Megatron's --position-embedding-type values "rope" and "alibi" (parsed
   # and stored in checkpoints by trainer/model/gpt.cpp): flag values, not op names.
   case $name in rope | alibi) files=$(grep -v '^trainer/model/gpt.cpp$' <<<"$files") ;; esac
+  # Hugging Face's config.json "hidden_act": "silu" (LlamaForCausalLM's
+  # activation, written and checked by trainer/checkpoint/hf_llama.cpp): a
+  # transformers config value, not the op's name.
+  [ "$name" = silu ] && files=$(grep -v '^trainer/checkpoint/hf_llama.cpp$' <<<"$files")
   [ -z "$files" ] || bad "op name \"$name\" is spelled outside include/kiln/ops.h: $(echo $files)"
 done < <(sed -E 's/^ *X\(([A-Z_0-9]+), [0-9]+, "([a-z_0-9]+)".*/\1 \2/' <<<"$rows")
 
