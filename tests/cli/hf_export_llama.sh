@@ -31,7 +31,8 @@ grep -q '"model_type": "llama"' "$tmp/hf/config.json"
 grep -q '"rope_type": "llama3"' "$tmp/hf/config.json"
 grep -q '"tie_word_embeddings": false' "$tmp/hf/config.json"
 test -f "$tmp/hf/generation_config.json"
-"$py" "$ref" tensors "$tmp/hf" | grep -q '^model.layers.1.self_attn.k_proj.weight F32 \[16, 32\]$' ||
+"$py" "$ref" tensors "$tmp/hf" >"$tmp/hf_tensors"
+grep -q '^model.layers.1.self_attn.k_proj.weight F32 \[16, 32\]$' "$tmp/hf_tensors" ||
   { echo "k_proj is not [2 groups * head dim 8, 32]"; exit 1; }
 
 # Import: the same tensors bit for bit, and the same validation loss.
@@ -63,8 +64,9 @@ check_greedy "$tmp/hf2"
 grep -q '"rope_scaling": null' "$tmp/hf2/config.json"
 grep -q '"tie_word_embeddings": true' "$tmp/hf2/config.json"
 grep -q '"attention_bias": true' "$tmp/hf2/config.json"
-"$py" "$ref" tensors "$tmp/hf2" | grep -q '^model.layers.0.mlp.gate_proj.bias F32 \[64\]$'
-"$py" "$ref" tensors "$tmp/hf2" | grep -q '^lm_head' && { echo "a tied export wrote lm_head"; exit 1; }
+"$py" "$ref" tensors "$tmp/hf2" >"$tmp/hf2_tensors"  # to a file: grep -q would end a pipe early (SIGPIPE)
+grep -q '^model.layers.0.mlp.gate_proj.bias F32 \[64\]$' "$tmp/hf2_tensors"
+grep -q '^lm_head' "$tmp/hf2_tensors" && { echo "a tied export wrote lm_head"; exit 1; }
 "$kiln" import --format hf --input "$tmp/hf2" --save "$tmp/imported2" >/dev/null
 cp "$tmp/kiln_logits.json" "$tmp/original_logits.json"
 kiln_generate_reference "$tmp/imported2/iter_0000000"

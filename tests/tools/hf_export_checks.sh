@@ -87,7 +87,8 @@ PY
 }
 
 # The validation loss of checkpoint $1 (the rest: the model's flags): one
-# step at --lr 0, which leaves the weights as loaded, then the validation
+# step at --lr 0 from --finetune (the model only, which an import is), which
+# leaves the weights as loaded, then the validation
 # batches, which start at the same sample whatever the iteration.
 validation_loss() {
   local ck=$1
