@@ -5,7 +5,9 @@
 # embedded corpus, and its checkpoint carries the whole model config:
 # `kiln generate` samples from it without model flags, a resume with
 # --use-checkpoint-args takes the model from it, and a resume with a
-# different model flag is refused, naming the stored option.
+# different model flag is refused, naming the stored option. An MPT-style
+# model (ALiBi, QKV clipping, no biases, QK-LayerNorm) learns too, and
+# `kiln generate` samples from its checkpoint without model flags.
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -47,8 +49,17 @@ echo "llama-like model trained, generated and resumed"
 
 # MPT's options: ALiBi and QKV clipping (kiln extensions), no biases, QK-LayerNorm.
 "$kiln" train --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --disable-bias-linear \
-  --qk-layernorm --clip-qkv 6 --position-embedding-type alibi "${run[@]}" --train-iters 40 --eval-iters 0 --metrics-file "$tmp/mpt.jsonl" >/dev/null
+  --qk-layernorm --clip-qkv 6 --position-embedding-type alibi "${run[@]}" --train-iters 40 --eval-iters 0 --metrics-file "$tmp/mpt.jsonl" \
+  --save "$tmp/mpt" >/dev/null
 first=$(head -1 "$tmp/mpt.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 last=$(tail -1 "$tmp/mpt.jsonl" | grep -o '"lm_loss":[^,]*' | cut -d: -f2)
 echo "MPT-like: first logged loss $first, last $last"
 awk -v f="$first" -v l="$last" 'BEGIN { exit !(f > 4.0 && l < f - 1.0) }' || { echo "MPT-like loss did not fall"; exit 1; }
+
+# The MPT checkpoint carries ALiBi and the clip bound: generate needs no model flag.
+grep -Eq '"position_embedding_type": ?"alibi"' "$tmp/mpt/iter_0000040/meta.json" ||
+  { echo "meta.json lacks ALiBi:"; cat "$tmp/mpt/iter_0000040/meta.json"; exit 1; }
+grep -Eq '"clip_qkv": ?6' "$tmp/mpt/iter_0000040/meta.json"
+"$kiln" generate --load "$tmp/mpt" --prompt "The " --max-new-tokens 40 --num-threads 2 >"$tmp/mpt_gen.txt"
+test "$(wc -c <"$tmp/mpt_gen.txt")" -gt 40 || { echo "generate wrote too little:"; cat "$tmp/mpt_gen.txt"; exit 1; }
+echo "MPT-like generated: $(head -c 60 "$tmp/mpt_gen.txt" | tr '\n' ' ')"

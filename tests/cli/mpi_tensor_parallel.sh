@@ -65,6 +65,22 @@ mpi 2 "$kiln" train "${common[@]}" "${llama[@]}" "${short[@]}" --tensor-model-pa
   --metrics-file "$tmp/llama_from_tp2.jsonl" >/dev/null
 same_trajectory "$tmp/llama_one_after6.jsonl" "$tmp/llama_from_tp2.jsonl" 6 "Llama-style saved under TP=2, resumed by 1 process"
 
+# An MPT-style model (ALiBi, no biases, QK-LayerNorm, QKV clipping at 0.2,
+# which clips from the first step at this size) does too. Each rank holds 2
+# of the 4 heads, so its ALiBi slopes must be those of its own heads (the
+# slopes of heads 0 and 1 on both ranks would leave the 1-process trajectory).
+mpt=(--position-embedding-type alibi --disable-bias-linear --qk-layernorm --clip-qkv 0.2)
+"$kiln" train "${common[@]}" "${mpt[@]}" --train-iters 20 --metrics-file "$tmp/mpt_one.jsonl" >/dev/null
+mpi 2 "$kiln" train "${common[@]}" "${mpt[@]}" --train-iters 20 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/mpt_tp2.jsonl" >/dev/null
+same_trajectory "$tmp/mpt_one.jsonl" "$tmp/mpt_tp2.jsonl" 20 "MPT-style TP=2 vs 1 process"
+after6 "$tmp/mpt_one.jsonl" >"$tmp/mpt_one_after6.jsonl"
+mpi 2 "$kiln" train "${common[@]}" "${mpt[@]}" "${short[@]}" --tensor-model-parallel-size 2 --save "$tmp/mpt_tp2" \
+  >/dev/null
+"$kiln" train "${common[@]}" "${mpt[@]}" "${resume[@]}" --load "$tmp/mpt_tp2" \
+  --metrics-file "$tmp/mpt_from_tp2.jsonl" >/dev/null
+same_trajectory "$tmp/mpt_one_after6.jsonl" "$tmp/mpt_from_tp2.jsonl" 6 "MPT-style saved under TP=2, resumed by 1 process"
+
 # Layouts that do not fit: one line, non-zero exit.
 expect_error() {  # expect_error PATTERN COMMAND...
   local pattern=$1 status=0; shift
