@@ -9,11 +9,12 @@
 #include "core/hash.h"
 #include "core/regular_file.h"
 #include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/tokenizers/hf/hf_tokenizer.h"
 #include "trainer/data/tokenizers/null_tokenizer.h"
 
 namespace kiln::data {
 
-const char* const kTokenizerTypes = "GPT2BPETokenizer, NullTokenizer";
+const char* const kTokenizerTypes = "GPT2BPETokenizer, NullTokenizer, HuggingFaceTokenizer";
 
 namespace {
 
@@ -55,6 +56,10 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const TokenizerSpec& spec) {
     if (spec.vocab_size <= 0)
       throw Error("--tokenizer-type NullTokenizer needs --vocab-size N (ids 0..N-1, with EOD = N as Megatron)");
     return std::make_shared<const NullTokenizer>(spec.vocab_size);
+  }
+  if (type == "HuggingFaceTokenizer") {
+    require(spec.tokenizer_model, type, "--tokenizer-model", "a tokenizer.json or a directory holding one");
+    return hf::HfTokenizer::load(spec.tokenizer_model);
   }
   throw Error("--tokenizer-type " + type + " is not supported; kiln has " + kTokenizerTypes);
 }
