@@ -1,6 +1,7 @@
 #include "trainer/data/tokenizers/hf/added_tokens.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "trainer/data/byte_level_alphabet.h"
 #include "trainer/data/unicode_tables.h"
@@ -29,12 +30,24 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
                 tokens_.end());
   std::stable_sort(tokens_.begin(), tokens_.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
-  for (const AddedToken& t : tokens_) first_byte_[static_cast<uint8_t>(t.content[0])] = true;
+  int distinct = 0;
+  for (const AddedToken& t : tokens_) {
+    uint8_t b = static_cast<uint8_t>(t.content[0]);
+    if (!first_byte_[b]) ++distinct, single_first_byte_ = b;
+    first_byte_[b] = true;
+  }
+  if (distinct != 1) single_first_byte_ = -1;
 }
 
 AddedTokenMatcher::Match AddedTokenMatcher::find(std::string_view text, size_t from) const {
   for (size_t i = from; i < text.size(); ++i) {
-    if (!first_byte_[static_cast<uint8_t>(text[i])]) continue;
+    if (single_first_byte_ >= 0) {  // the usual case ('<' of <|...|>): memchr's speed
+      const void* hit = std::memchr(text.data() + i, single_first_byte_, text.size() - i);
+      if (!hit) break;
+      i = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+    } else if (!first_byte_[static_cast<uint8_t>(text[i])]) {
+      continue;
+    }
     // Leftmost, then longest: the first token (longest first) found here.
     for (size_t k = 0; k < tokens_.size(); ++k) {
       const AddedToken& t = tokens_[k];

@@ -52,7 +52,8 @@ class AddedTokenMatcher {
   Match find(std::string_view text, size_t from) const;
 
   std::vector<AddedToken> tokens_;  // longest first
-  bool first_byte_[256] = {};
+  bool first_byte_[256] = {};       // bytes a token starts with
+  int single_first_byte_ = -1;      // that byte when there is only one
 };
 
 }  // namespace kiln::data::hf

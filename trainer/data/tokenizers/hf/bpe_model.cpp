@@ -228,6 +228,14 @@ void BpeModel::merge(std::vector<int32_t>& sym) const {
 }
 
 void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& out) const {
+  if (ignore_merges_) {  // a piece that is a token is that token, merges or not
+    const TokenIds& keys = byte_level_ ? model_keys_ : vocab_;
+    auto it = keys.find(piece);
+    if (it != keys.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
   thread_local std::vector<int32_t> symbols;
   symbols.clear();
   initial_symbols(piece, symbols);
@@ -237,14 +245,6 @@ void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& o
 
 void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const {
   if (piece.empty()) return;
-  const TokenIds& keys = byte_level_ ? model_keys_ : vocab_;
-  if (ignore_merges_) {  // a piece that is a token is that token, merges or not
-    auto it = keys.find(piece);
-    if (it != keys.end()) {
-      out.push_back(it->second);
-      return;
-    }
-  }
   const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
   const size_t n = piece.size();
   if (n > PieceCache::kMaxKey) {

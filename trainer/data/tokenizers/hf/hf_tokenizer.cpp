@@ -219,8 +219,11 @@ void HfTokenizer::encode_normalized(std::string_view text, bool at_start, std::v
     model_->tokenize(text, out);
     return;
   }
-  std::vector<std::string_view> pieces;
-  PieceArena arena;
+  // Reused between calls: a document can have a million pieces.
+  thread_local std::vector<std::string_view> pieces;
+  thread_local PieceArena arena;
+  pieces.clear();
+  arena.clear();
   pre_tokenizer_->split(text, at_start, pieces, arena);
   for (std::string_view piece : pieces) model_->tokenize(piece, out);
 }

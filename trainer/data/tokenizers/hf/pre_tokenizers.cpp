@@ -120,18 +120,16 @@ class Split final : public PreTokenizer {
     invert_ = opt_bool(node, "invert", where, false);
   }
   void split(std::string_view piece, bool, std::vector<std::string_view>& out, PieceArena&) const override {
-    std::vector<Span> matches;
+    // The scanners' pieces tile the text: isolated, they are the result.
+    if (behavior_ == Behavior::kIsolated && !invert_ && regex_ && regex_->scan_pieces(piece, out)) return;
+    thread_local std::vector<Span> matches;  // reused: a document can have a million pieces
+    matches.clear();
     if (regex_) {
       regex_->find_matches(piece, matches);
     } else {
       for (size_t pos = piece.find(literal_); pos != std::string_view::npos;
            pos = piece.find(literal_, pos + literal_.size()))
         matches.push_back(Span{pos, pos + literal_.size()});
-    }
-    // The scanners' pieces tile the text: isolated, they are the result.
-    if (behavior_ == Behavior::kIsolated && !invert_ && regex_ && regex_->uses_scanner()) {
-      for (const Span& m : matches) out.push_back(piece.substr(m.begin, m.end - m.begin));
-      return;
     }
     split_at(piece, matches, invert_, behavior_, out);
   }
@@ -224,8 +222,11 @@ std::unique_ptr<PreTokenizer> make(const json& node, const Where& where, bool* b
   if (*byte_level) where.fail("follows a ByteLevel pre-tokenizer; kiln needs ByteLevel last");
   if (type == "ByteLevel") {
     *byte_level = true;
-    return std::make_unique<ByteLevel>(opt_bool(node, "add_prefix_space", where, true),
-                                       opt_bool(node, "use_regex", where, true));
+    bool add_prefix_space = opt_bool(node, "add_prefix_space", where, true);
+    bool use_regex = opt_bool(node, "use_regex", where, true);
+    // Without both it only maps bytes, which the byte-level model does: no step (Llama-3's layout).
+    if (!add_prefix_space && !use_regex) return nullptr;
+    return std::make_unique<ByteLevel>(add_prefix_space, use_regex);
   }
   if (type == "Split") return std::make_unique<Split>(node, where, options);
   if (type == "Metaspace") return std::make_unique<Metaspace>(node, where);
@@ -233,7 +234,9 @@ std::unique_ptr<PreTokenizer> make(const json& node, const Where& where, bool* b
     const json& list = need_array(node, "pretokenizers", where);
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     for (size_t i = 0; i < list.size(); ++i)
-      steps.push_back(make(list[i], where.at("pretokenizers").at(i), byte_level, options));
+      if (auto step = make(list[i], where.at("pretokenizers").at(i), byte_level, options))
+        steps.push_back(std::move(step));
+    if (steps.size() == 1) return std::move(steps[0]);
     return std::make_unique<Sequence>(std::move(steps));
   }
   unsupported(where, type, kPreTokenizers);

@@ -26,6 +26,9 @@ class SplitRegex {
 
   // Appends the non-overlapping matches in text, left to right.
   void find_matches(std::string_view text, std::vector<Span>& out) const;
+  // With a scanner: appends the pieces (which tile the text) and returns
+  // true; without one returns false.
+  bool scan_pieces(std::string_view text, std::vector<std::string_view>& out) const;
   // Whether a scanner runs this pattern rather than PCRE2.
   bool uses_scanner() const { return scanner_ != Scanner::kNone; }
 
