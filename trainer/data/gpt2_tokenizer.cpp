@@ -149,11 +149,18 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
   by_bytes.reserve(n * 2);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const std::string& key = it.key();
-    if (!it.value().is_number_integer()) throw Error(vocab_name + ": the id of token '" + key + "' is not an integer");
+    if (!it.value().is_number_integer()) {
+      std::string msg = vocab_name;
+      msg += ": the id of token '" + key + "' is not an integer";
+      throw Error(msg);
+    }
     int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= static_cast<int64_t>(n) || seen[static_cast<size_t>(id)])
-      throw Error(vocab_name + ": token '" + key + "' has id " + std::to_string(id) + ", but the " + std::to_string(n) +
-                  " ids must be 0.." + std::to_string(n - 1) + ", each once");
+    if (id < 0 || id >= static_cast<int64_t>(n) || seen[static_cast<size_t>(id)]) {
+      std::string msg = vocab_name;
+      msg += ": token '" + key + "' has id " + std::to_string(id);
+      msg += ", but the " + std::to_string(n) + " ids must be 0.." + std::to_string(n - 1) + ", each once";
+      throw Error(msg);
+    }
     seen[static_cast<size_t>(id)] = true;
     std::string bytes;
     if (key == kEndOfText) {
@@ -164,9 +171,12 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
       for (size_t i = 0; i < key.size();) {
         size_t len;
         uint32_t cp = decode_cp(p + i, len);
-        if (cp >= 512 || bm.cp_to_byte[cp] < 0)
-          throw Error(vocab_name + ": token '" + key + "' is not a byte-level BPE token (character U+" +
-                      std::to_string(cp) + " is outside GPT-2's byte alphabet)");
+        if (cp >= 512 || bm.cp_to_byte[cp] < 0) {
+          std::string msg = vocab_name;
+          msg += ": token '" + key + "' is not a byte-level BPE token (character U+";
+          msg += std::to_string(cp) + " is outside GPT-2's byte alphabet)";
+          throw Error(msg);
+        }
         bytes.push_back(static_cast<char>(bm.cp_to_byte[cp]));
         i += len;
       }
@@ -215,11 +225,12 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
                   "') is not 'left right'; pass GPT-2's merges.txt");
     std::string a = to_bytes(line.substr(0, sp), line_no, line), b = to_bytes(line.substr(sp + 1), line_no, line);
     auto ia = by_bytes.find(a), ib = by_bytes.find(b), iab = by_bytes.find(a + b);
-    if (ia == by_bytes.end() || ib == by_bytes.end() || iab == by_bytes.end())
-      throw Error(merges_name + " line " + std::to_string(line_no) + " ('" + std::string(line) +
-                  "') uses or makes a "
-                  "token that " +
-                  vocab_name + " does not have: the vocab and merges files do not belong together");
+    if (ia == by_bytes.end() || ib == by_bytes.end() || iab == by_bytes.end()) {
+      std::string msg = merges_name;
+      msg += " line " + std::to_string(line_no) + " ('" + std::string(line) + "') uses or makes a token that ";
+      msg += vocab_name + " does not have: the vocab and merges files do not belong together";
+      throw Error(msg);
+    }
     pairs_->put(ia->second, ib->second, rank++, iab->second);
   }
   if (rank == 0) throw Error(merges_name + " has no merges; pass GPT-2's merges.txt");

@@ -36,7 +36,9 @@ std::string read_tokenizer_file(const std::string& path, const std::string& flag
     if (n <= 0) {
       std::string why = n < 0 ? std::strerror(errno) : "the file shrank while read";
       ::close(f.fd);
-      throw Error(flag + " " + path + ": cannot read (" + why + ")");
+      std::string msg = flag;
+      msg.append(" ").append(path).append(": cannot read (").append(why).append(")");
+      throw Error(msg);
     }
     got += static_cast<size_t>(n);
   }

@@ -140,7 +140,8 @@ BpeModel::BpeModel(const json& node, const Where& where, bool byte_level)
     }
     auto ia = vocab_.find(a), ib = vocab_.find(b), iab = vocab_.find(a + b);
     if (ia == vocab_.end() || ib == vocab_.end() || iab == vocab_.end())
-      where.at("merges").at(rank).fail("('" + a + "', '" + b + "') uses or makes a token that is not in the vocab");
+      where.at("merges").at(rank).fail(std::string("('").append(a).append("', '").append(b).append(
+          "') uses or makes a token that is not in the vocab"));
     pairs_->put(ia->second, ib->second, static_cast<int32_t>(rank), iab->second);
   }
 }

@@ -144,7 +144,8 @@ class Fuse final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::string all;
     for (const std::string& t : tokens) all += t;
-    tokens.assign(1, std::move(all));
+    tokens.clear();
+    tokens.push_back(std::move(all));
   }
 };
 

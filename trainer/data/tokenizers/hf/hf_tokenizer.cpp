@@ -171,8 +171,12 @@ HfTokenizer::HfTokenizer(std::string_view tokenizer_json, std::string_view confi
       for (const char* eos : kConventionalEos) {
         if (content != eos) continue;
         if (!found.empty())
-          throw Error(name + " has no tokenizer_config.json beside it and both '" + found + "' and '" + content +
-                      "' could be its EOS; put a tokenizer_config.json with \"eos_token\" beside it");
+          throw Error(std::string(name)
+                          .append(" has no tokenizer_config.json beside it and both '")
+                          .append(found)
+                          .append("' and '")
+                          .append(content)
+                          .append("' could be its EOS; put a tokenizer_config.json with \"eos_token\" beside it"));
         found = content;
       }
     }
