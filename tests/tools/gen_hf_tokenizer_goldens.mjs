@@ -88,7 +88,7 @@ const CASES = [
 ];
 
 // out: the goldens' name; edit: a change to the tokenizer.json before use
-// (llama3_style_nfc adds the NFC normalizer; the C++ test makes the same edit).
+// (llama3_style_nfc and llama2_style_metaspace; the C++ tests make the same edits).
 function run(name, out = name, edit = (j) => j) {
   const dir = path.join("tests", "data", "tokenizers", name);
   const json = edit(JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8")));
@@ -107,3 +107,13 @@ function run(name, out = name, edit = (j) => j) {
 run("llama3_style");
 run("llama2_style");
 run("llama3_style", "llama3_style_nfc", (j) => ({ ...j, normalizer: { type: "NFC" } }));
+// The Llama-2-style file in the newer (legacy: false) layout: a Metaspace
+// pre-tokenizer instead of the Prepend/Replace normalizers, and a Metaspace
+// decoder. tokenizers.js's Metaspace does not split, so split is false.
+const metaspace = { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: false };
+run("llama2_style", "llama2_style_metaspace", (j) => ({
+  ...j,
+  normalizer: null,
+  pre_tokenizer: metaspace,
+  decoder: { type: "Sequence", decoders: [{ type: "ByteFallback" }, metaspace, { type: "Fuse" }] },
+}));

@@ -334,3 +334,19 @@ TEST(HfTokenizer, NfcNormalizerMatchesTokenizersJs) {
     EXPECT_EQ(tok.decode(g.ids), g.decoded) << g.text;
   }
 }
+
+// The Llama-2-style file with a Metaspace pre-tokenizer and decoder, as the goldens' script edits it.
+TEST(HfTokenizer, MetaspaceMatchesTokenizersJs) {
+  json j = json::parse(read(data_dir() + "/llama2_style/tokenizer.json"));
+  json metaspace = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}};
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = metaspace;
+  j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, metaspace, {{"type", "Fuse"}}}}};
+  HfTokenizer tok(j.dump(), read(data_dir() + "/llama2_style/tokenizer_config.json"), "tokenizer.json");
+  std::vector<Golden> cases = goldens("llama2_style_metaspace");
+  ASSERT_GE(cases.size(), 50u);
+  for (const Golden& g : cases) {
+    EXPECT_EQ(tok.encode(g.text), g.ids) << g.text;
+    EXPECT_EQ(tok.decode(g.ids), g.decoded) << g.text;
+  }
+}
