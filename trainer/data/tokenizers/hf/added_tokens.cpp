@@ -40,6 +40,7 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
 }
 
 AddedTokenMatcher::Match AddedTokenMatcher::find(std::string_view text, size_t from) const {
+  if (tokens_.empty()) return Match{-1, 0, 0};
   for (size_t i = from; i < text.size(); ++i) {
     if (single_first_byte_ >= 0) {  // the usual case ('<' of <|...|>): memchr's speed
       const void* hit = std::memchr(text.data() + i, single_first_byte_, text.size() - i);

@@ -248,6 +248,10 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
   if (piece.empty()) return;
   const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
   const size_t n = piece.size();
+  if (n == 1 && byte_level_ && byte_token_[p[0]] >= 0) {  // one byte is its byte token, merges or not
+    out.push_back(byte_token_[p[0]]);
+    return;
+  }
   if (n > PieceCache::kMaxKey) {
     tokenize_uncached(piece, out);
     return;
