@@ -350,3 +350,29 @@ TEST(HfTokenizer, MetaspaceMatchesTokenizersJs) {
     EXPECT_EQ(tok.decode(g.ids), g.decoded) << g.text;
   }
 }
+
+// single_word (Hugging Face: the token must not touch a letter or digit on
+// either side), lstrip/rstrip (the whitespace beside it joins the match), and
+// leftmost-then-longest among overlapping tokens.
+TEST(HfTokenizer, AddedTokenRules) {
+  using kiln::data::hf::AddedToken;
+  using kiln::data::hf::AddedTokenMatcher;
+  AddedTokenMatcher m({AddedToken{7, "ab", true, true, false, false, false},
+                       AddedToken{8, "<x>", true, false, true, true, false},
+                       AddedToken{9, "<x>y", true, false, false, false, false}});
+  auto cut = [&](const std::string& text) {
+    std::vector<std::string> out;
+    m.split(
+        text, [&](std::string_view s) { out.emplace_back(s); }, [&](int32_t id) { out.push_back(std::to_string(id)); });
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(cut("ab"), (V{"7"}));
+  EXPECT_EQ(cut("x ab, y"), (V{"x ", "7", ", y"}));
+  EXPECT_EQ(cut("cab"), (V{"cab"}));
+  EXPECT_EQ(cut("ab1"), (V{"ab1"}));
+  EXPECT_EQ(cut("é ab éab"), (V{"é ", "7", " éab"}));
+  EXPECT_EQ(cut("a  <x>  b"), (V{"a", "8", "b"}));
+  EXPECT_EQ(cut("a <x>y b"), (V{"a ", "9", " b"}));  // longest at the leftmost position
+  EXPECT_EQ(cut("<x><x>"), (V{"8", "8"}));
+}
