@@ -4,10 +4,12 @@
 //   BM_EncodeNoCache               the same without the piece cache
 //   BM_Pretokenize/scanner|pcre2   the pre-tokenization pattern alone: our scanner vs PCRE2 (UTF+UCP+JIT)
 //   BM_Preprocess/workers:N        kiln preprocess of the corpus as JSONL (one paragraph per line), wall time
-//   BM_HfEncode/gpt2_json|llama3_style|llama3_style_pcre2
-//                                  HuggingFaceTokenizer encode, MB/s: GPT-2's vocab as a tokenizer.json,
+//   BM_SentencePieceEncode/model:M/threads:N  Llama2Tokenizer (libsentencepiece) encode of the
+//                                  corpus's paragraphs, MB/s, with a model of tests/data/tokenizers/
+//                                  (run from the build directory, where __FILE__ leads to them)
+//   BM_HfEncode/tokenizer:0|1|2    HuggingFaceTokenizer encode, MB/s: GPT-2's vocab as a tokenizer.json,
 //                                  the committed Llama-3-style tokenizer.json (Split scanner), and the
-//                                  same with its Split regex forced onto PCRE2
+//                                  same with its Split regex forced onto PCRE2 (run from the build directory)
 // PCRE2 is loaded at run time (libpcre2-8.so.0) and needs <pcre2.h> at build
 // time; without either, its benchmark reports an error and the rest runs.
 #include <benchmark/benchmark.h>
@@ -22,6 +24,7 @@
 #include "trainer/data/preprocess.h"
 #include "trainer/data/tokenizers/hf/gpt2_tokenizer_json.h"
 #include "trainer/data/tokenizers/hf/hf_tokenizer.h"
+#include "trainer/data/tokenizers/sentencepiece_tokenizer.h"
 
 #if __has_include(<pcre2.h>)
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -203,6 +206,54 @@ void BM_TokenizerLoad(benchmark::State& state) {
     benchmark::DoNotOptimize(Gpt2Tokenizer::load((g / "gpt2-vocab.json").string(), (g / "gpt2-merges.txt").string()));
 }
 BENCHMARK(BM_TokenizerLoad)->Unit(benchmark::kMillisecond);
+
+// The corpus split at blank lines, the documents BM_Preprocess makes: the
+// library's BPE slows down on very long inputs (1 MB in one call takes about
+// 4x as long per byte as 10 KB), and real documents are short. Each thread
+// encodes all of them, so MB/s is per core. Arg: 0 = the 2000-piece BPE
+// model, 1 = the 1000-piece unigram model, both of tests/data/tokenizers/
+// and trained on this corpus.
+void BM_SentencePieceEncode(benchmark::State& state) {
+  if (corpus().empty()) {
+    state.SkipWithError("needs ../shared/data (or KILN_SHARED_DIR) with corpus/tinyshakespeare.txt");
+    return;
+  }
+  static const std::vector<std::string_view> documents = [] {
+    std::vector<std::string_view> docs;
+    std::string_view text = corpus();
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find("\n\n", at);
+      end = end == std::string_view::npos ? text.size() : end + 2;
+      docs.push_back(text.substr(at, end - at));
+      at = end;
+    }
+    return docs;
+  }();
+  const char* model = state.range(0) == 0 ? "sp_bpe_identity.model" : "sp_unigram_squeeze.model";
+  fs::path path = fs::path(__FILE__).parent_path() / ".." / "tests" / "data" / "tokenizers" / model;
+  if (!fs::exists(path)) {
+    state.SkipWithError("run from the build directory (the model is found beside this source file)");
+    return;
+  }
+  auto tok =
+      kiln::data::SentencePieceTokenizer::load(path.string(), kiln::data::SentencePieceTokenizer::Wrapper::kLlama2);
+  std::vector<int32_t> ids;
+  for (auto _ : state) {
+    ids.clear();
+    for (std::string_view doc : documents) tok->encode(doc, ids);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(corpus().size()));
+  state.counters["tokens"] = static_cast<double>(ids.size());
+}
+BENCHMARK(BM_SentencePieceEncode)
+    ->ArgName("model")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Threads(1)
+    ->Threads(2);
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -13,6 +13,7 @@
 #include "graph/executor.h"
 #include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/data/corpus.h"
 #include "trainer/flags.h"
 #include "trainer/model/model_state.h"
@@ -57,6 +58,31 @@ void write_logits(const std::string& path, const float* logits, int64_t vocab) {
   if (std::fclose(f) != 0) throw Error("--logits-file " + path + ": write failed; check free space");
 }
 
+// The model's tokenizer: the one the flags name, else the one the
+// checkpoint records (either way checked against the record), else none
+// for a byte-level model.
+std::shared_ptr<const data::Tokenizer> generate_tokenizer(const data::TokenizerSpec& flags,
+                                                          const trainer::LoadedCheckpoint& ck) {
+  const bool has_record = ck.meta.contains("tokenizer");
+  if (flags.type.empty() && !has_record) return nullptr;
+  const nlohmann::json record = has_record ? ck.meta["tokenizer"] : nlohmann::json();
+  if (!flags.type.empty()) {
+    auto tokenizer = data::load_tokenizer(flags);
+    if (has_record) trainer::check_same_tokenizer(record, *tokenizer, ck.dir);
+    return tokenizer;
+  }
+  const data::TokenizerSpec recorded = trainer::tokenizer_spec_from_record(record, ck.dir);
+  std::shared_ptr<const data::Tokenizer> tokenizer;
+  try {
+    tokenizer = data::load_tokenizer(recorded);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the tokenizer recorded in checkpoint " + ck.dir +
+                "; pass --tokenizer-type and its files to use a copy)");
+  }
+  trainer::check_same_tokenizer(record, *tokenizer, ck.dir);
+  return tokenizer;
+}
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
@@ -76,6 +102,14 @@ int run_generate(const std::vector<std::string>& args) {
             trainer::Bounds::closed(0, kMaxThreadsFlag));
   flags.add("--logits-file", &logits_file,
             "write the logits at the prompt's last position to this file (JSON array, float32 as %.9g)");
+  data::TokenizerSpec tokenizer_flags;
+  flags.add("--tokenizer-type", &tokenizer_flags.type,
+            "the model's tokenizer (default: the one its checkpoint records, if any)");
+  flags.add("--vocab-file", &tokenizer_flags.vocab_file, "GPT-2 vocab.json (GPT2BPETokenizer)");
+  flags.add("--merge-file", &tokenizer_flags.merge_file, "GPT-2 merges.txt (GPT2BPETokenizer)");
+  flags.add("--tokenizer-model", &tokenizer_flags.tokenizer_model,
+            "tokenizer.json or its directory, or tokenizer.model (SentencePiece types)");
+  flags.add("--vocab-size", &tokenizer_flags.vocab_size, "NullTokenizer's N", trainer::Bounds::at_least(0));
   if (!flags.parse(args)) return 0;
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
@@ -87,10 +121,30 @@ int run_generate(const std::vector<std::string>& args) {
   FallbackDevice fallback;
   trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
   trainer::GptConfig cfg = trainer::model_config_from_json(ck.meta.value("config", nlohmann::json()));
-  if (cfg.vocab_size != 256)
+  const auto tokenizer = generate_tokenizer(tokenizer_flags, ck);
+  if (!tokenizer && cfg.vocab_size != 256)
     throw Error("checkpoint " + ck.dir + " has vocab " + std::to_string(cfg.vocab_size) +
-                "; kiln generate decodes byte-level (vocab 256) models only");
-  std::vector<int32_t> tokens = trainer::bytes_to_tokens(prompt.empty() ? std::string("\n") : prompt);
+                " and records no tokenizer; pass the --tokenizer-type and files it was trained with");
+  if (tokenizer && tokenizer->vocab_size() > cfg.vocab_size)
+    throw Error("--tokenizer-type " + tokenizer->type() + " has " + std::to_string(tokenizer->vocab_size()) +
+                " tokens, more than checkpoint " + ck.dir + "'s vocab of " + std::to_string(cfg.vocab_size) +
+                "; pass the tokenizer it was trained with");
+  std::vector<int32_t> tokens;
+  if (!tokenizer) {
+    tokens = trainer::bytes_to_tokens(prompt.empty() ? std::string("\n") : prompt);
+  } else {
+    try {
+      tokenizer->encode(prompt, tokens);
+    } catch (const Error& e) {
+      throw Error(std::string("--prompt: ") + e.what());
+    }
+    if (tokens.empty()) tokens.push_back(tokenizer->eod());  // an empty prompt starts a new document
+  }
+  // Sampling never picks the padding rows past the tokenizer's vocab.
+  const int64_t sampled_vocab = tokenizer ? tokenizer->vocab_size() : cfg.vocab_size;
+  // The decoded context so far: the prompt's (printed as given) and then
+  // what has been printed of the generated tokens.
+  std::string shown = tokenizer ? tokenizer->decode(tokens) : std::string();
 
   trainer::ModelState state(*device, cfg, /*with_optimizer=*/false);
   state.load_model(ck.model);
@@ -111,10 +165,21 @@ int run_generate(const std::vector<std::string>& args) {
     exe.run();
     exe.buffer("logits")->read(logits.data(), logits.size() * 4);
     if (n == 0 && !logits_file.empty()) write_logits(logits_file, logits.data() + (len - 1) * V, V);
-    int32_t next = sample_token(logits.data() + (len - 1) * V, V, temperature, top_k, rng);
+    int32_t next = sample_token(logits.data() + (len - 1) * V, sampled_vocab, temperature, top_k, rng);
     tokens.push_back(next);
-    std::string text = trainer::tokens_to_bytes({next});
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!tokenizer) {
+      std::string text = trainer::tokens_to_bytes({next});
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else {
+      // Decoding token by token would lose what depends on neighbours (a
+      // SentencePiece word's leading space, a character split over byte
+      // tokens): decode the whole context and print what is new.
+      std::string text = tokenizer->decode(tokens);
+      if (text.size() > shown.size() && text.compare(0, shown.size(), shown) == 0) {
+        std::fwrite(text.data() + shown.size(), 1, text.size() - shown.size(), stdout);
+        shown = std::move(text);
+      }
+    }
     std::fflush(stdout);
   }
   std::fputc('\n', stdout);

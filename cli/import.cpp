@@ -1,14 +1,15 @@
-// kiln import: a Hugging Face GPT2LMHeadModel directory as an iteration-0
-// kiln checkpoint (model tensors, a zero AdamW state, the model config in
-// meta.json), which kiln train --load continues from.
+// kiln import: a Hugging Face GPT2LMHeadModel or LlamaForCausalLM directory
+// as an iteration-0 kiln checkpoint (model tensors and the model config in
+// meta.json, no optimizer or RNG state), which kiln train --load CKPT
+// --finetune starts from.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/hf_architecture.h"
 #include "trainer/checkpoint/hf_dir.h"
-#include "trainer/checkpoint/hf_gpt2.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/flags.h"
 #include "trainer/trainer.h"
@@ -18,7 +19,7 @@ namespace kiln::cli {
 int run_import(const std::vector<std::string>& args) {
   std::string format, input, save;
   trainer::Flags flags("import");
-  flags.add("--format", &format, "input format: hf (Hugging Face GPT2LMHeadModel)");
+  flags.add("--format", &format, "input format: hf (Hugging Face GPT2LMHeadModel or LlamaForCausalLM)");
   flags.add("--input", &input, "Hugging Face model directory (config.json + safetensors)");
   flags.add("--save", &save, "checkpoint directory to write (as kiln train --save)");
   if (!flags.parse(args)) return 0;
@@ -33,24 +34,23 @@ int run_import(const std::vector<std::string>& args) {
     throw Error("--save " + save + " already holds checkpoints; import into a new directory");
 
   const trainer::HfDir hf = trainer::read_hf_dir(input);
-  const trainer::GptConfig cfg = trainer::gpt2_config_from_hf(hf.config);
-  const std::map<std::string, trainer::SafeTensor> model = trainer::gpt2_from_hf(cfg, hf.tensors);
-  // kiln train --load reads an AdamW state; a fresh one is all zeros.
-  std::map<std::string, trainer::SafeTensor> optimizer;
-  for (const auto& [name, t] : model) {
-    const trainer::SafeTensor zeros = trainer::SafeTensor::from_f32(t.shape, std::vector<float>(t.data.size() / 4));
-    optimizer[name + ".exp_avg"] = zeros;
-    optimizer[name + ".exp_avg_sq"] = zeros;
-  }
+  const trainer::KilnModel imported = trainer::hf_to_kiln(hf.config, hf.tensors);
+  const trainer::GptConfig& cfg = imported.config;
+  const std::map<std::string, trainer::SafeTensor>& model = imported.tensors;
+  // A model only, as Megatron's converted checkpoints: no optimizer or RNG
+  // state, so kiln train continues from it with --finetune (docs/CHECKPOINTS.md).
   const nlohmann::json meta = {{"config", trainer::model_config_json(cfg)},
                                {"iteration", 0},
                                {"consumed_samples", 0},
                                {"skipped_iterations", 0},
                                {"nan_iterations", 0},
+                               {"optimizer", {{"state_saved", false}}},
+                               {"rng", nullptr},
                                {"imported_from", {{"format", "hf"}, {"dir", input}}}};
   trainer::check_save_dir(save);
-  trainer::save_checkpoint(save, 0, model, optimizer, meta);
-  std::printf("imported %s into %s (iteration 0)\n", input.c_str(), save.c_str());
+  trainer::save_checkpoint(save, 0, model, {}, meta);
+  std::printf("imported %s into %s (iteration 0); continue with kiln train --load %s --finetune\n", input.c_str(),
+              save.c_str(), save.c_str());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/setup.h"
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 
 #include "core/log.h"
@@ -84,8 +85,17 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
     check_save_dir(cfg.save);
     save_lock = SaveDirLock::take(cfg.save);
   }
+  if (cfg.tokenizer && comm.rank() == 0) {
+    // Megatron's line from _vocab_size_with_padding, which log parsers know.
+    const int64_t size = cfg.tokenizer->vocab_size();
+    std::printf(" > padded vocab (size: %lld) with %lld dummy tokens (new size: %lld)\n", static_cast<long long>(size),
+                static_cast<long long>(model.vocab_size - size), static_cast<long long>(model.vocab_size));
+    std::fflush(stdout);
+  }
+  // Mock tokens come from the tokenizer's ids, never the padding rows.
+  const int64_t mock_vocab = cfg.tokenizer ? cfg.tokenizer->vocab_size() : model.vocab_size;
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
-         : cfg.mock_data        ? make_mock_data(model.vocab_size, static_cast<uint64_t>(cfg.seed))
+         : cfg.mock_data        ? make_mock_data(mock_vocab, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
   schedule =
       std::make_unique<LrSchedule>(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
@@ -124,8 +134,9 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
 
   // ---- persistent state, resident on the device
   state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get());
+  progress.rng_seed = cfg.seed;
   if (!cfg.load.empty())
-    progress = resume_from(resume, *state);
+    progress = resume_from(resume, *state, cfg);
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));
   for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);

@@ -38,6 +38,11 @@ struct Batch {
 // How far the run is; saved in and restored from checkpoint metadata.
 struct Progress {
   int64_t iteration = 0, consumed = 0, skipped_total = 0, nan_total = 0;
+  // The iteration the AdamW moments started from (0, or where --no-load-optim
+  // gave fresh ones): bias correction counts the moments' own steps.
+  int64_t optimizer_start = 0;
+  // The dropout seed: --seed, or the saved one on resume (Megatron's RNG state).
+  int64_t rng_seed = 0;
 };
 
 struct Setup {

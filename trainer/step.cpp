@@ -49,8 +49,8 @@ double Step::forward_backward() {
 void Step::feed_dropout_keys(graph::Executable& train_step, int64_t first_sample) {
   const GptConfig& model = run_.cfg.model;
   if (model.hidden_dropout <= 0.0f && model.attention_dropout <= 0.0f) return;
-  const DropoutKeys keys = dropout_keys(model, static_cast<uint64_t>(run_.cfg.seed), run_.progress.iteration + 1,
-                                        first_sample, run_.at.tp_rank);
+  const DropoutKeys keys = dropout_keys(model, static_cast<uint64_t>(run_.progress.rng_seed),
+                                        run_.progress.iteration + 1, first_sample, run_.at.tp_rank);
   if (model.hidden_dropout > 0.0f) train_step.buffer(kHiddenDropoutKey)->write(keys.hidden.data(), sizeof keys.hidden);
   if (model.attention_dropout > 0.0f)
     train_step.buffer(kAttentionDropoutKey)->write(keys.attention.data(), sizeof keys.attention);
@@ -92,7 +92,7 @@ void Step::update(const StepResult& result) {
   nan_in_a_row_ = 0;
   const double norm = result.grad_norm;
   const double clip = cfg.clip_grad > 0 && norm > cfg.clip_grad ? cfg.clip_grad / (norm + 1e-6) : 1.0;
-  const double step = static_cast<double>(result.iteration);
+  const double step = static_cast<double>(result.iteration - run_.progress.optimizer_start);
   const float hparams[5] = {static_cast<float>(result.lr), static_cast<float>(cfg.weight_decay),
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),

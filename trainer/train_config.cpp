@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/checkpoint/model_config.h"
-#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
 
@@ -81,6 +80,12 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--seed", &seed, "random seed (initialisation and data order)");
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
+  f.add("--finetune", &finetune,
+        "load only the model from --load: fresh optimizer and RNG state, iteration and consumed samples from 0");
+  f.add("--no-load-optim", &no_load_optim, "do not load the optimizer state (AdamW moments) from --load");
+  f.add("--no-load-rng", &no_load_rng, "do not load the RNG state (the dropout seed) from --load; use --seed");
+  f.add("--no-save-optim", &no_save_optim, "save checkpoints without the optimizer state");
+  f.add("--no-save-rng", &no_save_rng, "save checkpoints without the RNG state");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
   f.add("--eval-interval", &eval_interval, "evaluate every N steps");
   f.add("--eval-iters", &eval_iters, "micro-batches per evaluation (0: no evaluation)");
@@ -88,9 +93,11 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--mock-data", &mock_data, "random tokens, for benchmarks (needs --vocab-size)");
   f.add("--data-path", &data_path, "Megatron .bin/.idx prefix(es), optionally weighted");
   f.add("--split", &split, "train,valid,test proportions");
-  f.add("--vocab-file", &vocab_file, "GPT-2 vocab.json");
-  f.add("--merge-file", &merge_file, "GPT-2 merges.txt");
-  f.add("--tokenizer-type", &tokenizer_type, "tokenizer (GPT2BPETokenizer)");
+  f.add("--vocab-file", &tokenizer_spec.vocab_file, "GPT-2 vocab.json (GPT2BPETokenizer)");
+  f.add("--merge-file", &tokenizer_spec.merge_file, "GPT-2 merges.txt (GPT2BPETokenizer)");
+  f.add("--tokenizer-type", &tokenizer_spec.type, std::string("tokenizer: ") + data::kTokenizerTypes);
+  f.add("--tokenizer-model", &tokenizer_spec.tokenizer_model,
+        "tokenizer.json or its directory (HuggingFaceTokenizer), tokenizer.model (SentencePiece types)");
   f.add("--make-vocab-size-divisible-by", &make_vocab_size_divisible_by,
         "pad the tokenizer's vocab to a multiple of this (x tensor-parallel size)");
   f.add("--data-cache-path", &data_cache_path, "directory for the dataset index caches (default: beside the data)");
@@ -173,21 +180,26 @@ void TrainConfig::finalize(const Flags& f) {
   if (save_interval < 0) throw Error("--save-interval must not be negative");
   if (save_interval > 0 && save.empty()) throw Error("--save-interval needs --save DIR");
   if (clip_grad < 0) throw Error("--clip-grad must not be negative");
-  const bool tokenizer_flags = !vocab_file.empty() || !merge_file.empty() || !tokenizer_type.empty();
+  const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||
+                               !tokenizer_spec.merge_file.empty() || !tokenizer_spec.tokenizer_model.empty();
   if (!data_path.empty()) {
     if (mock_data) throw Error("--mock-data and --data-path exclude each other; pick one");
-    finalize_data(f);
+    finalize_data();
+    load_tokenizer(f);
+  } else if (mock_data && !tokenizer_spec.type.empty()) {
+    load_tokenizer(f);  // Megatron's mock-data benchmarks: --tokenizer-type NullTokenizer --vocab-size N
   } else {
-    if (tokenizer_flags && !mock_data)
+    if (tokenizer_flags)
       throw Error(
-          "--vocab-file, --merge-file and --tokenizer-type only apply with --data-path PREFIX "
-          "(make one with kiln preprocess)");
+          "--tokenizer-type, --vocab-file, --merge-file and --tokenizer-model only apply with --data-path PREFIX "
+          "(make one with kiln preprocess) or --mock-data");
     if (mock_data && !f.given("--vocab-size") && !use_checkpoint_args)
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
                   " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
   }
+  if (finetune && load.empty()) throw Error("--finetune needs --load CKPT, the checkpoint whose model to start from");
   if (!load.empty() && !std::filesystem::exists(load))
     throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
@@ -234,22 +246,10 @@ void TrainConfig::check_tensor_sizes() const {
     }
 }
 
-void TrainConfig::finalize_data(const Flags& f) {
-  if (tokenizer_type.empty())
-    throw Error(
-        "--data-path needs --tokenizer-type GPT2BPETokenizer with --vocab-file and --merge-file, "
-        "as Megatron-LM");
-  if (tokenizer_type != "GPT2BPETokenizer")
-    throw Error("--tokenizer-type " + tokenizer_type + " is not supported; kiln has GPT2BPETokenizer");
-  if (vocab_file.empty() || merge_file.empty())
-    throw Error(
-        "--tokenizer-type GPT2BPETokenizer needs --vocab-file (gpt2-vocab.json) and --merge-file "
-        "(gpt2-merges.txt)");
-  if (f.given("--vocab-size"))
-    throw Error(
-        "--vocab-size is taken from the tokenizer with --data-path (padded to a multiple of "
-        "--make-vocab-size-divisible-by); drop --vocab-size");
-  if (make_vocab_size_divisible_by <= 0) throw Error("--make-vocab-size-divisible-by must be positive");
+void TrainConfig::finalize_data() {
+  if (tokenizer_spec.type.empty())
+    throw Error(std::string("--data-path needs --tokenizer-type (") + data::kTokenizerTypes +
+                ") with its files, the tokenizer the data was preprocessed with, as Megatron-LM");
   if (seed < 0 || seed > 0xFFFFFFFFll)
     throw Error("--seed " + std::to_string(seed) +
                 " is outside [0, 2^32), which the data shuffle (numpy's "
@@ -274,10 +274,22 @@ void TrainConfig::finalize_data(const Flags& f) {
                 std::to_string(eval_iters) +
                 "; give validation a share (e.g. --split 969,30,1) or pass "
                 "--eval-iters 0");
+}
+
+void TrainConfig::load_tokenizer(const Flags& f) {
+  if (tokenizer_spec.type == "NullTokenizer") {
+    if (!f.given("--vocab-size"))
+      throw Error("--tokenizer-type NullTokenizer needs --vocab-size N, as Megatron (ids 0..N-1, EOD = N)");
+    tokenizer_spec.vocab_size = model.vocab_size;
+  } else if (f.given("--vocab-size")) {
+    throw Error("--vocab-size is taken from --tokenizer-type " + tokenizer_spec.type +
+                " (padded to a multiple of --make-vocab-size-divisible-by); drop --vocab-size");
+  }
+  if (make_vocab_size_divisible_by <= 0) throw Error("--make-vocab-size-divisible-by must be positive");
+  tokenizer = data::load_tokenizer(tokenizer_spec);
   // Megatron's _vocab_size_with_padding.
-  const int64_t vocab = data::Gpt2Tokenizer::load(vocab_file, merge_file)->vocab_size();
   const int64_t multiple = make_vocab_size_divisible_by * tensor_model_parallel_size;
-  model.vocab_size = (vocab + multiple - 1) / multiple * multiple;
+  model.vocab_size = (tokenizer->vocab_size() + multiple - 1) / multiple * multiple;
 }
 
 }  // namespace kiln::trainer

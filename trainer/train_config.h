@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
 #include "trainer/model/gpt.h"
 
@@ -32,6 +34,10 @@ struct TrainConfig {
   double attention_dropout = 0.1;
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
+  // Megatron's flags for what --load restores and --save writes
+  // (docs/CHECKPOINTS.md): --finetune loads the model only and starts at
+  // iteration 0; the RNG state is the dropout seed.
+  bool finetune = false, no_load_optim = false, no_load_rng = false, no_save_optim = false, no_save_rng = false;
 
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;
@@ -64,8 +70,12 @@ struct TrainConfig {
   bool mock_data = false;
   std::vector<std::string> data_path;
   std::string split = "969,30,1";
-  std::string vocab_file, merge_file, tokenizer_type;
+  data::TokenizerSpec tokenizer_spec;  // --tokenizer-type, --vocab-file, --merge-file, --tokenizer-model
   int64_t make_vocab_size_divisible_by = 128;
+  // The tokenizer of --data-path (or of --mock-data with --tokenizer-type),
+  // loaded by finalize(): the model's vocab is its size padded as Megatron
+  // pads it, and checkpoints record which it was. Null without one.
+  std::shared_ptr<const data::Tokenizer> tokenizer;
   std::string data_cache_path;  // index caches; empty: beside the data
 
   std::string backend = "cpu";
@@ -92,8 +102,11 @@ struct TrainConfig {
  private:
   // The architecture flags into `model`, with the checks that need the flags themselves.
   void finalize_architecture(const Flags& flags);
-  // --data-path checks; sets model.vocab_size from the tokenizer.
-  void finalize_data(const Flags& flags);
+  // --data-path checks.
+  void finalize_data();
+  // Loads the tokenizer and sets model.vocab_size to its size padded to a
+  // multiple of --make-vocab-size-divisible-by x tensor-parallel size.
+  void load_tokenizer(const Flags& flags);
   // Throws naming the flags when an activation would exceed the IR's limit.
   void check_tensor_sizes() const;
 };

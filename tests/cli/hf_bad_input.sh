@@ -48,19 +48,19 @@ broken() { rm -rf "$tmp/in"; cp -r "$tmp/good" "$tmp/in"; }
 broken; rm "$tmp/in/config.json"
 expect_error "no config.json" "has no config.json" "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; sed -i 's/"model_type": "gpt2"/"model_type": "bert"/' "$tmp/in/config.json"
-expect_error "unknown model_type" 'model_type "bert" is not supported' \
+expect_error "unknown model_type" 'model_type "bert" is not supported; kiln imports "gpt2" and "llama"' \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 expect_error "unknown import format" "--format 'gguf' is not supported" \
   "$kiln" import --format gguf --input "$tmp/good" --save "$tmp/out/ck"
 
-# Rewrites model.safetensors through NumPy with one tensor dropped or reshaped.
+# Rewrites model.safetensors through NumPy with one tensor ($2, GPT-2's
+# c_attn by default) dropped or reshaped.
 rewrite() {
-  "$py" - "$tmp/in/model.safetensors" "$1" <<'PY'
+  "$py" - "$tmp/in/model.safetensors" "$1" "${2:-transformer.h.0.attn.c_attn.weight}" <<'PY'
 import json, struct, sys
-path, change = sys.argv[1], sys.argv[2]
+path, change, name = sys.argv[1], sys.argv[2], sys.argv[3]
 blob = open(path, "rb").read()
 (n,) = struct.unpack("<Q", blob[:8]); header = json.loads(blob[8:8 + n]); data = blob[8 + n:]
-name = "transformer.h.0.attn.c_attn.weight"
 tensors = {k: (v, data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items() if k != "__metadata__"}
 if change == "drop":
     del tensors[name]
@@ -82,5 +82,38 @@ expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 1
 expect_error "import over checkpoints" "already holds checkpoints" \
   "$kiln" import --format hf --input "$tmp/good" --save "$tmp/ck"
 test "$(cat "$tmp/ck/latest_checkpointed_iteration.txt")" = 1
+
+# Llama (rotary positions) and MPT (ALiBi): what HF cannot express, and broken Llama exports.
+train_tiny() {  # $1: --save dir, the rest: model options
+  local save=$1
+  shift
+  "$kiln" train "${model[@]}" "$@" --micro-batch-size 1 --global-batch-size 1 --train-iters 1 --eval-iters 0 \
+    --num-threads 1 --save "$save" >/dev/null 2>&1 || { echo "the model $* did not train"; exit 1; }
+}
+llama=(--normalization RMSNorm --swiglu --ffn-hidden-size 32 --position-embedding-type rope --disable-bias-linear)
+train_tiny "$tmp/llama_qkln" "${llama[@]}" --qk-layernorm
+expect_error "Llama with QK-LayerNorm" "uses --qk-layernorm, which Hugging Face's LlamaForCausalLM cannot express" \
+  "$kiln" export --load "$tmp/llama_qkln" --format hf --output "$tmp/out/x"
+train_tiny "$tmp/rope_layernorm" --position-embedding-type rope
+expect_error "Llama with LayerNorm" "uses LayerNorm \(use --normalization RMSNorm\), which .*LlamaForCausalLM" \
+  "$kiln" export --load "$tmp/rope_layernorm" --format hf --output "$tmp/out/x"
+train_tiny "$tmp/mpt" --position-embedding-type alibi --disable-bias-linear --clip-qkv 6
+expect_error "MPT-style export" "uses ALiBi positions .*MptForCausalLM uses the exact \(erf\) GELU" \
+  "$kiln" export --load "$tmp/mpt" --format hf --output "$tmp/out/x"
+train_tiny "$tmp/llama" "${llama[@]}"
+"$kiln" export --load "$tmp/llama" --format hf --output "$tmp/good_llama" >/dev/null
+broken() { rm -rf "$tmp/in"; cp -r "$tmp/good_llama" "$tmp/in"; }
+broken; sed -i 's/"model_type": "llama"/"model_type": "mpt"/' "$tmp/in/config.json"
+expect_error "MPT import" 'model_type "mpt" cannot be imported' \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; sed -i 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "$tmp/in/config.json"
+expect_error "Llama with another activation" 'hidden_act "gelu" is not SwiGLU' \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; rewrite drop model.layers.0.self_attn.q_proj.weight
+expect_error "missing q_proj" "no tensor model.layers.0.self_attn.q_proj.weight" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; rewrite transpose model.layers.0.mlp.gate_proj.weight
+expect_error "wrong-shaped gate_proj" "model.layers.0.mlp.gate_proj.weight has shape \[16, 32\].*\[32, 16\]" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 ls -A "$tmp" | grep -q '^\.tmp' && { echo "a temp directory was left in $tmp"; exit 1; }
 echo "all bad-input cases refused in one line, nothing left behind"

@@ -59,7 +59,8 @@ expect_error bad-vocab 'not valid JSON' --input "$tmp/nokey.jsonl" --tokenizer-t
 
 expect_error no-input 'cannot open --input' --input "$tmp/missing.jsonl" "${tok[@]}"
 expect_error no-vocab 'needs --vocab-file' --input "$tmp/nokey.jsonl" --tokenizer-type GPT2BPETokenizer
-expect_error other-tokenizer 'not supported' --input "$tmp/nokey.jsonl" --tokenizer-type SentencePieceTokenizer
+expect_error other-tokenizer 'BertWordPieceLowerCase is not supported' --input "$tmp/nokey.jsonl" --tokenizer-type BertWordPieceLowerCase
+expect_error no-model 'SentencePieceTokenizer needs --tokenizer-model' --input "$tmp/nokey.jsonl" --tokenizer-type SentencePieceTokenizer
 
 # A 10 MB line that is not JSON: the error quotes a bounded part of it
 # (issue 13 item 20: the "one-line" error used to be 10 MB long).

@@ -2,7 +2,8 @@
 # kiln preprocess + kiln train on tiny Shakespeare with GPT-2 BPE: the
 # .bin/.idx are identical for 1 and 2 workers, the loss falls, a resumed run
 # continues with exactly the same samples (bitwise-equal losses), benchmark
-# mode (--split 100,0,0 --eval-iters 0) runs, and an empty eval split with
+# mode (--split 100,0,0 --eval-iters 0) runs, `generate` finds the
+# tokenizer the checkpoint records, and an empty eval split with
 # --eval-iters > 0 is a clear error. Skipped without ../shared.
 set -euo pipefail
 kiln=$1
@@ -54,6 +55,17 @@ resumed=$(pick "$tmp/resumed.jsonl")
 [ -n "$full" ] && [ "$full" = "$resumed" ] || { echo "resumed run diverged:"; diff <(echo "$full") <(echo "$resumed"); exit 1; }
 echo "resume exact over $(echo "$resumed" | wc -l) steps"
 
+# generate finds the tokenizer the checkpoint records: GPT-2 text out, no tokenizer flags.
+"$kiln" generate --load "$tmp/ck" --prompt "ROMEO:" --max-new-tokens 8 --seed 3 > "$tmp/gen.txt" 2> "$tmp/gen.err" ||
+  { cat "$tmp/gen.err"; exit 1; }
+grep -q '^ROMEO:' "$tmp/gen.txt"
+[ "$(wc -c < "$tmp/gen.txt")" -gt 12 ] || { echo "generate printed too little:"; cat "$tmp/gen.txt"; exit 1; }
+# ... and kiln export writes GPT-2's tokenizer files beside the weights.
+"$kiln" export --load "$tmp/ck" --format hf --output "$tmp/hf" >/dev/null
+cmp "$shared/gpt2/gpt2-vocab.json" "$tmp/hf/vocab.json"
+cmp "$shared/gpt2/gpt2-merges.txt" "$tmp/hf/merges.txt"
+grep -q '"tokenizer_class": "GPT2Tokenizer"' "$tmp/hf/tokenizer_config.json"
+
 # Benchmark mode, and an empty eval split with --eval-iters > 0.
 "$kiln" train --data-path "$tmp/ts_text_document" "${tok[@]}" --split 100,0,0 --eval-iters 0 "${model[@]}" \
   --train-iters 3 > /dev/null 2>&1
@@ -75,10 +87,10 @@ train_error() {
   if "$kiln" train "$@" "${model[@]}" --train-iters 3 > /dev/null 2> "$tmp/err"; then echo "accepted: $*"; exit 1; fi
   grep -Eq "^kiln: error: .*$pattern" "$tmp/err" || { echo "expected /$pattern/:"; cat "$tmp/err"; exit 1; }
 }
-train_error 'needs --tokenizer-type GPT2BPETokenizer' --data-path "$tmp/ts_text_document"
+train_error 'needs --tokenizer-type \(GPT2BPETokenizer' --data-path "$tmp/ts_text_document"
 train_error 'needs --vocab-file' --data-path "$tmp/ts_text_document" --tokenizer-type GPT2BPETokenizer
 train_error 'ts_nope.idx does not exist' --data-path "$tmp/ts_nope" "${tok[@]}"
-train_error '--vocab-size is taken from the tokenizer' "${data[@]}" --vocab-size 1000
+train_error '--vocab-size is taken from --tokenizer-type GPT2BPETokenizer' "${data[@]}" --vocab-size 1000
 train_error 'mixes weighted and unweighted' --data-path 0.5 "$tmp/ts_text_document" "$tmp/ts_text_document" 0.5 "${tok[@]}"
 train_error 'only apply with --data-path' "${tok[@]}"
 echo "train_data: ok"

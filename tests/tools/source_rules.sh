@@ -36,6 +36,10 @@ while read -r code name; do
   # Megatron's --position-embedding-type values "rope" and "alibi" (parsed
   # and stored in checkpoints by trainer/model/gpt.cpp): flag values, not op names.
   case $name in rope | alibi) files=$(grep -v '^trainer/model/gpt.cpp$' <<<"$files") ;; esac
+  # Hugging Face's config.json "hidden_act": "silu" (LlamaForCausalLM's
+  # activation, written and checked by trainer/checkpoint/hf_llama.cpp): a
+  # transformers config value, not the op's name.
+  [ "$name" = silu ] && files=$(grep -v '^trainer/checkpoint/hf_llama.cpp$' <<<"$files")
   # tokenizer.json's field names "split" (Metaspace) and "dropout" (BPE),
   # read by the Hugging Face tokenizer: JSON keys, not op names.
   case $name in split | dropout) files=$(grep -v '^trainer/data/tokenizers/hf/' <<<"$files") ;; esac

@@ -192,8 +192,10 @@ void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::
     fs::create_directory(tmp);
     write_safetensors((tmp / kModelFileName).string(), model, {{"format", "pt"}});
     fsync_path(tmp / kModelFileName, false);
-    write_safetensors((tmp / kOptimizerFileName).string(), optimizer, {{"format", "pt"}});
-    fsync_path(tmp / kOptimizerFileName, false);
+    if (!optimizer.empty()) {  // empty: saved with --no-save-optim
+      write_safetensors((tmp / kOptimizerFileName).string(), optimizer, {{"format", "pt"}});
+      fsync_path(tmp / kOptimizerFileName, false);
+    }
     write_file_synced(tmp / kMetaFileName, meta_text);
     fsync_path(tmp, true);
     publish_dir(tmp, final, root);
@@ -248,7 +250,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
   }
   out.dir = dir.string();
 
-  for (const char* f : {kModelFileName, kOptimizerFileName, kMetaFileName})
+  for (const char* f : {kModelFileName, kMetaFileName})
     if (!fs::exists(dir / f, ec))
       throw Error("checkpoint " + out.dir + " is incomplete: " + f + " is missing" + kLoadFix);
 
@@ -289,8 +291,14 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
     out.iteration = it->get<int64_t>();
   }
 
+  // A checkpoint saved with --no-save-optim says so in meta.json; any other
+  // without optimizer.safetensors lost it.
+  const bool saved_without_optimizer = out.meta.contains("optimizer") && out.meta["optimizer"].is_object() &&
+                                       out.meta["optimizer"].value("state_saved", true) == false;
+  if (!saved_without_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
+    throw Error("checkpoint " + out.dir + " is incomplete: " + kOptimizerFileName + " is missing" + kLoadFix);
   out.model = load_tensors(dir / kModelFileName);
-  out.optimizer = load_tensors(dir / kOptimizerFileName);
+  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName);
   return out;
 }
 

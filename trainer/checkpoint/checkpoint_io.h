@@ -2,6 +2,7 @@
 //   <save>/latest_checkpointed_iteration.txt   just the iteration number
 //   <save>/iter_0000100/model.safetensors      full (unsharded) model tensors
 //   <save>/iter_0000100/optimizer.safetensors  "<param>.exp_avg", "<param>.exp_avg_sq", ...
+//                                              (absent when saved with --no-save-optim)
 //   <save>/iter_0000100/meta.json              the caller's state: config, schedule,
 //                                              RNG, data position, consumed samples
 // A save is atomic: readers see either the previous checkpoint or the whole
@@ -41,7 +42,7 @@ void check_save_dir(const std::string& save_dir);
 struct LoadedCheckpoint {
   int64_t iteration = 0;
   std::map<std::string, SafeTensor> model;
-  std::map<std::string, SafeTensor> optimizer;
+  std::map<std::string, SafeTensor> optimizer;  // empty when the checkpoint has none
   nlohmann::json meta;
   std::string dir;  // the iteration directory actually read
 };

@@ -11,11 +11,38 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/report/megatron_log.h"
 
 namespace kiln::trainer {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The dropout seed a checkpoint saved: "rng" (null when saved with
+// --no-save-rng), or, in checkpoints of a kiln from before "rng", the run's
+// "seed", which its dropout used.
+int64_t saved_rng_seed(const LoadedCheckpoint& ck) {
+  const nlohmann::json* rng = ck.meta.contains("rng") ? &ck.meta["rng"] : nullptr;
+  if (rng && rng->is_object() && rng->contains("dropout_seed") && (*rng)["dropout_seed"].is_number_integer())
+    return (*rng)["dropout_seed"].get<int64_t>();
+  if (!rng && ck.meta.contains("seed") && ck.meta["seed"].is_number_integer()) return ck.meta["seed"].get<int64_t>();
+  throw Error("checkpoint " + ck.dir +
+              " has no RNG state (saved with --no-save-rng); pass --no-load-rng or --finetune to start it from --seed");
+}
+
+// What --load will restore must be there: a checkpoint saved without
+// optimizer or RNG state needs the flag that skips it (Megatron's rule).
+void check_restorable(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
+  if (cfg.finetune) return;
+  if (!cfg.no_load_optim && ck.optimizer.empty())
+    throw Error("checkpoint " + ck.dir +
+                " has no optimizer state (saved with --no-save-optim); pass --no-load-optim or --finetune");
+  if (!cfg.no_load_rng) saved_rng_seed(ck);
+}
+
+}  // namespace
 
 LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   LoadedCheckpoint ck = load_checkpoint(cfg.load);
@@ -24,13 +51,25 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
     throw Error("checkpoint " + ck.dir + " was saved with model config " + model_config_json(saved).dump() +
                 ", but this run asks for " + model_config_json(cfg.model).dump() +
                 "; pass the same model flags as the saving run");
+  // Same-sized vocabularies of different tokenizers pass the check above
+  // and would train on ids that mean other text.
+  if (cfg.tokenizer && ck.meta.contains("tokenizer"))
+    check_same_tokenizer(ck.meta["tokenizer"], *cfg.tokenizer, ck.dir);
+  check_restorable(ck, cfg);
   return ck;
 }
 
-Progress resume_from(const LoadedCheckpoint& ck, ModelState& state) {
+Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainConfig& cfg) {
+  state.zero_optimizer();
   state.load_model(ck.model);
-  state.load_optimizer(ck.optimizer);
   Progress p;
+  p.rng_seed = cfg.seed;
+  if (cfg.finetune) {
+    // Megatron's --finetune: the model only; iteration, samples and the
+    // optimizer and RNG state start afresh.
+    logger().info("finetuning from {} (iteration {}): model loaded, iteration 0", ck.dir, ck.iteration);
+    return p;
+  }
   p.iteration = ck.iteration;
   p.consumed = meta_integer(ck.meta, "consumed_samples", 0);
   p.skipped_total = meta_integer(ck.meta, "skipped_iterations", 0);
@@ -48,6 +87,17 @@ Progress resume_from(const LoadedCheckpoint& ck, ModelState& state) {
   check("consumed_samples", p.consumed, most_samples);
   check("skipped_iterations", p.skipped_total, ck.iteration);
   check("nan_iterations", p.nan_total, ck.iteration);
+  if (cfg.no_load_optim) {
+    p.optimizer_start = ck.iteration;  // fresh moments: bias correction starts over
+  } else {
+    state.load_optimizer(ck.optimizer);  // there: check_restorable
+    // The moments' own step count (older checkpoints: the iteration).
+    const nlohmann::json& opt = ck.meta.contains("optimizer") ? ck.meta["optimizer"] : nlohmann::json();
+    const int64_t steps = opt.is_object() ? meta_integer(opt, "step", ck.iteration) : ck.iteration;
+    check("optimizer.step", steps, ck.iteration);
+    p.optimizer_start = ck.iteration - steps;
+  }
+  if (!cfg.no_load_rng) p.rng_seed = saved_rng_seed(ck);
   logger().info("resumed from {} at iteration {} ({} consumed samples)", ck.dir, p.iteration, p.consumed);
   return p;
 }
@@ -103,7 +153,10 @@ void Checkpointer::save(int64_t it) {
                            {"beta2", cfg.adam_beta2},
                            {"eps", cfg.adam_eps},
                            {"weight_decay", cfg.weight_decay},
-                           {"step", it}}}};
+                           {"step", it - p.optimizer_start}}}};
+  if (cfg.tokenizer) meta["tokenizer"] = tokenizer_record_json(cfg.tokenizer_spec, *cfg.tokenizer);
+  if (cfg.no_save_optim) meta["optimizer"]["state_saved"] = false;
+  meta["rng"] = cfg.no_save_rng ? nlohmann::json() : nlohmann::json{{"dropout_seed", p.rng_seed}};
   auto s0 = Clock::now();
   // Parameters and optimizer state are identical on every data-parallel
   // rank, so rank 0 writes the whole (unsharded) checkpoint, its tensors
@@ -118,7 +171,8 @@ void Checkpointer::save(int64_t it) {
   std::string non_finite;
   if (run_.at.dp_rank == 0) {
     std::map<std::string, SafeTensor> model_tensors = run_.state->save_model();
-    std::map<std::string, SafeTensor> optimizer_tensors = run_.state->save_optimizer();
+    std::map<std::string, SafeTensor> optimizer_tensors;  // none under --no-save-optim (every rank skips the gather)
+    if (!cfg.no_save_optim) optimizer_tensors = run_.state->save_optimizer();
     if (rank == 0) {
       non_finite = first_non_finite(model_tensors);
       if (non_finite.empty()) save_checkpoint(cfg.save, it, model_tensors, optimizer_tensors, meta);

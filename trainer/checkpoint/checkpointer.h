@@ -12,8 +12,9 @@ namespace kiln::trainer {
 // Loads --load and checks that it belongs to this model, so a bad checkpoint
 // fails in milliseconds.
 LoadedCheckpoint load_and_check(const TrainConfig& cfg);
-// Writes a loaded checkpoint into the device state; returns its progress.
-Progress resume_from(const LoadedCheckpoint& ck, ModelState& state);
+// Writes a loaded checkpoint into the device state, as --finetune and
+// --no-load-optim/--no-load-rng say; returns the progress to go on from.
+Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainConfig& cfg);
 
 class Checkpointer {
  public:

@@ -111,6 +111,7 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
     write_text(tmp / "config.json", content.config.dump(2) + "\n");
     if (content.generation_config.is_object())
       write_text(tmp / "generation_config.json", content.generation_config.dump(2) + "\n");
+    for (const auto& [name, bytes] : content.files) write_text(tmp / name, bytes);
     if (fs::exists(final)) fs::remove(final);  // the empty directory the check above allowed
     fs::rename(tmp, final);
   } catch (const std::exception& e) {

@@ -18,6 +18,8 @@ struct HfDir {
   nlohmann::json config;
   nlohmann::json generation_config;  // written only when an object
   std::map<std::string, SafeTensor> tensors;
+  // Other files of the directory by name (the tokenizer's), written as given.
+  std::map<std::string, std::string> files;
 };
 
 // "5GB", "500MB", "10KB" (powers of 1000, as transformers), "2GiB", "64MiB",

@@ -135,8 +135,8 @@ void check_gpt2_expressible(const GptConfig& c) {
     what = "--clip-qkv";
   if (!what.empty())
     throw Error("the checkpoint's model uses " + what +
-                ", which Hugging Face's GPT2LMHeadModel cannot express; kiln exports GPT-2-architecture checkpoints "
-                "only so far");
+                ", which Hugging Face's GPT2LMHeadModel cannot express; kiln exports learned-position models as "
+                "GPT-2 and rotary ones (--position-embedding-type rope) as Llama");
 }
 
 nlohmann::json gpt2_hf_config(const GptConfig& c) {

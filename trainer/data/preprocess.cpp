@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/input_bytes.h"
 #include "trainer/data/mmidx.h"
 #include "trainer/data/stale_temporaries.h"
@@ -82,6 +83,16 @@ struct KeyOutput {
   std::vector<int32_t> tokens;
   std::vector<int32_t> lengths;    // sequence lengths, all documents
   std::vector<uint32_t> doc_seqs;  // sequences per document
+
+  struct Mark {
+    size_t tokens, lengths, doc_seqs;
+  };
+  Mark mark() const { return {tokens.size(), lengths.size(), doc_seqs.size()}; }
+  void undo(const Mark& m) {
+    tokens.resize(m.tokens);
+    lengths.resize(m.lengths);
+    doc_seqs.resize(m.doc_seqs);
+  }
 };
 
 struct ChunkResult {
@@ -89,11 +100,52 @@ struct ChunkResult {
   int64_t documents = 0, blank = 0, skipped = 0, bytes = 0;
   std::vector<std::string> skipped_messages;  // the first few, for warnings
   std::string fatal;                          // first error that stops the run
+
+  // A line that cannot become a document: skipped under --skip-bad-lines
+  // (the first few remembered for the warning), else fatal. Returns
+  // whether the run stops.
+  bool bad_line(const std::string& problem, bool skip) {
+    if (!skip) {
+      fatal = problem + "; fix it or pass --skip-bad-lines to skip such lines";
+      return true;
+    }
+    ++skipped;
+    if (skipped_messages.size() < 5) skipped_messages.push_back(problem);
+    return false;
+  }
 };
 
 std::string json_type(const nlohmann::json& j) { return j.type_name(); }
 
-ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, const Gpt2Tokenizer& tok) {
+// The documents of one parsed line, one per key, appended to r.keys.
+void encode_line(const nlohmann::json& doc, const PreprocessOptions& opt, const Tokenizer& tok, ChunkResult& r) {
+  for (size_t k = 0; k < opt.json_keys.size(); ++k) {
+    const nlohmann::json& value = doc[opt.json_keys[k]];
+    KeyOutput& out = r.keys[k];
+    uint32_t seqs = 0;
+    size_t doc_start = out.tokens.size();
+    auto add_sentence = [&](const std::string& text) {
+      size_t before = out.tokens.size();
+      tok.encode(text, out.tokens);
+      if (out.tokens.size() > before) {
+        out.lengths.push_back(static_cast<int32_t>(out.tokens.size() - before));
+        ++seqs;
+      }
+    };
+    if (value.is_string()) {
+      add_sentence(value.get_ref<const std::string&>());
+    } else {
+      for (const auto& s : value) add_sentence(s.get_ref<const std::string&>());
+    }
+    if (opt.append_eod && out.tokens.size() > doc_start) {
+      out.tokens.push_back(tok.eod());
+      ++out.lengths.back();
+    }
+    out.doc_seqs.push_back(seqs);
+  }
+}
+
+ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, const Tokenizer& tok) {
   ChunkResult r;
   r.bytes = chunk.bytes;
   r.keys.resize(opt.json_keys.size());
@@ -131,12 +183,7 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
       }
     }
     if (!bad.empty()) {
-      if (!opt.skip_bad_lines) {
-        r.fatal = bad + "; fix it or pass --skip-bad-lines to skip such lines";
-        return r;
-      }
-      ++r.skipped;
-      if (r.skipped_messages.size() < 5) r.skipped_messages.push_back(bad);
+      if (r.bad_line(bad, opt.skip_bad_lines)) return r;
       continue;
     }
     // Check every key before producing anything for this line.
@@ -159,29 +206,17 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
         return r;
       }
     }
-    for (size_t k = 0; k < opt.json_keys.size(); ++k) {
-      const nlohmann::json& value = doc[opt.json_keys[k]];
-      KeyOutput& out = r.keys[k];
-      uint32_t seqs = 0;
-      size_t doc_start = out.tokens.size();
-      auto add_sentence = [&](const std::string& text) {
-        size_t before = out.tokens.size();
-        tok.encode(text, out.tokens);
-        if (out.tokens.size() > before) {
-          out.lengths.push_back(static_cast<int32_t>(out.tokens.size() - before));
-          ++seqs;
-        }
-      };
-      if (value.is_string()) {
-        add_sentence(value.get_ref<const std::string&>());
-      } else {
-        for (const auto& s : value) add_sentence(s.get_ref<const std::string&>());
-      }
-      if (opt.append_eod && out.tokens.size() > doc_start) {
-        out.tokens.push_back(tok.eod());
-        ++out.lengths.back();
-      }
-      out.doc_seqs.push_back(seqs);
+    // A text the tokenizer refuses (NullTokenizer's non-integers, ids above
+    // its vocab) is a bad line too: undo what earlier keys produced for it.
+    std::vector<KeyOutput::Mark> marks;
+    for (const KeyOutput& out : r.keys) marks.push_back(out.mark());
+    try {
+      encode_line(doc, opt, tok, r);
+    } catch (const Error& e) {
+      for (size_t k = 0; k < r.keys.size(); ++k) r.keys[k].undo(marks[k]);
+      if (r.bad_line("line " + std::to_string(line_no) + " of " + opt.input + ": " + e.what(), opt.skip_bad_lines))
+        return r;
+      continue;
     }
     ++r.documents;
   }
@@ -201,7 +236,7 @@ void throw_if_stopped(const PreprocessOptions& opt) {
 }
 }  // namespace
 
-PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const Gpt2Tokenizer> tok) {
+PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const Tokenizer> tok) {
   if (opt.input.empty()) throw Error("--input is required (a .jsonl or .jsonl.gz file)");
   if (opt.output_prefix.empty()) throw Error("--output-prefix is required");
   if (opt.json_keys.empty()) throw Error("--json-keys needs at least one key");

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/tokenizer.h"
 
 namespace kiln::data {
 
@@ -41,6 +41,6 @@ struct PreprocessResult {
 // Throws kiln::Error for unreadable input, a bad line (naming its number;
 // unless skip_bad_lines), a missing key or a non-string value (naming the
 // line and the keys it has). Nothing is published unless all of it succeeds.
-PreprocessResult preprocess(const PreprocessOptions& options, std::shared_ptr<const Gpt2Tokenizer> tokenizer);
+PreprocessResult preprocess(const PreprocessOptions& options, std::shared_ptr<const Tokenizer> tokenizer);
 
 }  // namespace kiln::data

@@ -11,10 +11,13 @@
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/tokenizers/hf/hf_tokenizer.h"
 #include "trainer/data/tokenizers/null_tokenizer.h"
+#include "trainer/data/tokenizers/sentencepiece_tokenizer.h"
 
 namespace kiln::data {
 
-const char* const kTokenizerTypes = "GPT2BPETokenizer, NullTokenizer, HuggingFaceTokenizer";
+const char* const kTokenizerTypes =
+    "GPT2BPETokenizer, NullTokenizer, Llama2Tokenizer, GPTSentencePieceTokenizer, SentencePieceTokenizer, "
+    "HuggingFaceTokenizer";
 
 namespace {
 
@@ -22,12 +25,22 @@ void require(const std::string& value, const std::string& type, const char* flag
   if (value.empty()) throw Error("--tokenizer-type " + type + " needs " + flag + " (" + what + ")");
 }
 
+// "--flag PATH: what", built in place (no chain of temporaries).
+Error file_error(const std::string& flag, const std::string& path, const std::string& what) {
+  std::string message = flag;
+  message += ' ';
+  message += path;
+  message += ": ";
+  message += what;
+  return Error(message);
+}
+
 }  // namespace
 
 std::string read_tokenizer_file(const std::string& path, const std::string& flag) {
   constexpr uint64_t kMaxBytes = uint64_t{1} << 31;  // tokenizer files are MBs; 2 GiB is a wrong path
   RegularFile f = open_regular_file(path, kMaxBytes);
-  if (f.fd < 0) throw Error(flag + " " + path + ": " + f.problem);
+  if (f.fd < 0) throw file_error(flag, path, f.problem);
   std::string bytes(f.size, '\0');
   size_t got = 0;
   while (got < bytes.size()) {
@@ -36,9 +49,7 @@ std::string read_tokenizer_file(const std::string& path, const std::string& flag
     if (n <= 0) {
       std::string why = n < 0 ? std::strerror(errno) : "the file shrank while read";
       ::close(f.fd);
-      std::string msg = flag;
-      msg.append(" ").append(path).append(": cannot read (").append(why).append(")");
-      throw Error(msg);
+      throw file_error(flag, path, "cannot read (" + why + ")");
     }
     got += static_cast<size_t>(n);
   }
@@ -58,6 +69,12 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const TokenizerSpec& spec) {
     if (spec.vocab_size <= 0)
       throw Error("--tokenizer-type NullTokenizer needs --vocab-size N (ids 0..N-1, with EOD = N as Megatron)");
     return std::make_shared<const NullTokenizer>(spec.vocab_size);
+  }
+  for (auto wrapper : {SentencePieceTokenizer::Wrapper::kLlama2, SentencePieceTokenizer::Wrapper::kGpt,
+                       SentencePieceTokenizer::Wrapper::kPlain}) {
+    if (type != SentencePieceTokenizer::type_name(wrapper)) continue;
+    require(spec.tokenizer_model, type, "--tokenizer-model", "a SentencePiece tokenizer.model");
+    return SentencePieceTokenizer::load(spec.tokenizer_model, wrapper);
   }
   if (type == "HuggingFaceTokenizer") {
     require(spec.tokenizer_model, type, "--tokenizer-model", "a tokenizer.json or a directory holding one");

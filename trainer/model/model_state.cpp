@@ -127,6 +127,15 @@ void ModelState::load_model(const std::map<std::string, SafeTensor>& t) {
   for (const auto& s : specs_) write_shard(s, s.name, expect(t, s.name, s.full_shape, "model.safetensors").to_f32());
 }
 
+void ModelState::zero_optimizer() {
+  for (const auto& s : specs_) {
+    if (!buffers_.count(exp_avg_name(s.name))) continue;
+    zero(exp_avg_name(s.name));
+    zero(exp_avg_sq_name(s.name));
+    zero(grad_name(s.name));
+  }
+}
+
 void ModelState::load_optimizer(const std::map<std::string, SafeTensor>& t) {
   for (const auto& s : specs_) {
     if (!buffers_.count(exp_avg_name(s.name))) continue;

@@ -47,6 +47,8 @@ class ModelState {
   // Throws kiln::Error naming a missing or mis-shaped tensor.
   void load_model(const std::map<std::string, SafeTensor>& tensors);
   void load_optimizer(const std::map<std::string, SafeTensor>& tensors);
+  // Fresh AdamW state: zero moments and gradients (--finetune, --no-load-optim).
+  void zero_optimizer();
 
  private:
   std::vector<float> read(const std::string& port) const;
