@@ -7,6 +7,9 @@
 //   BM_SentencePieceEncode/model:M/threads:N  Llama2Tokenizer (libsentencepiece) encode of the
 //                                  corpus's paragraphs, MB/s, with a model of tests/data/tokenizers/
 //                                  (run from the build directory, where __FILE__ leads to them)
+//   BM_HfEncode/tokenizer:0|1|2    HuggingFaceTokenizer encode, MB/s: GPT-2's vocab as a tokenizer.json,
+//                                  the committed Llama-3-style tokenizer.json (Split scanner), and the
+//                                  same with its Split regex forced onto PCRE2 (run from the build directory)
 // PCRE2 is loaded at run time (libpcre2-8.so.0) and needs <pcre2.h> at build
 // time; without either, its benchmark reports an error and the rest runs.
 #include <benchmark/benchmark.h>
@@ -19,6 +22,8 @@
 
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/preprocess.h"
+#include "trainer/data/tokenizers/hf/gpt2_tokenizer_json.h"
+#include "trainer/data/tokenizers/hf/hf_tokenizer.h"
 #include "trainer/data/tokenizers/sentencepiece_tokenizer.h"
 
 #if __has_include(<pcre2.h>)
@@ -249,6 +254,38 @@ BENCHMARK(BM_SentencePieceEncode)
     ->UseRealTime()
     ->Threads(1)
     ->Threads(2);
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// 0: GPT-2 as tokenizer.json, 1: Llama-3-style, 2: Llama-3-style on PCRE2.
+void BM_HfEncode(benchmark::State& state) {
+  if (!ready(state)) return;
+  using kiln::data::hf::HfTokenizer;
+  static const std::shared_ptr<const HfTokenizer> toks[3] = {
+      [] {
+        fs::path g = shared_dir() / "data" / "gpt2";
+        return std::make_shared<const HfTokenizer>(
+            kiln::data::hf::gpt2_tokenizer_json(read_file(g / "gpt2-vocab.json"), read_file(g / "gpt2-merges.txt")), "",
+            "gpt2 tokenizer.json");
+      }(),
+      HfTokenizer::load((fs::path(__FILE__).parent_path() / ".." / "tests/data/tokenizers/llama3_style").string()),
+      HfTokenizer::load((fs::path(__FILE__).parent_path() / ".." / "tests/data/tokenizers/llama3_style").string(),
+                        kiln::data::hf::HfOptions{true}),
+  };
+  const auto& tok = toks[state.range(0)];
+  std::vector<int32_t> ids;
+  for (auto _ : state) {
+    ids.clear();
+    tok->encode(corpus(), ids);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(corpus().size()));
+  state.counters["tokens"] = static_cast<double>(ids.size());
+}
+BENCHMARK(BM_HfEncode)->ArgName("tokenizer")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "trainer/data/byte_level_alphabet.h"
+#include "trainer/data/piece_cache.h"
 #include "trainer/data/unicode_tables.h"
 
 namespace kiln::data {
@@ -15,35 +17,6 @@ namespace kiln::data {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-
-// GPT-2's bytes_to_unicode(): printable Latin-1 bytes map to themselves,
-// the other 68 bytes to U+0100.. in byte order.
-struct ByteMap {
-  uint32_t byte_to_cp[256];
-  int16_t cp_to_byte[512];
-  ByteMap() {
-    std::fill(std::begin(cp_to_byte), std::end(cp_to_byte), int16_t{-1});
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      byte_to_cp[b] = printable ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + n++);
-      cp_to_byte[byte_to_cp[b]] = static_cast<int16_t>(b);
-    }
-  }
-};
-const ByteMap& byte_map() {
-  static const ByteMap m;
-  return m;
-}
-
-// Decodes one code point of valid UTF-8 at p[0..]; sets len.
-inline uint32_t decode_cp(const uint8_t* p, size_t& len) {
-  uint8_t b = p[0];
-  if (b < 0x80) return len = 1, b;
-  if (b < 0xE0) return len = 2, ((b & 0x1Fu) << 6) | (p[1] & 0x3Fu);
-  if (b < 0xF0) return len = 3, ((b & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-  return len = 4, ((b & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-}
 
 inline CharClass class_at(const uint8_t* p, size_t& len) {
   if (p[0] < 0x80) return len = 1, static_cast<CharClass>(kAsciiClass[p[0]]);
@@ -105,59 +78,6 @@ inline void for_each_piece(std::string_view text, F&& f) {
   }
 }
 
-inline uint64_t hash_bytes(const uint8_t* p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
-  }
-  uint64_t w = 0;
-  for (size_t k = 0; i < n; ++i, ++k) w |= static_cast<uint64_t>(p[i]) << (8 * k);
-  h = (h ^ w) * 0x94D049BB133111EBull;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return (h ^ (h >> 32)) | 1;  // never 0: 0 marks an empty slot
-}
-
-// Thread-local cache of piece -> ids, bounded: when half full it is
-// cleared (English text keeps its working set of a few thousand words well
-// inside it).
-struct PieceCache {
-  static constexpr size_t kSlots = size_t{1} << 16;
-  static constexpr size_t kMaxKey = 64;
-  struct Slot {
-    uint64_t hash;
-    uint32_t key_off, val_off;
-    uint16_t key_len, val_len;
-  };
-  uint64_t owner = 0;
-  size_t used = 0;
-  std::vector<Slot> slots;
-  std::string keys;
-  std::vector<int32_t> vals;
-
-  void reset(uint64_t new_owner) {
-    owner = new_owner;
-    used = 0;
-    slots.assign(kSlots, Slot{0, 0, 0, 0, 0});
-    keys.clear();
-    vals.clear();
-  }
-  // The slot holding the piece, or the empty slot where it belongs.
-  Slot* find(const uint8_t* p, size_t n, uint64_t h) {
-    size_t i = h & (kSlots - 1);
-    while (true) {
-      Slot& s = slots[i];
-      if (s.hash == 0) return &s;
-      if (s.hash == h && s.key_len == n && std::memcmp(keys.data() + s.key_off, p, n) == 0) return &s;
-      i = (i + 1) & (kSlots - 1);
-    }
-  }
-};
-
 thread_local PieceCache t_cache;
 std::atomic<uint64_t> g_serial{1};
 
@@ -213,7 +133,7 @@ std::shared_ptr<const Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& voca
 Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merges_txt, const std::string& vocab_name,
                              const std::string& merges_name)
     : sha256_(content_sha256({vocab_json, merges_txt})), serial_(g_serial.fetch_add(1)) {
-  const ByteMap& bm = byte_map();
+  const ByteLevelAlphabet& bm = byte_level_alphabet();
   nlohmann::json vocab;
   try {
     vocab = nlohmann::json::parse(vocab_json);
@@ -229,11 +149,18 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
   by_bytes.reserve(n * 2);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const std::string& key = it.key();
-    if (!it.value().is_number_integer()) throw Error(vocab_name + ": the id of token '" + key + "' is not an integer");
+    if (!it.value().is_number_integer()) {
+      std::string msg = vocab_name;
+      msg += ": the id of token '" + key + "' is not an integer";
+      throw Error(msg);
+    }
     int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= static_cast<int64_t>(n) || seen[static_cast<size_t>(id)])
-      throw Error(vocab_name + ": token '" + key + "' has id " + std::to_string(id) + ", but the " + std::to_string(n) +
-                  " ids must be 0.." + std::to_string(n - 1) + ", each once");
+    if (id < 0 || id >= static_cast<int64_t>(n) || seen[static_cast<size_t>(id)]) {
+      std::string msg = vocab_name;
+      msg += ": token '" + key + "' has id " + std::to_string(id);
+      msg += ", but the " + std::to_string(n) + " ids must be 0.." + std::to_string(n - 1) + ", each once";
+      throw Error(msg);
+    }
     seen[static_cast<size_t>(id)] = true;
     std::string bytes;
     if (key == kEndOfText) {
@@ -244,9 +171,12 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
       for (size_t i = 0; i < key.size();) {
         size_t len;
         uint32_t cp = decode_cp(p + i, len);
-        if (cp >= 512 || bm.cp_to_byte[cp] < 0)
-          throw Error(vocab_name + ": token '" + key + "' is not a byte-level BPE token (character U+" +
-                      std::to_string(cp) + " is outside GPT-2's byte alphabet)");
+        if (cp >= 512 || bm.cp_to_byte[cp] < 0) {
+          std::string msg = vocab_name;
+          msg += ": token '" + key + "' is not a byte-level BPE token (character U+";
+          msg += std::to_string(cp) + " is outside GPT-2's byte alphabet)";
+          throw Error(msg);
+        }
         bytes.push_back(static_cast<char>(bm.cp_to_byte[cp]));
         i += len;
       }
@@ -295,11 +225,12 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::string_view vocab_json, std::string_view merge
                   "') is not 'left right'; pass GPT-2's merges.txt");
     std::string a = to_bytes(line.substr(0, sp), line_no, line), b = to_bytes(line.substr(sp + 1), line_no, line);
     auto ia = by_bytes.find(a), ib = by_bytes.find(b), iab = by_bytes.find(a + b);
-    if (ia == by_bytes.end() || ib == by_bytes.end() || iab == by_bytes.end())
-      throw Error(merges_name + " line " + std::to_string(line_no) + " ('" + std::string(line) +
-                  "') uses or makes a "
-                  "token that " +
-                  vocab_name + " does not have: the vocab and merges files do not belong together");
+    if (ia == by_bytes.end() || ib == by_bytes.end() || iab == by_bytes.end()) {
+      std::string msg = merges_name;
+      msg += " line " + std::to_string(line_no) + " ('" + std::string(line) + "') uses or makes a token that ";
+      msg += vocab_name + " does not have: the vocab and merges files do not belong together";
+      throw Error(msg);
+    }
     pairs_->put(ia->second, ib->second, rank++, iab->second);
   }
   if (rank == 0) throw Error(merges_name + " has no merges; pass GPT-2's merges.txt");

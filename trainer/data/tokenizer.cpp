@@ -9,13 +9,15 @@
 #include "core/hash.h"
 #include "core/regular_file.h"
 #include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/tokenizers/hf/hf_tokenizer.h"
 #include "trainer/data/tokenizers/null_tokenizer.h"
 #include "trainer/data/tokenizers/sentencepiece_tokenizer.h"
 
 namespace kiln::data {
 
 const char* const kTokenizerTypes =
-    "GPT2BPETokenizer, NullTokenizer, Llama2Tokenizer, GPTSentencePieceTokenizer, SentencePieceTokenizer";
+    "GPT2BPETokenizer, NullTokenizer, Llama2Tokenizer, GPTSentencePieceTokenizer, SentencePieceTokenizer, "
+    "HuggingFaceTokenizer";
 
 namespace {
 
@@ -73,6 +75,10 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const TokenizerSpec& spec) {
     if (type != SentencePieceTokenizer::type_name(wrapper)) continue;
     require(spec.tokenizer_model, type, "--tokenizer-model", "a SentencePiece tokenizer.model");
     return SentencePieceTokenizer::load(spec.tokenizer_model, wrapper);
+  }
+  if (type == "HuggingFaceTokenizer") {
+    require(spec.tokenizer_model, type, "--tokenizer-model", "a tokenizer.json or a directory holding one");
+    return hf::HfTokenizer::load(spec.tokenizer_model);
   }
   throw Error("--tokenizer-type " + type + " is not supported; kiln has " + kTokenizerTypes);
 }
