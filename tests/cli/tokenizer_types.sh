@@ -48,6 +48,17 @@ run_type() {  # $1: name, $2: expected vocab line, rest: tokenizer flags
   [ "$(wc -c <"$tmp/$name.gen")" -gt 14 ] || { echo "$name: generate printed too little"; cat "$tmp/$name.gen"; exit 1; }
 }
 
+# HuggingFaceTokenizer (a Llama-3-style tokenizer.json with its config; BOS
+# from the template): 1756 BPE ids and 8 added tokens, padded to 1792.
+run_type HuggingFaceTokenizer '(size: 1764) with 28 dummy tokens (new size: 1792)' \
+  --tokenizer-type HuggingFaceTokenizer --tokenizer-model "$data/llama3_style"
+"$kiln" export --load "$tmp/HuggingFaceTokenizer_ck" --format hf --output "$tmp/hf_llama3" >/dev/null
+cmp "$data/llama3_style/tokenizer.json" "$tmp/hf_llama3/tokenizer.json"
+cmp "$data/llama3_style/tokenizer_config.json" "$tmp/hf_llama3/tokenizer_config.json"
+# The exported copy is the same tokenizer: generate accepts it for the checkpoint.
+"$kiln" generate --load "$tmp/HuggingFaceTokenizer_ck" --tokenizer-type HuggingFaceTokenizer \
+  --tokenizer-model "$tmp/hf_llama3" --prompt "The" --max-new-tokens 2 >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+
 sp=(--tokenizer-model "$data/sp_bpe_identity.model")
 run_type Llama2Tokenizer '(size: 2000) with 48 dummy tokens (new size: 2048)' --tokenizer-type Llama2Tokenizer "${sp[@]}"
 run_type GPTSentencePieceTokenizer '(size: 2000) with 48 dummy tokens (new size: 2048)' \

@@ -43,14 +43,16 @@ std::map<std::string, std::string> hf_tokenizer_files(const nlohmann::json& meta
                                    {"errors", "replace"}};
     files["tokenizer_config.json"] = config.dump(2) + "\n";
   } else if (spec.type == "HuggingFaceTokenizer") {
+    // What the loader read: tokenizer.json and the tokenizer_config.json
+    // beside it (its EOS), plus special_tokens_map.json from a directory.
     std::error_code ec;
-    if (fs::is_directory(spec.tokenizer_model, ec)) {
-      const fs::path dir(spec.tokenizer_model);
-      for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
-        if (fs::exists(dir / name, ec))
-          files[name] = data::read_tokenizer_file((dir / name).string(), "--tokenizer-model");
-    } else {
-      files["tokenizer.json"] = data::read_tokenizer_file(spec.tokenizer_model, "--tokenizer-model");
+    const bool is_dir = fs::is_directory(spec.tokenizer_model, ec);
+    const fs::path file = is_dir ? fs::path(spec.tokenizer_model) / "tokenizer.json" : fs::path(spec.tokenizer_model);
+    files["tokenizer.json"] = data::read_tokenizer_file(file.string(), "--tokenizer-model");
+    for (const char* name : {"tokenizer_config.json", "special_tokens_map.json"}) {
+      const fs::path beside = file.parent_path() / name;
+      if ((is_dir || beside.filename() == "tokenizer_config.json") && fs::exists(beside, ec))
+        files[name] = data::read_tokenizer_file(beside.string(), "--tokenizer-model");
     }
   } else {  // the SentencePiece types
     files["tokenizer.model"] = data::read_tokenizer_file(spec.tokenizer_model, "--tokenizer-model");

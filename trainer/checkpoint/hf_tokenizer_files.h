@@ -3,8 +3,8 @@
 // so that AutoTokenizer.from_pretrained reads the export as it reads a
 // released model:
 //   GPT2BPETokenizer          vocab.json, merges.txt, tokenizer_config.json (GPT2Tokenizer)
-//   HuggingFaceTokenizer      tokenizer.json (+ tokenizer_config.json and
-//                             special_tokens_map.json when --tokenizer-model was a directory)
+//   HuggingFaceTokenizer      tokenizer.json, the tokenizer_config.json beside it (the
+//                             loader's EOS), special_tokens_map.json from a directory
 //   Llama2Tokenizer,          tokenizer.model, tokenizer_config.json (LlamaTokenizer,
 //   GPTSentencePieceTokenizer   add_bos_token as the type adds BOS)
 //   SentencePieceTokenizer    tokenizer.model (its added special ids have no HF form)
