@@ -73,6 +73,9 @@ class Graph {
   ValueId scale(ValueId x, float s);
   ValueId gelu(ValueId x);
   ValueId gelu_grad(ValueId x, ValueId dy);
+  // The exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (Megatron's default, HF MPT's).
+  ValueId gelu_erf(ValueId x);
+  ValueId gelu_erf_grad(ValueId x, ValueId dy);
   ValueId silu(ValueId x);
   ValueId silu_grad(ValueId x, ValueId dy);
   // Refuses lo > hi or a NaN bound.

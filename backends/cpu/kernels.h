@@ -78,6 +78,8 @@ void mul(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_
 void scale(const Ctx&, const float* x, float* y, int64_t n, float s);
 void gelu(const Ctx&, const float* x, float* y, int64_t n);
 void gelu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n);
+void gelu_erf(const Ctx&, const float* x, float* y, int64_t n);
+void gelu_erf_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n);
 void silu(const Ctx&, const float* x, float* y, int64_t n);
 void silu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n);
 void clamp(const Ctx&, const float* x, float* y, int64_t n, float lo, float hi);

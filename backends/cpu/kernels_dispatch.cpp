@@ -47,6 +47,8 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_ROPE_GRAD,
     KILN_OP_DROPOUT,
     KILN_OP_ALIBI,
+    KILN_OP_GELU_ERF,
+    KILN_OP_GELU_ERF_GRAD,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -62,6 +64,8 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_SCALE: return scale(ctx, fin(0), fout(0), nd.count, fa(0));
     case KILN_OP_GELU: return gelu(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_GELU_GRAD: return gelu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
+    case KILN_OP_GELU_ERF: return gelu_erf(ctx, fin(0), fout(0), nd.count);
+    case KILN_OP_GELU_ERF_GRAD: return gelu_erf_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_MATMUL:
       return matmul(ctx, fin(0), fin(1), fout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a, nd.trans_b);
     case KILN_OP_EMBEDDING: return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);

@@ -1,6 +1,8 @@
-// FILL, ADD, MUL, SCALE, GELU, SILU, CLAMP and their gradients. Every output
+// FILL, ADD, MUL, SCALE, GELU, GELU_ERF, SILU, CLAMP and their gradients. Every output
 // may be at the same address as an input: each W-wide block is loaded before
 // it is stored.
+#include <cmath>
+
 #include "kernels.h"
 
 namespace kiln::cpu::KILN_CPU_ISA {
@@ -124,6 +126,32 @@ void gelu(const Ctx& ctx, const float* x, float* y, int64_t n) {
 void gelu_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n) {
   for_chunks(ctx, n, kGrain / 4,
              [&](int64_t, int64_t s, int64_t e) { map2(x + s, dy + s, dx + s, e - s, gelu_grad_v); });
+}
+
+// The exact GELU is scalar: the SIMD layer has no erf, and libm's erff is
+// correctly rounded to within an ulp. 0.5 erfc(-x / sqrt 2) is the normal CDF
+// without the cancellation 1 + erf(x / sqrt 2) suffers at large negative x.
+constexpr float kGeluErfInvSqrt2 = 0.70710678118654752f;
+constexpr float kGeluErfInvSqrt2Pi = 0.39894228040143268f;
+
+void gelu_erf(const Ctx& ctx, const float* x, float* y, int64_t n) {
+  for_chunks(ctx, n, kGrain / 8, [&](int64_t, int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      const float v = x[i];
+      y[i] = v * 0.5f * std::erfc(-v * kGeluErfInvSqrt2);
+    }
+  });
+}
+
+void gelu_erf_grad(const Ctx& ctx, const float* x, const float* dy, float* dx, int64_t n) {
+  for_chunks(ctx, n, kGrain / 8, [&](int64_t, int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      const float v = x[i];
+      const float cdf = 0.5f * std::erfc(-v * kGeluErfInvSqrt2);
+      const float pdf = kGeluErfInvSqrt2Pi * std::exp(-0.5f * v * v);
+      dx[i] = dy[i] * (cdf + v * pdf);
+    }
+  });
 }
 
 void silu(const Ctx& ctx, const float* x, float* y, int64_t n) {

@@ -7,6 +7,9 @@
 // float, this form keeps full relative precision on both sides. SILU's
 // sigmoid is written around exp(-|x|) the same way.
 //
+// GELU_ERF uses OpenCL C's erfc (within 16 ulp by the spec): 0.5 x erfc(-x /
+// sqrt 2) is the exact GELU without the cancellation of 1 + erf at negative x.
+//
 // CLAMP uses comparisons rather than fmin/fmax (which return the other
 // operand for a NaN) so that a NaN stays NaN; its bounds are constants.
 #include <map>
@@ -26,8 +29,9 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 
 // Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
 constexpr kiln_op kElementwiseOpsList[] = {
-    KILN_OP_FILL,  KILN_OP_ADD,  KILN_OP_MUL,       KILN_OP_SCALE, KILN_OP_GELU,       KILN_OP_GELU_GRAD,
-    KILN_OP_ADAMW, KILN_OP_SILU, KILN_OP_SILU_GRAD, KILN_OP_CLAMP, KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT,
+    KILN_OP_FILL,       KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,  KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
+    KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -85,6 +89,23 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
           body.push_back("  const float du = " + K + " * (1.0f + " + flt(static_cast<float>(3.0 * kGeluC)) +
                          " * x * x);");
           body.push_back("  " + y + " = " + dy + " * (s + 2.0f * x * s * t * du);");
+        }
+        body.push_back("}");
+        break;
+      }
+      case KILN_OP_GELU_ERF:
+      case KILN_OP_GELU_ERF_GRAD: {
+        const std::string x = in(0);
+        const std::string dy = n.op == KILN_OP_GELU_ERF_GRAD ? in(1) : std::string();
+        body.push_back("float " + y + ";");
+        body.push_back("{");
+        body.push_back("  const float x = " + x + ";");
+        body.push_back("  const float cdf = 0.5f * erfc(-0.70710678118654752f * x);");
+        if (n.op == KILN_OP_GELU_ERF) {
+          body.push_back("  " + y + " = x * cdf;");
+        } else {
+          body.push_back("  const float pdf = 0.39894228040143268f * exp(-0.5f * x * x);");
+          body.push_back("  " + y + " = " + dy + " * (cdf + x * pdf);");
         }
         body.push_back("}");
         break;

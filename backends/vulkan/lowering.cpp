@@ -494,6 +494,8 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     case KILN_OP_CLAMP: return elementwise(8, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_CLAMP_GRAD:
       return elementwise(9, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
+    case KILN_OP_GELU_ERF: return elementwise(10, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_GELU_ERF_GRAD: return elementwise(11, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
@@ -677,6 +679,8 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_ROPE_GRAD,
     KILN_OP_DROPOUT,
     KILN_OP_ALIBI,
+    KILN_OP_GELU_ERF,
+    KILN_OP_GELU_ERF_GRAD,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -4,5 +4,5 @@
 #pragma once
 
 namespace kiln::vk {
-inline constexpr const char* kCompilerVersion = "vulkan-1";
+inline constexpr const char* kCompilerVersion = "vulkan-2";  // 2: elementwise.comp gained GELU_ERF
 }  // namespace kiln::vk

@@ -248,6 +248,46 @@ void chain_cases(CaseMaker& m) {
         {{"h", m.rng.uniform({37, 96}, -3.0f, 3.0f)}, {"bias", m.rng.uniform({96})}, {"res", m.rng.uniform({37, 96})}});
 }
 
+// The exact GELU and its gradient: every tile size, in place, NaN and both
+// infinities (the formula gives gelu_erf(-inf) = -inf * 0 = NaN on every
+// backend), and fused after a bias add as the MLP uses it.
+void gelu_erf_cases(CaseMaker& m) {
+  for (kiln_op op : {KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD}) {
+    auto build = [&](Graph& g, const Shape& s) {
+      ValueId x = g.input("x", KILN_F32, s);
+      if (op == KILN_OP_GELU_ERF) return g.gelu_erf(x);
+      return g.gelu_erf_grad(x, g.input("dy", KILN_F32, s));
+    };
+    auto inputs = [&](const Shape& s) {
+      graph::TensorMap in{{"x", m.rng.uniform(s, -8.0f, 8.0f)}};
+      if (op == KILN_OP_GELU_ERF_GRAD) in["dy"] = m.rng.uniform(s);
+      return in;
+    };
+    for (const Shape& s : kShapes) {
+      Graph g;
+      g.output("y", build(g, s));
+      m.add(op, str(s), std::move(g), inputs(s));
+    }
+    Graph g;
+    g.output("y", build(g, {33, 65}), "x");
+    m.add(op, "[33, 65] in place", std::move(g), inputs({33, 65}));
+    graph::TensorMap special = inputs({3, 33});
+    special.at("x").f32[5] = std::nanf("");
+    special.at("x").f32[40] = INFINITY;
+    special.at("x").f32[41] = -INFINITY;
+    Graph gs;
+    gs.output("y", build(gs, {3, 33}));
+    m.add(op, "[3, 33] with NaN and infinities", std::move(gs), special);
+  }
+  Graph g;
+  ValueId h = g.input("h", KILN_F32, {37, 96}), bias = g.input("bias", KILN_F32, {96});
+  ValueId pre = g.add(h, bias);
+  g.output("act", g.gelu_erf(pre));
+  g.output("grad", g.gelu_erf_grad(pre, g.scale(h, 0.5f)));
+  m.add(KILN_OP_GELU_ERF_GRAD, "after a bias add, fused", std::move(g),
+        {{"h", m.rng.uniform({37, 96}, -3.0f, 3.0f)}, {"bias", m.rng.uniform({96})}});
+}
+
 }  // namespace
 
 void add_elementwise_cases(Suite& suite) {
@@ -260,6 +300,7 @@ void add_elementwise_cases(Suite& suite) {
   reduction_cases(m);
   adamw_cases(m);
   chain_cases(m);
+  gelu_erf_cases(m);
 }
 
 }  // namespace kiln::conformance

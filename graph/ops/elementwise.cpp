@@ -1,5 +1,5 @@
 // Elementwise arithmetic: FILL, ADD and MUL (b broadcast as a suffix of a),
-// SCALE, GELU, SILU, CLAMP and their gradients.
+// SCALE, GELU (tanh), GELU_ERF (exact), SILU, CLAMP and their gradients.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -28,6 +28,8 @@ ValueId Graph::mul(ValueId a, ValueId b) { return add_node(KILN_OP_MUL, {a, b})[
 ValueId Graph::scale(ValueId x, float s) { return add_node(KILN_OP_SCALE, {x}, {}, {s})[0]; }
 ValueId Graph::gelu(ValueId x) { return add_node(KILN_OP_GELU, {x})[0]; }
 ValueId Graph::gelu_grad(ValueId x, ValueId dy) { return add_node(KILN_OP_GELU_GRAD, {x, dy})[0]; }
+ValueId Graph::gelu_erf(ValueId x) { return add_node(KILN_OP_GELU_ERF, {x})[0]; }
+ValueId Graph::gelu_erf_grad(ValueId x, ValueId dy) { return add_node(KILN_OP_GELU_ERF_GRAD, {x, dy})[0]; }
 ValueId Graph::silu(ValueId x) { return add_node(KILN_OP_SILU, {x})[0]; }
 ValueId Graph::silu_grad(ValueId x, ValueId dy) { return add_node(KILN_OP_SILU_GRAD, {x, dy})[0]; }
 
@@ -79,6 +81,9 @@ Grads vjp_scale(Graph& g, const VjpArgs& a) { return {g.scale(a.dy[0], a.node.fa
 // y = gelu(x): dx = gelu'(x) * dy.
 Grads vjp_gelu(Graph& g, const VjpArgs& a) { return {g.gelu_grad(a.in(0), a.dy[0])}; }
 
+// y = gelu_erf(x): dx = gelu_erf'(x) * dy.
+Grads vjp_gelu_erf(Graph& g, const VjpArgs& a) { return {g.gelu_erf_grad(a.in(0), a.dy[0])}; }
+
 // y = silu(x): dx = silu'(x) * dy.
 Grads vjp_silu(Graph& g, const VjpArgs& a) { return {g.silu_grad(a.in(0), a.dy[0])}; }
 
@@ -100,6 +105,16 @@ double gelu_derivative(double x) {
   double t = std::tanh(u);
   double du = k * (1.0 + 3.0 * 0.044715 * x * x);
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
+}
+
+// Phi(x) = 0.5 (1 + erf(x / sqrt 2)), the standard normal CDF.
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+
+// Phi(x) + x phi(x), phi the standard normal density.
+double gelu_erf_derivative(double x) {
+  const double cdf = 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2));
+  const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+  return cdf + x * pdf;
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -156,6 +171,20 @@ void op_gelu_grad(const ReferenceCtx& c) {
     dx.f32[k] = static_cast<float>(static_cast<double>(dy[k]) * gelu_derivative(x[k]));
 }
 
+void op_gelu_erf(const ReferenceCtx& c) {
+  const auto& x = c.f(0);
+  HostTensor& y = c.out(0);
+  for (size_t k = 0; k < x.size(); ++k) y.f32[k] = static_cast<float>(gelu_erf(x[k]));
+}
+
+void op_gelu_erf_grad(const ReferenceCtx& c) {
+  const auto& x = c.f(0);
+  const auto& dy = c.f(1);
+  HostTensor& dx = c.out(0);
+  for (size_t k = 0; k < x.size(); ++k)
+    dx.f32[k] = static_cast<float>(static_cast<double>(dy[k]) * gelu_erf_derivative(x[k]));
+}
+
 void op_silu(const ReferenceCtx& c) {
   const auto& x = c.f(0);
   HostTensor& y = c.out(0);
@@ -202,6 +231,8 @@ void register_elementwise_ops(OpDefs& defs) {
   defs[KILN_OP_SCALE] = {vjp_scale, op_scale};
   defs[KILN_OP_GELU] = {vjp_gelu, op_gelu};
   defs[KILN_OP_GELU_GRAD] = {nullptr, op_gelu_grad};
+  defs[KILN_OP_GELU_ERF] = {vjp_gelu_erf, op_gelu_erf};
+  defs[KILN_OP_GELU_ERF_GRAD] = {nullptr, op_gelu_erf_grad};
   defs[KILN_OP_SILU] = {vjp_silu, op_silu};
   defs[KILN_OP_SILU_GRAD] = {nullptr, op_silu_grad};
   defs[KILN_OP_CLAMP] = {vjp_clamp, op_clamp};

@@ -224,7 +224,11 @@ typedef enum kiln_shape_rule {
    * x: KILN_E also admits an op to elementwise fusion (OpenCL), whose kernels index every input at the                \
    * fused element k and know no (h, i, j). Without it the op runs as a kernel of its own and y never                  \
    * aliases x (the scores it biases live in the arena, so nothing is lost). */                                        \
-  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")
+  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")                                     \
+  /* (x) -> exact GELU: y = 0.5 x (1 + erf(x / sqrt(2))) (Megatron's default F.gelu, HF MPT's nn.GELU()). */          \
+  X(GELU_ERF, 38, "gelu_erf", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                    \
+  /* (x, dy) -> dy * GELU_ERF'(x), GELU_ERF'(x) = 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi). */        \
+  X(GELU_ERF_GRAD, 39, "gelu_erf_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

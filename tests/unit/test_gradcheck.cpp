@@ -155,6 +155,12 @@ TEST(GradCheck, Gelu) {
   c.check(c.weighted_sum(c.g.gelu(x)), {"x"});
 }
 
+TEST(GradCheck, GeluErf) {
+  GradCheck c;
+  ValueId x = c.input("x", {5, 7}, -3.0, 3.0);
+  c.check(c.weighted_sum(c.g.gelu_erf(x)), {"x"});
+}
+
 TEST(GradCheck, Silu) {
   GradCheck c;
   ValueId x = c.input("x", {5, 7}, -4.0, 4.0);

@@ -128,6 +128,34 @@ TEST(Reference, GeluGradIsDyTimesDerivative) {
   expect_near(y, want, 1e-6);
 }
 
+TEST(Reference, GeluErfIsExact) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {6});
+  g.output("y", g.gelu_erf(x));
+  std::vector<float> y = run_y(g, {{"x", F({6}, {0, 1, -1, 2, 0.5f, -3})}});
+  // 0.5 x (1 + erf(x / sqrt 2)) by Python's math.erf, computed offline.
+  expect_near(y, {0.0, 0.8413447460685429, -0.15865525393145707, 1.9544997361036416, 0.34573123063700656,
+                  -0.00404969409489031});
+}
+
+double gelu_erf_formula(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+TEST(Reference, GeluErfGradIsDyTimesDerivative) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {5});
+  ValueId dy = g.input("dy", KILN_F32, {5});
+  g.output("y", g.gelu_erf_grad(x, dy));
+  std::vector<float> xs{-2.5f, -0.7f, 0.0f, 0.3f, 1.9f};
+  std::vector<float> ds{1.0f, -2.0f, 0.5f, 3.0f, 1.5f};
+  std::vector<float> y = run_y(g, {{"x", F({5}, xs)}, {"dy", F({5}, ds)}});
+  std::vector<double> want;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double h = 1e-5;  // central difference of the formula, in double
+    want.push_back(ds[i] * (gelu_erf_formula(xs[i] + h) - gelu_erf_formula(xs[i] - h)) / (2 * h));
+  }
+  expect_near(y, want, 1e-6);
+}
+
 double silu_formula(double x) { return x / (1.0 + std::exp(-x)); }
 
 TEST(Reference, SiluIsXTimesSigmoid) {
