@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The same training step as kiln in PyTorch (fp32, AdamW), for comparison in
-bench/train_throughput.sh. By default GPT-2 (LayerNorm, GELU MLP, learned
+bench/train_throughput.sh. By default GPT-2 (LayerNorm, GELU(tanh) MLP as kiln's
+default, learned
 positions, biases, tied LM head); the Llama options switch to RMSNorm,
 SwiGLU, RoPE, grouped-query attention, no biases and an untied output layer,
 with Megatron's defaults (eps 1e-5, rotary base 10000, FFN
-int(4h * 2/3 / 64) * 64 under SwiGLU). Prints mean ms/step over all
+int(4h * 2/3 / 64) * 64 under SwiGLU); --exact-gelu matches kiln's flag of
+that name (erf GELU). Prints mean ms/step over all
 iterations but the first."""
 import argparse
 import math
@@ -48,6 +50,7 @@ class Block(nn.Module):
         c, bias = a.hidden, not a.no_bias
         self.h, self.g, self.d = a.heads, a.query_groups or a.heads, c // a.heads
         self.swiglu = a.swiglu
+        self.gelu_approximate = "none" if a.exact_gelu else "tanh"
         ffn = int(4 * c * 2 / 3 / 64) * 64 if a.swiglu else 4 * c
         self.ln1, self.ln2 = norm(a), norm(a)
         self.qkv = nn.Linear(c, (self.h + 2 * self.g) * self.d, bias=bias)
@@ -72,7 +75,7 @@ class Block(nn.Module):
             gate, up = h.chunk(2, dim=-1)
             h = F.silu(gate) * up
         else:
-            h = F.gelu(h, approximate="tanh")
+            h = F.gelu(h, approximate=self.gelu_approximate)
         return x + self.fc2(h)
 
 
@@ -102,7 +105,7 @@ def main():
     for name in ("layers", "hidden", "heads", "vocab", "seq", "micro-batch", "iters", "threads"):
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--query-groups", type=int, default=0, help="grouped-query attention (0: one per head)")
-    for name in ("rmsnorm", "swiglu", "rope", "untie", "no-bias"):
+    for name in ("rmsnorm", "swiglu", "rope", "untie", "no-bias", "exact-gelu"):
         p.add_argument("--" + name, action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)

@@ -34,12 +34,17 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--ffn-hidden-size", &model.ffn_hidden_size,
         "MLP hidden size (default 4 x hidden size; with --swiglu int((4h x 2/3) / 64) x 64)");
   f.add("--swiglu", &model.swiglu, "SwiGLU MLP: fc1 holds [gate; up], activation silu(gate) * up");
+  f.add("--openai-gelu", &openai_gelu, "GELU with the tanh approximation in the MLP (kiln's default, GPT-2's)");
+  f.add("--exact-gelu", &model.exact_gelu,
+        "kiln flag: the exact erf GELU in the MLP (Megatron's default without --openai-gelu, HF MPT's)");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
   f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
   f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
   f.add("--untie-embeddings-and-output-weights", &model.untie_embeddings_and_output_weights,
         "an output layer of its own instead of the word embedding");
   f.add("--disable-bias-linear", &disable_bias_linear, "no biases in the linear layers");
+  f.add("--disable-bias-layernorm", &disable_bias_layernorm,
+        "kiln extension (MPT's no_bias): LayerNorm without a bias (beta) parameter");
   f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
   f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
   f.add("--position-embedding-type", &position_embedding_type,
@@ -136,6 +141,9 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
   model.add_bias_linear = !disable_bias_linear;
+  model.add_bias_layernorm = !disable_bias_layernorm;
+  if (openai_gelu && model.exact_gelu)
+    throw Error("--openai-gelu (tanh) and --exact-gelu (erf) choose different GELUs; give one of them");
   model.clip_qkv = static_cast<float>(clip_qkv);
   model.hidden_dropout = static_cast<float>(hidden_dropout);
   model.attention_dropout = static_cast<float>(attention_dropout);

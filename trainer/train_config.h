@@ -25,6 +25,8 @@ struct TrainConfig {
   bool group_query_attention = false;
   int64_t num_query_groups = 1;
   bool disable_bias_linear = false;
+  bool disable_bias_layernorm = false;
+  bool openai_gelu = false;
   double clip_qkv = 0;
   double rotary_percent = 1.0;
   double rope_scaling_factor = 8.0;

@@ -183,6 +183,18 @@ TEST(GptGradcheck, MptLikeAlibiClipQkv) {
   check_gradients(cfg);
 }
 
+// HF MPT's model: the exact erf GELU (GELU_ERF) and LayerNorms whose beta
+// is a constant zero (a FILL input, no parameter), with ALiBi and no biases.
+TEST(GptGradcheck, MptExactGeluBiasFreeLayerNorm) {
+  GptConfig cfg = two_layers();
+  cfg.num_attention_heads = 4;
+  cfg.position_embedding_type = trainer::PositionEmbedding::Alibi;
+  cfg.add_bias_linear = false;
+  cfg.add_bias_layernorm = false;
+  cfg.exact_gelu = true;
+  check_gradients(cfg);
+}
+
 // Multi-query attention (G = 1) with LayerNorm-1p, a QKV bias alone, a
 // head dim of its own (odd: 5), an explicit FFN size, and interleaved RoPE
 // over part of the head dim (2 of 5 dims).

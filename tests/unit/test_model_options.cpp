@@ -2,10 +2,12 @@
 // each option adds, removes or reshapes (Megatron-core names), the
 // tensor-parallel split of grouped QKV and of SwiGLU's [gate; up] fc1, the
 // flags' one-line errors, and the model config's round trip through a
-// checkpoint's meta.json (older checkpoints load as GPT-2).
+// checkpoint's meta.json (older checkpoints load as GPT-2), the GELU choice
+// and LayerNorm without bias.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "core/error.h"
 #include "trainer/checkpoint/model_config.h"
@@ -215,6 +217,44 @@ TEST(ModelOptions, RopeAlibiAndClipValidation) {
   EXPECT_NE(validate_error(c).find("--clip-qkv"), std::string::npos) << validate_error(c);
 }
 
+TEST(ModelOptions, BiasFreeLayerNormHasNoBetaParameter) {
+  GptConfig c = gpt2_small();
+  c.add_bias_layernorm = false;
+  const auto p = shapes_of(c);
+  EXPECT_EQ(p.size(), 2u + 12u + 2u - 3u);  // the three norms' .bias are gone
+  EXPECT_FALSE(p.count(L + "input_layernorm.bias"));
+  EXPECT_FALSE(p.count("decoder.final_layernorm.bias"));
+  EXPECT_TRUE(p.count(L + "input_layernorm.weight"));
+  EXPECT_TRUE(p.count(L + "mlp.linear_fc1.bias"));  // linear biases are --disable-bias-linear's
+}
+
+// The MLP's activation op: GELU (tanh) by default, GELU_ERF with --exact-gelu.
+TEST(ModelOptions, ExactGeluSelectsTheErfOp) {
+  auto ops_of = [](const GptConfig& c) {
+    graph::Graph g;
+    build_gpt_forward(g, c, 1);
+    std::set<kiln_op> ops;
+    for (const auto& n : g.nodes()) ops.insert(n.op);
+    return ops;
+  };
+  GptConfig c = gpt2_small();
+  EXPECT_TRUE(ops_of(c).count(KILN_OP_GELU));
+  EXPECT_FALSE(ops_of(c).count(KILN_OP_GELU_ERF));
+  c.exact_gelu = true;
+  EXPECT_TRUE(ops_of(c).count(KILN_OP_GELU_ERF));
+  EXPECT_FALSE(ops_of(c).count(KILN_OP_GELU));
+}
+
+TEST(ModelOptions, GeluAndLayerNormBiasFlags) {
+  EXPECT_EQ(finalize_error({"--exact-gelu", "--disable-bias-layernorm"}), "");
+  EXPECT_EQ(finalize_error({"--openai-gelu"}), "");
+  EXPECT_NE(finalize_error({"--openai-gelu", "--exact-gelu"}).find("--openai-gelu (tanh) and --exact-gelu (erf)"),
+            std::string::npos);
+  EXPECT_NE(finalize_error({"--exact-gelu", "--swiglu"}).find("--exact-gelu"), std::string::npos);
+  EXPECT_NE(finalize_error({"--disable-bias-layernorm", "--normalization", "RMSNorm"}).find("--disable-bias-layernorm"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, RoundTripsEveryOption) {
   GptConfig c = llama_like();
   c.layernorm_epsilon = 1e-6f;
@@ -228,6 +268,12 @@ TEST(ModelConfig, RoundTripsEveryOption) {
   c.use_rope_scaling = true;
   c.rope_scaling_factor = 32.0f;
   c.alibi_bias_max = 4.0f;
+  c.exact_gelu = true;
+  GptConfig layernorm = c;  // the LayerNorm-only option, on a LayerNorm model
+  layernorm.normalization = Normalization::LayerNorm;
+  layernorm.add_bias_layernorm = false;
+  EXPECT_FALSE(model_config_from_json(model_config_json(layernorm)).add_bias_layernorm);
+  EXPECT_EQ(model_config_json(model_config_from_json(model_config_json(layernorm))), model_config_json(layernorm));
   const GptConfig back = model_config_from_json(model_config_json(c));
   EXPECT_EQ(model_config_json(back), model_config_json(c));
   EXPECT_EQ(back.normalization, Normalization::RMSNorm);
@@ -256,6 +302,8 @@ TEST(ModelConfig, OlderCheckpointsLoadAsGpt2) {
   EXPECT_TRUE(c.add_bias_linear);
   EXPECT_EQ(c.query_groups(), 4);
   EXPECT_EQ(c.ffn_hidden(), 128);
+  EXPECT_FALSE(c.exact_gelu);  // they were trained with GELU(tanh)
+  EXPECT_TRUE(c.add_bias_layernorm);
   GptConfig gpt2;
   gpt2.num_layers = 2;
   gpt2.hidden_size = 32;

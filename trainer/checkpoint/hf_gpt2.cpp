@@ -117,6 +117,8 @@ void check_gpt2_expressible(const GptConfig& c) {
     what = "RMSNorm";
   else if (c.apply_layernorm_1p)
     what = "--apply-layernorm-1p";
+  else if (!c.add_bias_layernorm)
+    what = "LayerNorm without a bias";
   else if (c.swiglu)
     what = "SwiGLU";
   else if (c.query_groups() != c.num_attention_heads)
@@ -151,7 +153,9 @@ nlohmann::json gpt2_hf_config(const GptConfig& c) {
           {"n_inner", c.ffn_hidden()},
           {"vocab_size", c.vocab_size},
           {"layer_norm_epsilon", c.layernorm_epsilon},
-          {"activation_function", "gelu_new"},
+          // HF GPT2Config.activation_function: "gelu_new" is the tanh
+          // approximation, "gelu" torch's exact erf GELU.
+          {"activation_function", c.exact_gelu ? "gelu" : "gelu_new"},
           {"initializer_range", c.init_method_std},
           {"resid_pdrop", 0.0},
           {"embd_pdrop", 0.0},
@@ -178,8 +182,11 @@ GptConfig gpt2_config_from_hf(const nlohmann::json& j) {
   if (j.contains("initializer_range") && j["initializer_range"].is_number())
     c.init_method_std = j["initializer_range"].get<float>();
   const std::string act = j.value("activation_function", std::string("gelu_new"));
-  if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-    throw Error("config.json: activation_function \"" + act + "\" is not kiln's GELU(tanh); kiln imports gelu_new");
+  if (act == "gelu")
+    c.exact_gelu = true;
+  else if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+    throw Error("config.json: activation_function \"" + act +
+                "\" is neither GELU(tanh) (gelu_new, gelu_pytorch_tanh) nor the exact GELU (gelu), kiln's two");
   if (j.contains("n_inner") && !j["n_inner"].is_null() && j["n_inner"] != nlohmann::json(c.ffn_hidden()))
     throw Error("config.json: n_inner " + j["n_inner"].dump() + " is not 4 * n_embd; kiln's MLP is 4x");
   if (j.value("tie_word_embeddings", true) == false)

@@ -31,7 +31,9 @@ nlohmann::json model_config_json(const GptConfig& c) {
           {"use_rope_scaling", c.use_rope_scaling},
           {"rope_scaling_factor", c.rope_scaling_factor},
           {"alibi_bias_max", c.alibi_bias_max},
-          {"clip_qkv", c.clip_qkv}};
+          {"clip_qkv", c.clip_qkv},
+          {"exact_gelu", c.exact_gelu},
+          {"add_bias_layernorm", c.add_bias_layernorm}};
 }
 
 int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback) {
@@ -116,6 +118,10 @@ GptConfig model_config_from_json(const nlohmann::json& j) {
     read(j, "rope_scaling_factor", c.rope_scaling_factor);
     read(j, "alibi_bias_max", c.alibi_bias_max);
     read(j, "clip_qkv", c.clip_qkv);
+    // Absent in checkpoints from before these options: those models were
+    // trained with GELU(tanh) and LayerNorm biases, the defaults.
+    read(j, "exact_gelu", c.exact_gelu);
+    read(j, "add_bias_layernorm", c.add_bias_layernorm);
     c.validate();
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -82,6 +82,10 @@ void GptConfig::validate() const {
   }
   if (position_embedding_type == PositionEmbedding::Alibi && !(alibi_bias_max > 0.0f))
     throw Error("--alibi-bias-max must be positive, got " + std::to_string(alibi_bias_max));
+  if (exact_gelu && swiglu)
+    throw Error("--exact-gelu selects the GELU MLP's activation, and --swiglu has no GELU; drop one of them");
+  if (!add_bias_layernorm && normalization != Normalization::LayerNorm)
+    throw Error("--disable-bias-layernorm applies to --normalization LayerNorm; RMSNorm has no bias anyway");
   if (clip_qkv < 0.0f) throw Error("--clip-qkv must not be negative (0: off), got " + std::to_string(clip_qkv));
   positive(tensor_parallel, "--tensor-model-parallel-size");
   const std::string tp = " is not divisible by --tensor-model-parallel-size " + std::to_string(tensor_parallel);
@@ -112,11 +116,12 @@ std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
     if (shard_dim >= 0) p.back().shape[static_cast<size_t>(shard_dim)] /= c.tensor_parallel;
   };
   // Norm weights multiply by w (or 1 + w, zero-initialised, with
-  // --apply-layernorm-1p); only LayerNorm has a bias.
+  // --apply-layernorm-1p); only LayerNorm has a bias, and not with --disable-bias-layernorm.
   const Init norm_init = c.apply_layernorm_1p ? Init::Zeros : Init::Ones;
   auto add_norm = [&](const std::string& name, int64_t size) {
     add(name + ".weight", {size}, norm_init, false, kReplicated);
-    if (c.normalization == Normalization::LayerNorm) add(name + ".bias", {size}, Init::Zeros, false, kReplicated);
+    if (c.normalization == Normalization::LayerNorm && c.add_bias_layernorm)
+      add(name + ".bias", {size}, Init::Zeros, false, kReplicated);
   };
   add("embedding.word_embeddings.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
@@ -202,7 +207,13 @@ ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std
   ValueId w = param(".weight");
   if (c.apply_layernorm_1p) w = g.add(g.fill(g.shape(w), 1.0f), w);
   if (c.normalization == Normalization::RMSNorm) return g.rmsnorm(x, w, c.layernorm_epsilon);
-  return g.layernorm(x, w, param(".bias"), c.layernorm_epsilon);
+  // Without a bias, beta is a constant zero: LAYERNORM with a FILL input
+  // costs one fill of C floats and leaves the op, its kernels and its
+  // gradient as they are (the unused dbeta is one more row sum), where an
+  // op attribute or a new op would touch every backend. The fill is no
+  // parameter, so no optimizer state or checkpoint tensor comes with it.
+  const ValueId beta = c.add_bias_layernorm ? param(".bias") : g.fill(g.shape(w), 0.0f);
+  return g.layernorm(x, w, beta, c.layernorm_epsilon);
 }
 
 // q, k and v as [B*H, T, D] on this rank's heads, from the fused QKV output
@@ -299,7 +310,7 @@ ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std:
     std::vector<ValueId> gate_up = g.split(h, 1, 2);
     h = g.mul(g.silu(gate_up[0]), gate_up[1]);
   } else {
-    h = g.gelu(h);
+    h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
   }
   return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), optional_param(p, L + "mlp.linear_fc2.bias"));
 }

@@ -43,8 +43,13 @@ struct GptConfig {
   bool apply_layernorm_1p = false;  // norm weights stored zero-centred: the norm scales by 1 + w
   int64_t ffn_hidden_size = 0;      // 0: 4h, or with swiglu int((4h * 2/3) / 64) * 64
   bool swiglu = false;              // fc1 holds [gate; up], the activation is silu(gate) * up
-  int64_t num_query_groups = 0;     // 0: one per head (multi-head attention)
-  int64_t kv_channels = 0;          // 0: hidden / heads
+  // kiln flag --exact-gelu: the MLP's GELU is the exact 0.5 x (1 + erf(x / sqrt 2)) (Megatron's default, HF
+  // MPT's) instead of the tanh approximation (GPT-2's, Megatron's --openai-gelu, kiln's default).
+  bool exact_gelu = false;
+  // kiln flag --disable-bias-layernorm: LayerNorm without beta (llm-foundry's MPT no_bias); no .bias parameter.
+  bool add_bias_layernorm = true;
+  int64_t num_query_groups = 0;  // 0: one per head (multi-head attention)
+  int64_t kv_channels = 0;       // 0: hidden / heads
   bool untie_embeddings_and_output_weights = false;
   bool add_bias_linear = true;
   bool add_qkv_bias = false;  // a QKV bias even without the other linear biases
