@@ -48,7 +48,7 @@ broken() { rm -rf "$tmp/in"; cp -r "$tmp/good" "$tmp/in"; }
 broken; rm "$tmp/in/config.json"
 expect_error "no config.json" "has no config.json" "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; sed -i 's/"model_type": "gpt2"/"model_type": "bert"/' "$tmp/in/config.json"
-expect_error "unknown model_type" 'model_type "bert" is not supported; kiln imports "gpt2" and "llama"' \
+expect_error "unknown model_type" 'model_type "bert" is not supported; kiln imports "gpt2", "llama" and "mpt"' \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 expect_error "unknown import format" "--format 'gguf' is not supported" \
   "$kiln" import --format gguf --input "$tmp/good" --save "$tmp/out/ck"
@@ -98,13 +98,17 @@ train_tiny "$tmp/rope_layernorm" --position-embedding-type rope
 expect_error "Llama with LayerNorm" "uses LayerNorm \(use --normalization RMSNorm\), which .*LlamaForCausalLM" \
   "$kiln" export --load "$tmp/rope_layernorm" --format hf --output "$tmp/out/x"
 train_tiny "$tmp/mpt" --position-embedding-type alibi --disable-bias-linear --clip-qkv 6
-expect_error "MPT-style export" "uses ALiBi positions .*MptForCausalLM uses the exact \(erf\) GELU" \
+expect_error "MPT with a LayerNorm bias" "uses LayerNorm with a bias .*, which Hugging Face's MptForCausalLM cannot" \
   "$kiln" export --load "$tmp/mpt" --format hf --output "$tmp/out/x"
+train_tiny "$tmp/mpt_qkln" --position-embedding-type alibi --disable-bias-linear --disable-bias-layernorm \
+  --exact-gelu --qk-layernorm
+expect_error "MPT with QK-LayerNorm" "uses --qk-layernorm \(transformers' MptAttention does not implement" \
+  "$kiln" export --load "$tmp/mpt_qkln" --format hf --output "$tmp/out/x"
 train_tiny "$tmp/llama" "${llama[@]}"
 "$kiln" export --load "$tmp/llama" --format hf --output "$tmp/good_llama" >/dev/null
 broken() { rm -rf "$tmp/in"; cp -r "$tmp/good_llama" "$tmp/in"; }
 broken; sed -i 's/"model_type": "llama"/"model_type": "mpt"/' "$tmp/in/config.json"
-expect_error "MPT import" 'model_type "mpt" cannot be imported' \
+expect_error "MPT config without d_model" "'d_model' is \"missing\"; an MPT config needs a positive integer" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; sed -i 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "$tmp/in/config.json"
 expect_error "Llama with another activation" 'hidden_act "gelu" is not SwiGLU' \

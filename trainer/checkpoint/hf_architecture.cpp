@@ -3,32 +3,20 @@
 #include "core/error.h"
 #include "trainer/checkpoint/hf_gpt2.h"
 #include "trainer/checkpoint/hf_llama.h"
+#include "trainer/checkpoint/hf_mpt.h"
 
 namespace kiln::trainer {
-
-namespace {
-
-const char* const kMptGap =
-    "transformers' MptForCausalLM uses the exact (erf) GELU and LayerNorm without a bias, kiln's MLP uses GELU(tanh) "
-    "and its LayerNorm a bias, so the logits would differ";
-
-}  // namespace
 
 HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln) {
   switch (cfg.position_embedding_type) {
     case PositionEmbedding::LearnedAbsolute: return {"GPT2LMHeadModel", gpt2_hf_config(cfg), gpt2_to_hf(cfg, kiln)};
     case PositionEmbedding::Rope: return {"LlamaForCausalLM", llama_hf_config(cfg), llama_to_hf(cfg, kiln)};
-    case PositionEmbedding::Alibi: {
-      std::string message =
-          "the checkpoint's model uses ALiBi positions (an MPT-style model), which kiln cannot export: ";
-      message += kMptGap;
-      throw Error(message);
-    }
+    case PositionEmbedding::Alibi: return {"MptForCausalLM", mpt_hf_config(cfg), mpt_to_hf(cfg, kiln)};
     case PositionEmbedding::None: break;
   }
   throw Error(
-      "the checkpoint's model uses --position-embedding-type none, which neither GPT2LMHeadModel (learned positions) "
-      "nor LlamaForCausalLM (rope) can express");
+      "the checkpoint's model uses --position-embedding-type none, which neither GPT2LMHeadModel (learned "
+      "positions), LlamaForCausalLM (rope) nor MptForCausalLM (alibi) can express");
 }
 
 KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf) {
@@ -42,12 +30,11 @@ KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, S
     return {cfg, llama_from_hf(cfg, hf)};
   }
   if (type == "mpt") {
-    std::string message = "config.json: model_type \"mpt\" cannot be imported: ";
-    message += kMptGap;
-    throw Error(message);
+    const GptConfig cfg = mpt_config_from_hf(config);
+    return {cfg, mpt_from_hf(cfg, hf)};
   }
   throw Error("config.json: model_type " + type.dump() +
-              " is not supported; kiln imports \"gpt2\" and \"llama\" (and refuses \"mpt\", whose GELU differs)");
+              " is not supported; kiln imports \"gpt2\", \"llama\" and \"mpt\"");
 }
 
 }  // namespace kiln::trainer

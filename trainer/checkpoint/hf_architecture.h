@@ -1,10 +1,7 @@
 // Which Hugging Face architecture a kiln model leaves as, and which one an
 // HF directory comes in as (kiln export / kiln import --format hf): GPT-2
-// for learned positions (hf_gpt2.h), Llama for rotary ones (hf_llama.h).
-// MPT (ALiBi) is refused both ways: transformers' MptForCausalLM uses the
-// exact erf GELU and LayerNorm without a bias, while kiln's MLP is
-// GELU(tanh) and its LayerNorm has a bias, so neither direction would give
-// the same logits.
+// for learned positions (hf_gpt2.h), Llama for rotary ones (hf_llama.h),
+// MPT for ALiBi (hf_mpt.h).
 #pragma once
 
 #include <map>
@@ -17,7 +14,7 @@
 namespace kiln::trainer {
 
 struct HfModel {
-  std::string architecture;  // "GPT2LMHeadModel", "LlamaForCausalLM"
+  std::string architecture;  // "GPT2LMHeadModel", "LlamaForCausalLM", "MptForCausalLM"
   nlohmann::json config;     // config.json
   std::map<std::string, SafeTensor> tensors;
 };
