@@ -40,6 +40,12 @@ while read -r code name; do
   # activation, written and checked by trainer/checkpoint/hf_llama.cpp): a
   # transformers config value, not the op's name.
   [ "$name" = silu ] && files=$(grep -v '^trainer/checkpoint/hf_llama.cpp$' <<<"$files")
+  # HF GPT2Config's "activation_function": "gelu" (the exact GELU, read and
+  # written by trainer/checkpoint/hf_gpt2.cpp) and MptConfig's attn_config
+  # key "alibi" (trainer/checkpoint/hf_mpt.cpp): transformers config
+  # spellings, not op names.
+  [ "$name" = gelu ] && files=$(grep -v '^trainer/checkpoint/hf_gpt2.cpp$' <<<"$files")
+  [ "$name" = alibi ] && files=$(grep -v '^trainer/checkpoint/hf_mpt.cpp$' <<<"$files")
   # tokenizer.json's field names "split" (Metaspace) and "dropout" (BPE),
   # read by the Hugging Face tokenizer: JSON keys, not op names.
   case $name in split | dropout) files=$(grep -v '^trainer/data/tokenizers/hf/' <<<"$files") ;; esac
