@@ -195,7 +195,9 @@ GptConfig mpt_config_from_hf(const nlohmann::json& j) {
     fixed_field(a, "attn_config.", "qk_ln", false, "transformers' MptAttention does not implement QK-LayerNorm");
     fixed_field(a, "attn_config.", "prefix_lm", false, "kiln's attention is causal only");
     if (a.contains("softmax_scale") && !a.at("softmax_scale").is_null()) {
-      const double want = 1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_attention_heads));
+      // HF's default, 1 / sqrt(hidden_size / n_heads), in floating point.
+      const double want =
+          1.0 / std::sqrt(static_cast<double>(c.hidden_size) / static_cast<double>(c.num_attention_heads));
       if (!a.at("softmax_scale").is_number() || std::fabs(a.at("softmax_scale").get<double>() - want) > 1e-6 * want)
         throw bad_field("attn_config.softmax_scale", a.at("softmax_scale"),
                         "kiln scales attention scores by 1 / sqrt(head dim) only");
