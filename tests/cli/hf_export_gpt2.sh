@@ -5,7 +5,7 @@
 # relative and its greedy continuation; import of the export gives back the
 # original model.safetensors byte for byte, and kiln train --load --finetune
 # starts from it at the original's loss; sharding above --max-shard-size;
-# bf16/f16 are round-to-nearest-even.
+# bf16/f16 are round-to-nearest-even; --exact-gelu exports as "gelu".
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -62,4 +62,15 @@ cmp "$tmp/ck/iter_0000300/model.safetensors" "$tmp/imported_sharded/iter_0000000
 
 # bf16 and f16: every tensor in that dtype, each value f32 rounded to nearest even.
 check_narrow_dtypes "$tmp/ck" "$tmp/hf"
+
+# --exact-gelu: exported as activation_function "gelu" (erf), the reference's
+# exact GELU matches kiln's, and the import reads it back as --exact-gelu.
+"$kiln" train "${common[@]}" --exact-gelu --train-iters 30 --save "$tmp/erf" >/dev/null 2>&1
+"$kiln" export --load "$tmp/erf" --format hf --output "$tmp/hf_erf" >/dev/null
+grep -q '"activation_function": "gelu"' "$tmp/hf_erf/config.json"
+kiln_generate_reference "$tmp/erf"
+check_logits "$tmp/hf_erf" 1e-4
+"$kiln" import --format hf --input "$tmp/hf_erf" --save "$tmp/imported_erf" >/dev/null
+grep -q '"exact_gelu": true' "$tmp/imported_erf/iter_0000000/meta.json" ||
+  { echo "the import of an exact-GELU export lost --exact-gelu"; exit 1; }
 echo "hf export/import: logits, greedy, round trip, shards and bf16/f16 all match"

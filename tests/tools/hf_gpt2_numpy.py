@@ -7,7 +7,8 @@ check what `kiln export --format hf` writes without Transformers:
   per block:  a = ln_1(h); qkv = a @ c_attn.weight + c_attn.bias  (Conv1D: [in, out])
               q, k, v = split(qkv, n_embd)  (blocked Q|K|V, then heads of head_dim)
               attn = softmax(q k^T / sqrt(head_dim), causal) v; h += c_proj(attn)
-              h += mlp.c_proj(gelu_new(mlp.c_fc(ln_2(h))))
+              h += mlp.c_proj(act(mlp.c_fc(ln_2(h))))   (activation_function: gelu_new, the
+                                                         tanh form, or gelu, the exact erf form)
   logits = ln_f(h) @ wte^T                                        (tied LM head)
 
 Everything runs in float64. Tokens are bytes (kiln's vocab-256 models).
@@ -16,6 +17,7 @@ Everything runs in float64. Tokens are bytes (kiln's vocab-256 models).
   hf_gpt2_numpy.py greedy DIR PROMPT N     N greedy bytes after PROMPT
   hf_gpt2_numpy.py tensors DIR             name dtype shape, one line each
 """
+import math
 import os
 import sys
 
@@ -35,12 +37,19 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
+def gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+ACTIVATIONS = {"gelu_new": gelu_new, "gelu": gelu}
+
+
 def forward(config, t, ids):
     """Logits [T, vocab] for a list of token ids."""
     p = {k: v[1].astype(np.float64) for k, v in t.items()}
     C, H, eps = config["n_embd"], config["n_head"], config["layer_norm_epsilon"]
     D, T = C // H, len(ids)
-    assert config["activation_function"] == "gelu_new"
+    act = ACTIVATIONS[config["activation_function"]]
     h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
     causal = np.tril(np.ones((T, T), dtype=bool))
     for l in range(config["n_layer"]):
@@ -55,7 +64,7 @@ def forward(config, t, ids):
         y = (probs @ v).transpose(1, 0, 2).reshape(T, C)
         h = h + y @ p[L + "attn.c_proj.weight"] + p[L + "attn.c_proj.bias"]
         m = layer_norm(h, p[L + "ln_2.weight"], p[L + "ln_2.bias"], eps)
-        m = gelu_new(m @ p[L + "mlp.c_fc.weight"] + p[L + "mlp.c_fc.bias"])
+        m = act(m @ p[L + "mlp.c_fc.weight"] + p[L + "mlp.c_fc.bias"])
         h = h + m @ p[L + "mlp.c_proj.weight"] + p[L + "mlp.c_proj.bias"]
     h = layer_norm(h, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], eps)
     return h @ p["transformer.wte.weight"].T
