@@ -340,5 +340,16 @@ TEST(TensorParallel, MptLikeOptionsGiveTheSingleRankLossAndGradients) {
   expect_two_ranks_match_one(c);
 }
 
+// HF MPT's MLP and norms over two ranks: the exact GELU on each rank's fc1
+// columns, and LayerNorms whose zero beta is a constant, not a parameter.
+TEST(TensorParallel, ExactGeluAndBiasFreeLayerNormGiveTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.position_embedding_type = PositionEmbedding::Alibi;
+  c.add_bias_linear = false;
+  c.add_bias_layernorm = false;
+  c.exact_gelu = true;
+  expect_two_ranks_match_one(c);
+}
+
 }  // namespace
 }  // namespace kiln::trainer
