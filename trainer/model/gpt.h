@@ -3,9 +3,9 @@
 // attention and a GELU(tanh) MLP at 4x, a final LayerNorm, and an LM head
 // tied to the token embedding. Megatron-LM's architecture options turn it
 // into Llama-3 / MPT / GPT-3 style models (RMSNorm, grouped-query
-// attention, untied output layer, no biases, QK-LayerNorm, ...). Parameter
-// names follow Megatron-core's GPT model so users can recognise them in
-// checkpoints.
+// attention, untied output layer, no biases, QK-LayerNorm, the exact GELU,
+// LayerNorm without bias, ...). Parameter names follow Megatron-core's GPT
+// model so users can recognise them in checkpoints.
 #pragma once
 
 #include <cstdint>
