@@ -23,9 +23,14 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
   openmpi-bin libopenmpi-dev
+  # A one-node Slurm on localhost for tests/cli/slurm_requeue.sh, which runs
+  # examples/slurm/train.sbatch for real (srun --mpi=pmix, signals, requeue).
+  slurmctld slurmd slurm-client munge
   # Independent references in the tests: NumPy implementations of formats and
   # models kiln writes (tests/tools/hf_gpt2_numpy.py, gen_position_tables.py).
   python3-numpy
+  # The structure check of examples/kubernetes (tests/tools/check_k8s_manifests.py).
+  python3-yaml
 )
 
 missing=()
