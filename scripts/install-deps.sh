@@ -1,32 +1,51 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of kiln from Debian 12 packages.
+# Installs kiln's dependencies from Debian 12 packages.
+#   scripts/install-deps.sh            everything: build, test and CI tools
+#   scripts/install-deps.sh --build    only what building kiln, its plugins
+#                                      and the SDK needs (the container
+#                                      image's build stage, Dockerfile)
 # Idempotent: packages already present are left alone; safe to run repeatedly.
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake ninja-build pkg-config git
-  libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libopenblas-dev
   zlib1g-dev libpcre2-dev
   # SentencePiece tokenizers (Llama2Tokenizer, GPTSentencePieceTokenizer):
   # Debian's libsentencepiece reads .model files, as Megatron's wrappers do.
   libsentencepiece-dev
+  # OpenCL backend: ICD loader + headers, CLBlast for GEMM.
+  ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libclblast-dev
+  # Vulkan backend: loader + headers, glslc to compile the GLSL shaders at
+  # build time.
+  libvulkan-dev glslc
+  # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
+  openmpi-bin libopenmpi-dev
+)
+test_packages=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev
   # Engineering checks (docs/CONTRIBUTING.md): clang-14 + libFuzzer runtime for
   # the fuzz preset, clang-format/clang-tidy 14 for the format and lint checks.
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
-  # OpenCL backend: ICD loader + headers, CLBlast for GEMM, PoCL as the CPU
-  # OpenCL device the tests run on, clinfo to see what the loader finds.
-  ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libclblast-dev pocl-opencl-icd clinfo
-  # Vulkan backend: loader + headers, glslc to compile the GLSL shaders at
-  # build time, Mesa's lavapipe as the CPU Vulkan device tests run on.
-  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
-  # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
-  openmpi-bin libopenmpi-dev
+  # The CPU devices the tests run on: PoCL (OpenCL) and Mesa's lavapipe
+  # (Vulkan), with clinfo and vulkan-tools to see what the loaders find.
+  pocl-opencl-icd clinfo mesa-vulkan-drivers vulkan-tools
+  # A one-node Slurm on localhost for tests/cli/slurm_requeue.sh, which runs
+  # examples/slurm/train.sbatch for real (srun --mpi=pmix, signals, requeue).
+  slurmctld slurmd slurm-client munge
   # Independent references in the tests: NumPy implementations of formats and
   # models kiln writes (tests/tools/hf_gpt2_numpy.py, gen_position_tables.py).
   python3-numpy
+  # The structure check of examples/kubernetes (tests/tools/check_k8s_manifests.py).
+  python3-yaml
 )
+
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build) packages=("${build_packages[@]}") ;;
+  *) echo "install-deps: unknown argument '$1' (use no argument, or --build)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
