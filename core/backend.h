@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ struct PluginError : Error {
 struct DeviceCount {
   int count = 0;
   std::string no_devices_reason;  // may be empty
+};
+
+// One tensor of a node, as the shape-aware support question describes it.
+struct TensorDesc {
+  int32_t dtype = 0;  // kiln_dtype (kiln/ir.h)
+  std::vector<int64_t> dims;
 };
 
 // A plugin library that passed the loader's checks. The library stays
@@ -56,9 +63,20 @@ class Plugin {
   int abi_minor() const { return api_->abi_minor; }
   // "" when the plugin states none.
   std::string compiler_version() const;
+  // The plugin file's build identity (core/plugin_identity.h): part of every
+  // compile-cache key, so a rebuilt plugin never runs its old executables.
+  // Read on first use, once per process. Throws kiln::Error if unreadable.
+  const std::string& binary_identity() const;
   // Whether the backend runs `op` on its devices: a plugin without
   // op_supported runs every op; host collectives never run on a device.
   bool supports(kiln_op op) const;
+  // True when the plugin answers per node (op_supported_node, ABI 1.2).
+  bool answers_per_node() const;
+  // Whether the backend runs a node with this op, these input and output
+  // tensors: op_supported_node's answer when the plugin has it, else
+  // supports(op). Throws kiln::Error for a tensor of rank above
+  // KILN_TENSOR_DESC_MAX_RANK.
+  bool supports_node(kiln_op op, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs) const;
   DeviceCount device_count() const;
   // Properties of device `index` without opening it (strings terminated).
   kiln_device_properties device_properties(int index) const;
@@ -82,6 +100,8 @@ class Plugin {
 
   const kiln_plugin_api* api_;
   size_t api_size_;
+  mutable std::once_flag identity_once_;
+  mutable std::string identity_;
 };
 
 // Throws PluginError("<backend>: <what> failed: <plugin message>") and frees

@@ -12,6 +12,7 @@
 // struct is checked for struct_size, and nothing trusts the IR bytes until
 // they are decoded and validated.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -85,11 +86,13 @@ kiln_error* guarded(F&& f) {
   }
 }
 
-// An args struct from an older host may be shorter than ours; this plugin
-// needs every field of ABI 1.0.
+// An args struct from an older host may be shorter than ours. `needed` is
+// the size of the fields this call cannot do without (the whole struct,
+// unless fields appended in a later minor version are optional: those are
+// then used only where KILN_STRUCT_HAS says the host's struct holds them).
 template <class Args>
-void check_args(const Args* args, const char* what) {
-  if (args == nullptr || args->struct_size < sizeof(Args))
+void check_args(const Args* args, const char* what, size_t needed = sizeof(Args)) {
+  if (args == nullptr || args->struct_size < needed)
     fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args missing or too short");
 }
 
@@ -177,7 +180,9 @@ const char* compiler_version() { return kCompilerVersion; }
 
 kiln_error* device_count(kiln_device_count_args* args) {
   return guarded([&] {
-    check_args(args, "device_count");
+    // no_devices_reason is ABI 1.1: a 1.0 host's struct ends before it, and
+    // with one device there is no reason to give anyway.
+    check_args(args, "device_count", offsetof(kiln_device_count_args, no_devices_reason));
     args->count = 1;
   });
 }
@@ -365,6 +370,7 @@ const kiln_plugin_api kApi = {
     execute,
     synchronize,
     op_supported,
+    nullptr,  // op_supported_node (ABI 1.2): the per-op answer holds for every shape
 };
 
 }  // namespace
