@@ -282,13 +282,13 @@ kiln_error* compile(kiln_compile_args* args) {
     check_args(args, "compile");
     kiln::ir::DecodedGraph g;
     decode_ir(args->ir, args->ir_size, &g);
-    std::vector<uint8_t> exe(kExecutableMagic, kExecutableMagic + sizeof(kExecutableMagic));
-    exe.insert(exe.end(), kCompilerVersion, kCompilerVersion + sizeof(kCompilerVersion));
-    exe.insert(exe.end(), args->ir, args->ir + args->ir_size);
-    auto* out = new uint8_t[exe.size()];
-    std::memcpy(out, exe.data(), exe.size());
+    const size_t header = sizeof(kExecutableMagic) + sizeof(kCompilerVersion);
+    auto* out = new uint8_t[header + args->ir_size];
+    std::memcpy(out, kExecutableMagic, sizeof(kExecutableMagic));
+    std::memcpy(out + sizeof(kExecutableMagic), kCompilerVersion, sizeof(kCompilerVersion));
+    std::memcpy(out + header, args->ir, args->ir_size);
     args->executable = out;
-    args->executable_size = exe.size();
+    args->executable_size = header + args->ir_size;
   });
 }
 
