@@ -1,5 +1,6 @@
 /* FROZEN COPY of include/kiln/plugin.h as it was at plugin ABI 1.0 (git
- * 6c4b52c^), for the interoperability tests (tests/abi/host_1_0.c): a host
+ * 6c4b52c^; clang-format re-aligned its comments, no declaration changed),
+ * for the interoperability tests (tests/abi/host_1_0.c): a host
  * built from it must work with today's plugins, and today's template built
  * from it must work with today's host. Never edit it to follow the current
  * header. */
