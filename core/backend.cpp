@@ -73,8 +73,13 @@ void check(const Plugin& plugin, kiln_error* error, const std::string& what) {
   throw PluginError(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)), code);
 }
 
-Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size)
-    : name(std::move(name)), path(std::move(path)), api_(table), api_size_(table_size) {}
+Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size,
+               std::string binary_identity)
+    : name(std::move(name)),
+      path(std::move(path)),
+      api_(table),
+      api_size_(table_size),
+      identity_(std::move(binary_identity)) {}
 
 std::string Plugin::compiler_version() const {
   if (!has(&kiln_plugin_api::compiler_version)) return {};
@@ -83,7 +88,9 @@ std::string Plugin::compiler_version() const {
 }
 
 const std::string& Plugin::binary_identity() const {
-  std::call_once(identity_once_, [this] { identity_ = plugin_binary_identity(path); });
+  std::call_once(identity_once_, [this] {
+    if (identity_.empty()) identity_ = plugin_binary_identity(path);
+  });
   return identity_;
 }
 

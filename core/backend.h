@@ -45,8 +45,11 @@ struct TensorDesc {
 class Plugin {
  public:
   // `table_size`: the bytes of the table the plugin filled in,
-  // min(table struct_size, sizeof(kiln_plugin_api)).
-  Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size);
+  // min(table struct_size, sizeof(kiln_plugin_api)). `binary_identity`:
+  // the loader reads it from the file as it loads it (core/registry.cpp);
+  // empty, it is read from `path` on first use.
+  Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size,
+         std::string binary_identity = {});
 
   std::string name;  // backend name from the table, e.g. "cpu"
   std::string path;  // file it was loaded from
@@ -65,7 +68,7 @@ class Plugin {
   std::string compiler_version() const;
   // The plugin file's build identity (core/plugin_identity.h): part of every
   // compile-cache key, so a rebuilt plugin never runs its old executables.
-  // Read on first use, once per process. Throws kiln::Error if unreadable.
+  // Once per process. Throws kiln::Error if it must be read and cannot be.
   const std::string& binary_identity() const;
   // Whether the backend runs `op` on its devices: a plugin without
   // op_supported runs every op; host collectives never run on a device.

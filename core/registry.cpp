@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "core/log.h"
+#include "core/plugin_identity.h"
 #include "core/plugin_load_guard.h"
 #include "core/regular_file.h"
 
@@ -116,7 +117,15 @@ std::string validate(const std::string& path, void* handle, std::shared_ptr<Plug
       return fmt::format("plugin probe says this machine cannot run it: {}", reason[0] ? reason : "no reason given");
     }
   }
-  plugin = std::make_shared<Plugin>(api->name, path, api, api_size);
+  // Read now, while the file is the one just loaded: a plugin rebuilt while
+  // this process runs must not lend its new identity to the old code.
+  std::string identity;
+  try {
+    identity = plugin_binary_identity(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  plugin = std::make_shared<Plugin>(api->name, path, api, api_size, std::move(identity));
   return {};
 }
 
