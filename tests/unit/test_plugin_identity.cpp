@@ -43,7 +43,7 @@ std::string readelf_build_id(const std::string& path) {
 }
 
 fs::path temp_file(const std::string& name, const std::string& bytes) {
-  const fs::path path = fs::temp_directory_path() / ("kiln-identity-" + std::to_string(::getpid()) + "-" + name);
+  fs::path path = fs::temp_directory_path() / ("kiln-identity-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
