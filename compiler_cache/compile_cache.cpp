@@ -118,6 +118,7 @@ KeyParts key_parts_for(const CompileRequest& r) {
   KeyParts p;
   p.backend = r.plugin->name;
   p.compiler_version = r.plugin->compiler_version();
+  p.plugin_binary = r.plugin->binary_identity();
   p.device_fingerprint = r.device_fingerprint;
   p.options = "{}";  // the host passes no codegen options yet (kiln_compile_args.options = NULL)
   p.ir_hash = sha256_hex(r.ir->data(), r.ir->size());
@@ -239,8 +240,9 @@ std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index,
   try {
     return plugin.compile(ir, device_index);
   } catch (const PluginError& e) {
-    // Out of memory may pass on a quieter machine: no failure marker.
-    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY);
+    // Out of memory may pass on a quieter machine, and an unsupported graph
+    // runs on the fallback device: no failure marker for either.
+    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY && e.code != KILN_ERR_UNSUPPORTED, e.code);
   }
 }
 

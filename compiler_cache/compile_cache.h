@@ -88,8 +88,14 @@ Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.
 struct CompileError : Error {
-  CompileError(const std::string& what, bool deterministic) : Error(what), deterministic(deterministic) {}
-  bool deterministic;  // the plugin rejected the graph (not out of memory)
+  CompileError(const std::string& what, bool deterministic, int32_t code = KILN_ERR_INTERNAL)
+      : Error(what), deterministic(deterministic), code(code) {}
+  // The plugin rejected the graph for good: a .failed marker records it.
+  // Not for out of memory (may pass on a quieter machine) nor for
+  // KILN_ERR_UNSUPPORTED (a capability gap: the executor runs the graph on
+  // its fallback device instead, so nothing failed).
+  bool deterministic;
+  int32_t code;  // the plugin's KILN_ERR_*
 };
 std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir);
 

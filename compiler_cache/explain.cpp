@@ -20,6 +20,14 @@ std::string shape_text(const nlohmann::json& shape) {
 
 std::string short_fp(const std::string& fp) { return fp.substr(0, 12); }
 
+// "build-id:0123456789ab" of "build-id:<40 hex digits>"; "(none)" for an
+// entry written before plugin binaries were part of the key.
+std::string short_id(const std::string& id) {
+  if (id.empty()) return "(none)";
+  const size_t colon = id.find(':');
+  return id.substr(0, colon == std::string::npos ? 12 : colon + 13);
+}
+
 // The ports whose shapes differ (at most three), described; empty if all match.
 std::string shape_difference(const nlohmann::json& here, const nlohmann::json& cached) {
   const nlohmann::json hp = here.value("ports", nlohmann::json::object());
@@ -65,6 +73,9 @@ std::string explain_miss(const std::string& dir, const KeyParts& parts, const st
     if (other.compiler_version != parts.compiler_version)
       diffs.push_back("compiler version (" + parts.compiler_version + " here, " + other.compiler_version +
                       " in the cache)");
+    if (other.plugin_binary != parts.plugin_binary)
+      diffs.push_back("plugin binary (" + short_id(parts.plugin_binary) + " here, " + short_id(other.plugin_binary) +
+                      " in the cache: a different build of the plugin)");
     if (other.device_fingerprint != parts.device_fingerprint)
       diffs.push_back("device (fingerprint " + short_fp(parts.device_fingerprint) + " here, " +
                       short_fp(other.device_fingerprint) + " in the cache)");
@@ -87,7 +98,9 @@ std::string explain_miss(const std::string& dir, const KeyParts& parts, const st
     return "no cached graph has this structure (ops and ports: a different model or graph)" +
            (d.empty() ? std::string() : "; the nearest also differs in " + d);
   if (d.empty())
-    return "the nearest cached entry has the same backend, compiler version, device, shapes and options, but "
+    return "the nearest cached entry has the same backend, compiler version, plugin binary, device, shapes and "
+           "options, "
+           "but "
            "different graph constants (e.g. hyper-parameters baked into the graph)";
   return "the nearest cached entry differs in " + d;
 }

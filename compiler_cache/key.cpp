@@ -7,11 +7,15 @@ namespace kiln::compiler_cache {
 std::string compute_key(const KeyParts& p) {
   // Length-prefixed fields: no two different part lists share a preimage.
   std::string s = "kiln-compile-key-v1";
-  for (const std::string* f : {&p.backend, &p.compiler_version, &p.device_fingerprint, &p.options, &p.ir_hash}) {
-    // append() rather than operator+ chains: GCC 12 warns falsely on those
-    // at -O3 (-Wrestrict, GCC bug 105329).
+  // append() rather than operator+ chains: GCC 12 warns falsely on those
+  // at -O3 (-Wrestrict, GCC bug 105329).
+  for (const std::string* f : {&p.backend, &p.compiler_version, &p.device_fingerprint, &p.options, &p.ir_hash})
     s.append("|").append(std::to_string(f->size())).append(":").append(*f);
-  }
+  // Appended only when known: an entry written before plugin binaries were
+  // keyed (none recorded) still verifies against its own key, and is simply
+  // never looked up again, since every key computed now names a binary.
+  if (!p.plugin_binary.empty())
+    s.append("|plugin_binary|").append(std::to_string(p.plugin_binary.size())).append(":").append(p.plugin_binary);
   return sha256_hex(s.data(), s.size());
 }
 
@@ -20,7 +24,8 @@ nlohmann::json key_parts_json(const KeyParts& p) {
           {"compiler_version", p.compiler_version},
           {"device_fingerprint", p.device_fingerprint},
           {"options", p.options},
-          {"ir_hash", p.ir_hash}};
+          {"ir_hash", p.ir_hash},
+          {"plugin_binary", p.plugin_binary}};
 }
 
 KeyParts key_parts_from_json(const nlohmann::json& j) {
@@ -33,6 +38,7 @@ KeyParts key_parts_from_json(const nlohmann::json& j) {
   get("device_fingerprint", p.device_fingerprint);
   get("options", p.options);
   get("ir_hash", p.ir_hash);
+  get("plugin_binary", p.plugin_binary);
   return p;
 }
 

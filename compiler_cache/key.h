@@ -1,7 +1,8 @@
 // The compile-cache key: what makes two compilations interchangeable.
 // It covers the canonical IR (which holds every shape), the backend, the
-// plugin's compiler version, the device fingerprint and the codegen
-// options, and nothing else (no paths, no debug flags), so the same graph
+// plugin's compiler version, the plugin binary's identity (its build-id or
+// content hash), the device fingerprint and the codegen options, and nothing
+// else (no paths, no debug flags), so the same graph
 // built in any process on any machine with the same device model gets the
 // same key.
 #pragma once
@@ -20,6 +21,10 @@ struct KeyParts {
   std::string device_fingerprint;
   std::string options = "{}";  // canonical JSON of the codegen options
   std::string ir_hash;         // sha256 of the canonical IR
+  // "build-id:<hex>" or "sha256:<hex>" of the plugin file
+  // (core/plugin_identity.h): a rebuilt plugin gets new keys even when it
+  // keeps its compiler_version.
+  std::string plugin_binary;
 };
 
 std::string compute_key(const KeyParts& parts);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/plugin_identity.h"
+
 namespace kiln {
 namespace {
 
@@ -71,13 +73,25 @@ void check(const Plugin& plugin, kiln_error* error, const std::string& what) {
   throw PluginError(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)), code);
 }
 
-Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size)
-    : name(std::move(name)), path(std::move(path)), api_(table), api_size_(table_size) {}
+Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size,
+               std::string binary_identity)
+    : name(std::move(name)),
+      path(std::move(path)),
+      api_(table),
+      api_size_(table_size),
+      identity_(std::move(binary_identity)) {}
 
 std::string Plugin::compiler_version() const {
   if (!has(&kiln_plugin_api::compiler_version)) return {};
   const char* v = api_->compiler_version();
   return v ? v : "";
+}
+
+const std::string& Plugin::binary_identity() const {
+  std::call_once(identity_once_, [this] {
+    if (identity_.empty()) identity_ = plugin_binary_identity(path);
+  });
+  return identity_;
 }
 
 bool Plugin::supports(kiln_op op) const {
@@ -87,6 +101,37 @@ bool Plugin::supports(kiln_op op) const {
   args.struct_size = sizeof(args);
   args.op = op;
   check(*this, api_->op_supported(&args), "op_supported");
+  return args.supported != 0;
+}
+
+bool Plugin::answers_per_node() const { return has(&kiln_plugin_api::op_supported_node); }
+
+bool Plugin::supports_node(kiln_op op, const std::vector<TensorDesc>& inputs,
+                           const std::vector<TensorDesc>& outputs) const {
+  if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) return false;
+  if (!answers_per_node()) return supports(op);
+  auto describe = [&](const std::vector<TensorDesc>& tensors) {
+    std::vector<kiln_tensor_desc> out(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].dims.size() > KILN_TENSOR_DESC_MAX_RANK)
+        throw Error(fmt::format("{}: op_supported_node: a {} tensor has rank {}, above the ABI's {}", name,
+                                kiln_op_name(op), tensors[i].dims.size(), KILN_TENSOR_DESC_MAX_RANK));
+      out[i].struct_size = sizeof(kiln_tensor_desc);
+      out[i].dtype = tensors[i].dtype;
+      out[i].rank = static_cast<int32_t>(tensors[i].dims.size());
+      std::copy(tensors[i].dims.begin(), tensors[i].dims.end(), out[i].dims);
+    }
+    return out;
+  };
+  const std::vector<kiln_tensor_desc> in = describe(inputs), out = describe(outputs);
+  kiln_node_supported_args args{};
+  args.struct_size = sizeof(args);
+  args.op = op;
+  args.num_inputs = static_cast<int32_t>(in.size());
+  args.inputs = in.data();
+  args.num_outputs = static_cast<int32_t>(out.size());
+  args.outputs = out.data();
+  check(*this, api_->op_supported_node(&args), fmt::format("op_supported_node for {}", kiln_op_name(op)));
   return args.supported != 0;
 }
 
@@ -129,6 +174,15 @@ std::vector<uint8_t> Plugin::compile(const std::vector<uint8_t>& ir, int device_
   args.options = options;
   args.device_index = device_index;
   check(*this, api_->compile(&args), "compile");
+  if (args.executable == nullptr || args.executable_size == 0) {
+    // Never a cache entry: nothing could load it, and a cached empty
+    // executable would fail every later run the same way.
+    if (args.executable != nullptr) api_->executable_bytes_free(args.executable);
+    throw PluginError(fmt::format("plugin {} ({}) returned an empty executable for a graph of {} IR bytes; a compile "
+                                  "must return executable bytes or an error",
+                                  name, path, ir.size()),
+                      KILN_ERR_INTERNAL);
+  }
   std::vector<uint8_t> exe(args.executable, args.executable + args.executable_size);
   api_->executable_bytes_free(args.executable);
   return exe;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct DeviceCount {
   std::string no_devices_reason;  // may be empty
 };
 
+// One tensor of a node, as the shape-aware support question describes it.
+struct TensorDesc {
+  int32_t dtype = 0;  // kiln_dtype (kiln/ir.h)
+  std::vector<int64_t> dims;
+};
+
 // A plugin library that passed the loader's checks. The library stays
 // loaded for the life of the process (plugins never unload mid-run).
 //
@@ -38,8 +45,11 @@ struct DeviceCount {
 class Plugin {
  public:
   // `table_size`: the bytes of the table the plugin filled in,
-  // min(table struct_size, sizeof(kiln_plugin_api)).
-  Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size);
+  // min(table struct_size, sizeof(kiln_plugin_api)). `binary_identity`:
+  // the loader reads it from the file as it loads it (core/registry.cpp);
+  // empty, it is read from `path` on first use.
+  Plugin(std::string name, std::string path, const kiln_plugin_api* table, size_t table_size,
+         std::string binary_identity = {});
 
   std::string name;  // backend name from the table, e.g. "cpu"
   std::string path;  // file it was loaded from
@@ -56,9 +66,20 @@ class Plugin {
   int abi_minor() const { return api_->abi_minor; }
   // "" when the plugin states none.
   std::string compiler_version() const;
+  // The plugin file's build identity (core/plugin_identity.h): part of every
+  // compile-cache key, so a rebuilt plugin never runs its old executables.
+  // Once per process. Throws kiln::Error if it must be read and cannot be.
+  const std::string& binary_identity() const;
   // Whether the backend runs `op` on its devices: a plugin without
   // op_supported runs every op; host collectives never run on a device.
   bool supports(kiln_op op) const;
+  // True when the plugin answers per node (op_supported_node, ABI 1.2).
+  bool answers_per_node() const;
+  // Whether the backend runs a node with this op, these input and output
+  // tensors: op_supported_node's answer when the plugin has it, else
+  // supports(op). Throws kiln::Error for a tensor of rank above
+  // KILN_TENSOR_DESC_MAX_RANK.
+  bool supports_node(kiln_op op, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs) const;
   DeviceCount device_count() const;
   // Properties of device `index` without opening it (strings terminated).
   kiln_device_properties device_properties(int index) const;
@@ -82,6 +103,8 @@ class Plugin {
 
   const kiln_plugin_api* api_;
   size_t api_size_;
+  mutable std::once_flag identity_once_;
+  mutable std::string identity_;
 };
 
 // Throws PluginError("<backend>: <what> failed: <plugin message>") and frees

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "core/log.h"
+#include "core/plugin_identity.h"
 #include "core/plugin_load_guard.h"
 #include "core/regular_file.h"
 
@@ -116,8 +117,36 @@ std::string validate(const std::string& path, void* handle, std::shared_ptr<Plug
       return fmt::format("plugin probe says this machine cannot run it: {}", reason[0] ? reason : "no reason given");
     }
   }
-  plugin = std::make_shared<Plugin>(api->name, path, api, api_size);
+  // Read now, while the file is the one just loaded: a plugin rebuilt while
+  // this process runs must not lend its new identity to the old code.
+  std::string identity;
+  try {
+    identity = plugin_binary_identity(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  plugin = std::make_shared<Plugin>(api->name, path, api, api_size, std::move(identity));
   return {};
+}
+
+// The backend a file's name promises ("mydev" for libkiln-backend-mydev.so),
+// or "" for a name outside that pattern.
+std::string backend_of_file_name(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  if (!is_candidate_name(name)) return {};
+  const size_t prefix = std::char_traits<char>::length(kPrefix), suffix = std::char_traits<char>::length(kSuffix);
+  return name.substr(prefix, name.size() - prefix - suffix);
+}
+
+// A file whose name and table disagree loads under the table's name, so
+// --backend <file name's backend> would not find it: say so once, at load.
+void warn_if_misnamed(const std::string& path, const std::string& table_name) {
+  const std::string named = backend_of_file_name(path);
+  if (named.empty() || named == table_name) return;
+  logger().warn(
+      "plugin {}: its file name says backend '{}' but its table says '{}'; it loads as '{}' (rename the file to "
+      "{}{}{} or change the name in its kiln_plugin_api table)",
+      path, named, table_name, table_name, kPrefix, table_name, kSuffix);
 }
 
 }  // namespace
@@ -145,10 +174,8 @@ Registry::Registry() {
     }
   }
   for (const std::string& file : candidates_) {
-    const std::string name = fs::path(file).filename().string();
-    if (!is_candidate_name(name)) continue;
-    const size_t prefix = std::char_traits<char>::length(kPrefix), suffix = std::char_traits<char>::length(kSuffix);
-    candidates_by_backend_[name.substr(prefix, name.size() - prefix - suffix)].push_back(file);
+    if (const std::string backend = backend_of_file_name(file); !backend.empty())
+      candidates_by_backend_[backend].push_back(file);
   }
 }
 
@@ -261,6 +288,7 @@ PluginRecord Registry::load_file(const std::string& path, bool probe_in_child) {
   if (auto existing = loaded(plugin->name)) {
     return finish(fmt::format("backend '{}' already loaded from {}", plugin->name, existing->path));
   }
+  warn_if_misnamed(path, plugin->name);
   record.loaded = true;
   record.plugin = std::move(plugin);
   return finish({});
@@ -312,13 +340,24 @@ std::unique_ptr<Device> Registry::open(const std::string& backend, int index, in
         throw Error(fmt::format("backend '{}' found at {} but not loaded: {}", backend, r.path, r.reason));
       }
     }
+    // The file is on the path but its table names another backend: the
+    // search path is fine, the names are not.
+    for (const PluginRecord& r : records_) {
+      if (r.loaded && fs::path(r.path).filename() == file) {
+        throw Error(fmt::format(
+            "no backend '{}': {} loads as backend '{}' (the name in its table); use --backend {} or rename the "
+            "file to {}{}{}",
+            backend, r.path, r.plugin->name, r.plugin->name, kPrefix, r.plugin->name, kSuffix));
+      }
+    }
     std::string names;
     for (const auto& p : plugins()) names += (names.empty() ? "" : ", ") + p->name;
     std::string dirs;
     for (const auto& d : search_path()) dirs += (dirs.empty() ? "" : ":") + d;
+    // Every directory on the path was searched: the hint names none of them.
     throw Error(
-        fmt::format("no backend '{}'; loaded backends: {}. Search path: {} (set KILN_PLUGIN_PATH to the "
-                    "directory holding {})",
+        fmt::format("no backend '{}'; loaded backends: {}. Search path: {} (none holds a loadable {}: add the "
+                    "directory holding it to KILN_PLUGIN_PATH, or pass --backend the .so file's path)",
                     backend, names.empty() ? "none" : names, dirs.empty() ? "(empty)" : dirs, file));
   }
   return std::make_unique<Device>(plugin, index, num_threads);

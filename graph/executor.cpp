@@ -34,25 +34,53 @@ bool is_read(const Graph& g, ValueId v) {
 Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback,
                        compiler_cache::Extraction* extract)
     : device_(device), graph_(eliminate_dead_code(graph)) {
-  const auto& nodes = graph_.nodes();
-  split_.primary = device_.backend();
+  std::vector<int> device_of = place_nodes();
+  // Each refused piece moves at least one node to the fallback: this ends.
+  while (!build(device_of, fallback, extract)) {
+  }
+}
 
-  std::array<int, KILN_OP_COUNT_> support{};  // 0 unknown, 1 yes, 2 no
+std::vector<int> Executable::place_nodes() const {
+  const auto& nodes = graph_.nodes();
+  const Plugin& plugin = device_.plugin();
   std::vector<int> device_of(nodes.size(), kPrimaryDevice);
-  std::map<kiln_op, int64_t> missing;  // op -> its nodes here
+  std::array<int, KILN_OP_COUNT_> support{};  // per op: 0 unknown, 1 yes, 2 no
+  auto tensors = [&](const std::vector<ValueId>& values) {
+    std::vector<TensorDesc> out;
+    for (ValueId v : values) out.push_back({static_cast<int32_t>(graph_.value(v).dtype), graph_.shape(v)});
+    return out;
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const kiln_op op = nodes[i].op;
     if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) {  // never a device op
       device_of[i] = kHostCollective;
-      ++split_.collectives;
       continue;
     }
-    int& known = support.at(static_cast<size_t>(op));
-    if (known == 0) known = device_.plugin().supports(op) ? 1 : 2;
-    if (known == 2) {
-      device_of[i] = kFallbackDevice;
-      ++missing[op];
+    bool runs = false;
+    if (plugin.answers_per_node()) {
+      runs = plugin.supports_node(op, tensors(nodes[i].inputs), tensors(nodes[i].outputs));
+    } else {
+      int& known = support.at(static_cast<size_t>(op));
+      if (known == 0) known = plugin.supports(op) ? 1 : 2;
+      runs = known == 1;
     }
+    if (!runs) device_of[i] = kFallbackDevice;
+  }
+  return device_of;
+}
+
+bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, compiler_cache::Extraction* extract) {
+  const auto& nodes = graph_.nodes();
+  split_ = ExecutionSplit{};
+  split_.primary = device_.backend();
+  segments_.clear();
+  steps_.clear();
+  port_bindings_.clear();
+
+  std::map<kiln_op, int64_t> missing;  // op -> its nodes on the fallback
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (device_of[i] == kHostCollective) ++split_.collectives;
+    if (device_of[i] == kFallbackDevice) ++missing[nodes[i].op];
   }
   for (const auto& [op, count] : missing) {
     split_.fallback_ops.push_back(op);
@@ -104,8 +132,20 @@ Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallb
       continue;
     }
     Device& d = where == kPrimaryDevice ? device_ : *fallback_;
-    // graph_ is pruned, and so are its pieces: no second dead-code pass.
-    segments_.push_back(std::make_unique<CompiledGraph>(d, CompiledGraph::Pruned{pieces[s].graph}, extract));
+    try {
+      // graph_ is pruned, and so are its pieces: no second dead-code pass.
+      segments_.push_back(std::make_unique<CompiledGraph>(d, CompiledGraph::Pruned{pieces[s].graph}, extract));
+    } catch (const compiler_cache::CompileError& e) {
+      // A capability gap op_supported could not tell (a shape, a
+      // combination): that piece runs on the fallback instead.
+      if (e.code != KILN_ERR_UNSUPPORTED || where != kPrimaryDevice || fallback == nullptr ||
+          device_.backend() == "cpu")
+        throw;
+      for (int i : segments[s].nodes) device_of[static_cast<size_t>(i)] = kFallbackDevice;
+      logger().info("{}: a graph piece of {} nodes runs on the {} fallback: {}", device_.backend(),
+                    segments[s].nodes.size(), fallback->backend(), e.what());
+      return false;
+    }
     (where == kPrimaryDevice ? split_.primary_nodes : split_.fallback_nodes) +=
         static_cast<int64_t>(segments[s].nodes.size());
     ++split_.segments;
@@ -115,6 +155,7 @@ Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallb
     logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
                    split_.primary_nodes, split_.primary, split_.fallback_nodes, split_.fallback,
                    op_list(split_.fallback_ops), split_.segments, split_.bytes_per_run);
+  return true;
 }
 
 Executable::~Executable() = default;

@@ -93,6 +93,12 @@ class Executable {
     std::string port;  // the executable's port
   };
 
+  // Where each node runs, as the backend's support answers say.
+  std::vector<int> place_nodes() const;
+  // Cuts the graph by `device_of` and compiles the pieces. A primary piece
+  // the backend refuses to compile (KILN_ERR_UNSUPPORTED) moves to the
+  // fallback in `device_of`, and it returns false to be called again.
+  bool build(std::vector<int>& device_of, FallbackDevice* fallback, compiler_cache::Extraction* extract);
   void plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments);
   const std::string& port_key(const std::string& name) const;
   uint64_t port_bytes(const std::string& key) const;

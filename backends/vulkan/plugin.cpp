@@ -573,6 +573,7 @@ const kiln_plugin_api kApi = {
     execute,
     synchronize,
     op_supported,
+    nullptr,  // op_supported_node (ABI 1.2): the per-op answer holds for every shape
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 // struct is checked for struct_size, and nothing trusts the IR bytes until
 // they are decoded and validated.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -85,11 +86,13 @@ kiln_error* guarded(F&& f) {
   }
 }
 
-// An args struct from an older host may be shorter than ours; this plugin
-// needs every field of ABI 1.0.
+// An args struct from an older host may be shorter than ours. `needed` is
+// the size of the fields this call cannot do without (the whole struct,
+// unless fields appended in a later minor version are optional: those are
+// then used only where KILN_STRUCT_HAS says the host's struct holds them).
 template <class Args>
-void check_args(const Args* args, const char* what) {
-  if (args == nullptr || args->struct_size < sizeof(Args))
+void check_args(const Args* args, const char* what, size_t needed = sizeof(Args)) {
+  if (args == nullptr || args->struct_size < needed)
     fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args missing or too short");
 }
 
@@ -177,7 +180,9 @@ const char* compiler_version() { return kCompilerVersion; }
 
 kiln_error* device_count(kiln_device_count_args* args) {
   return guarded([&] {
-    check_args(args, "device_count");
+    // Only `count` is needed: a 1.0 host's struct ends right after it (the
+    // ABI 1.1 no_devices_reason is only for a plugin that finds no device).
+    check_args(args, "device_count", offsetof(kiln_device_count_args, count) + sizeof(args->count));
     args->count = 1;
   });
 }
@@ -277,13 +282,13 @@ kiln_error* compile(kiln_compile_args* args) {
     check_args(args, "compile");
     kiln::ir::DecodedGraph g;
     decode_ir(args->ir, args->ir_size, &g);
-    std::vector<uint8_t> exe(kExecutableMagic, kExecutableMagic + sizeof(kExecutableMagic));
-    exe.insert(exe.end(), kCompilerVersion, kCompilerVersion + sizeof(kCompilerVersion));
-    exe.insert(exe.end(), args->ir, args->ir + args->ir_size);
-    auto* out = new uint8_t[exe.size()];
-    std::memcpy(out, exe.data(), exe.size());
+    const size_t header = sizeof(kExecutableMagic) + sizeof(kCompilerVersion);
+    auto* out = new uint8_t[header + args->ir_size];
+    std::memcpy(out, kExecutableMagic, sizeof(kExecutableMagic));
+    std::memcpy(out + sizeof(kExecutableMagic), kCompilerVersion, sizeof(kCompilerVersion));
+    std::memcpy(out + header, args->ir, args->ir_size);
     args->executable = out;
-    args->executable_size = exe.size();
+    args->executable_size = header + args->ir_size;
   });
 }
 
@@ -339,33 +344,39 @@ kiln_error* op_supported(kiln_op_supported_args* args) {
   });
 }
 
-// Field order is the ABI: keep it in the order of kiln_plugin_api.
-const kiln_plugin_api kApi = {
-    sizeof(kiln_plugin_api),
-    KILN_ABI_MAJOR,
-    KILN_ABI_MINOR,
-    "template",
-    error_destroy,
-    error_message,
-    error_code,
-    compiler_version,
-    device_count,
-    device_properties,
-    device_open,
-    device_close,
-    buffer_alloc,
-    buffer_free,
-    buffer_write,
-    buffer_read,
-    buffer_copy,
-    compile,
-    executable_bytes_free,
-    load,
-    loaded_free,
-    execute,
-    synchronize,
-    op_supported,
-};
+// Filled by name, so the template builds against any plugin.h of ABI 1.x:
+// fields a newer header appends stay NULL ("not supported"), e.g.
+// op_supported_node (ABI 1.2), since op_supported's per-op answer holds for
+// every shape here.
+kiln_plugin_api make_api() {
+  kiln_plugin_api api{};
+  api.struct_size = sizeof(kiln_plugin_api);
+  api.abi_major = KILN_ABI_MAJOR;
+  api.abi_minor = KILN_ABI_MINOR;
+  api.name = "template";
+  api.error_destroy = error_destroy;
+  api.error_message = error_message;
+  api.error_code = error_code;
+  api.compiler_version = compiler_version;
+  api.device_count = device_count;
+  api.device_properties = device_properties;
+  api.device_open = device_open;
+  api.device_close = device_close;
+  api.buffer_alloc = buffer_alloc;
+  api.buffer_free = buffer_free;
+  api.buffer_write = buffer_write;
+  api.buffer_read = buffer_read;
+  api.buffer_copy = buffer_copy;
+  api.compile = compile;
+  api.executable_bytes_free = executable_bytes_free;
+  api.load = load;
+  api.loaded_free = loaded_free;
+  api.execute = execute;
+  api.synchronize = synchronize;
+  api.op_supported = op_supported;
+  return api;
+}
+const kiln_plugin_api kApi = make_api();
 
 }  // namespace
 

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 1
+#define KILN_ABI_MINOR 2
 
 /* ---------------------------------------------------------------- errors */
 
@@ -173,6 +173,35 @@ typedef struct kiln_op_supported_args {
   int32_t supported; /* out: 0 or 1 */
 } kiln_op_supported_args;
 
+/* ABI 1.2. One tensor of a node, as op_supported_node sees it. */
+#define KILN_TENSOR_DESC_MAX_RANK 8 /* >= KILN_IR_MAX_RANK (kiln/ir.h) */
+typedef struct kiln_tensor_desc {
+  size_t struct_size; /* also the stride of the array it is in */
+  int32_t dtype;      /* kiln_dtype (kiln/ir.h) */
+  int32_t rank;
+  int64_t dims[KILN_TENSOR_DESC_MAX_RANK]; /* dims[0..rank) */
+} kiln_tensor_desc;
+
+/* Element i of an array of kiln_tensor_desc filled by the other side: its
+ * elements are struct_size bytes apart, whatever sizeof says here. */
+#define KILN_TENSOR_DESC_AT(array, i) \
+  ((const kiln_tensor_desc*)((const char*)(array) + (size_t)(i) * (array)->struct_size))
+
+/* ABI 1.2. Asks whether one node (its op, and the dtypes and shapes of its
+ * inputs and outputs) is implemented: a backend whose kernel has a size
+ * limit says no to the nodes beyond it, and the host runs just those on its
+ * cpu backend. The arrays hold num_inputs / num_outputs elements (read them
+ * with KILN_TENSOR_DESC_AT). */
+typedef struct kiln_node_supported_args {
+  size_t struct_size;
+  int32_t op; /* kiln_op */
+  int32_t num_inputs;
+  const kiln_tensor_desc* inputs;
+  int32_t num_outputs;
+  const kiln_tensor_desc* outputs;
+  int32_t supported; /* out: 0 or 1 */
+} kiln_node_supported_args;
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct kiln_plugin_api {
@@ -209,6 +238,13 @@ typedef struct kiln_plugin_api {
 
   /* Optional (may be NULL: every op in kiln/ir.h is then assumed). */
   kiln_error* (*op_supported)(kiln_op_supported_args* args);
+
+  /* ABI 1.2, optional: the shape-aware form of op_supported. When set, the
+   * host asks it for every node instead of asking op_supported per op. A
+   * compile that still meets a graph it cannot run returns
+   * KILN_ERR_UNSUPPORTED: the host then runs that graph piece on its cpu
+   * backend and never records the refusal in the compile cache. */
+  kiln_error* (*op_supported_node)(kiln_node_supported_args* args);
 } kiln_plugin_api;
 
 /* Required export. Returns a table with static storage duration. */

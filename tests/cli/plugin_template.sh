@@ -4,14 +4,21 @@
 # check it with the conformance runner (its six ops pass, every other op is
 # unsupported, the model cases pass through the cpu fallback), and train the
 # default model with it: the split is logged and the loss follows the cpu
-# backend's.
+# backend's. Then (issue 19) the compile cache sees the plugin binary: after
+# precompiling and training with the template, it is rebuilt with one kernel
+# changed and its compiler_version untouched; a run on the same cache
+# refuses under --require-precompiled naming the plugin binary, and without
+# it recompiles (its cache line counts compilations) and trains to a
+# different loss.
 # Usage: plugin_template.sh <path-to-kiln> [<bad-plugin-dir>]
 set -euo pipefail
 kiln=$1
 build=$(cd "$(dirname "$kiln")/.." && pwd)
-src=$(cd "$(dirname "$0")/../../examples/plugin-template" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A copy, so that the test can change a kernel and rebuild.
+cp -r "$(dirname "$0")/../../examples/plugin-template" "$tmp/src"
+src=$tmp/src
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 generator=()
@@ -65,4 +72,36 @@ cat "$tmp/pairs"
 check "5 losses from each backend" test "$(grep -c . "$tmp/pairs")" -eq 5
 check "template losses match cpu within 1e-4 relative" \
   awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) bad = 1 } END { exit bad }' "$tmp/pairs"
+
+# ---- the plugin binary in the compile-cache key
+tiny=(train --num-layers 1 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --micro-batch-size 2
+      --global-batch-size 2 --train-iters 2 --eval-iters 0 --log-interval 1 --num-threads 1
+      --backend "$plugin" --cache-dir "$tmp/cache")
+cache_line() { grep -o "compile cache: .* compiled" "$1" | tail -1; }
+compiled() { cache_line "$1" | sed 's/.*, \([0-9]*\) compiled.*/\1/'; }
+"$installed" precompile "${tiny[@]:1}" >"$tmp/precompile.log" 2>&1 || { cat "$tmp/precompile.log"; check "precompile" false; }
+"$installed" "${tiny[@]}" --require-precompiled --metrics-file "$tmp/before.jsonl" >"$tmp/before.log" 2>&1 ||
+  { cat "$tmp/before.log"; check "train on the precompiled cache" false; }
+echo "before the rebuild: $(cache_line "$tmp/before.log")"
+check "the first run compiles nothing" test "$(compiled "$tmp/before.log")" = 0
+
+# GELU's result changes; kCompilerVersion stays "template-1".
+sed -i 's/y\[k\] = static_cast<float>(gelu(a\[k\]));/y[k] = static_cast<float>(gelu(a[k]) * 1.25);/' "$src/template.cpp"
+check "the kernel edit applied" grep -q "gelu(a\[k\]) \* 1.25" "$src/template.cpp"
+check "compiler_version untouched" grep -q 'kCompilerVersion\[\] = "template-1"' "$src/template.cpp"
+cmake --build "$tmp/build" >/dev/null
+
+status=0
+"$installed" "${tiny[@]}" --require-precompiled >"$tmp/stale.log" 2>&1 || status=$?
+cat "$tmp/stale.log"
+check "--require-precompiled refuses the rebuilt plugin's graphs (status $status)" test "$status" -eq 1
+check "--require-precompiled names the plugin binary as the difference" \
+  grep -q "differs in plugin binary (build-id:[0-9a-f]* here, build-id:[0-9a-f]* in the cache" "$tmp/stale.log"
+"$installed" "${tiny[@]}" --metrics-file "$tmp/after.jsonl" >"$tmp/after.log" 2>&1 ||
+  { cat "$tmp/after.log"; check "train after the rebuild" false; }
+echo "after the rebuild: $(cache_line "$tmp/after.log")"
+check "the rebuilt plugin's graphs recompile" test "$(compiled "$tmp/after.log")" -gt 0
+echo "losses before: $(losses "$tmp/before.jsonl" | tr '\n' ' ') after: $(losses "$tmp/after.jsonl" | tr '\n' ' ')"
+check "two losses before the rebuild" test "$(losses "$tmp/before.jsonl" | grep -c .)" -eq 2
+check "the loss differs after the rebuild" test "$(losses "$tmp/before.jsonl")" != "$(losses "$tmp/after.jsonl")"
 exit $fail

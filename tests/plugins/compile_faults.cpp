@@ -3,9 +3,14 @@
 // compile-cache tests. Never built into the product; lives in its own
 // directory so the default plugin search never finds it.
 //
-// Debug environment variables (read at each compile):
-//   KILN_TEST_COMPILE_REJECT=1     compile fails with KILN_ERR_UNSUPPORTED
+// Debug environment variables (read at each call):
+//   KILN_TEST_COMPILE_REJECT=1     compile fails with KILN_ERR_INVALID_ARGUMENT
 //                                  (a deterministic error: cached as .failed)
+//   KILN_TEST_COMPILE_UNSUPPORTED=1  compile fails with KILN_ERR_UNSUPPORTED
+//                                  (the executor runs the piece on cpu instead)
+//   KILN_TEST_COMPILE_EMPTY=1      compile succeeds with an empty executable
+//   KILN_TEST_MAX_ELEMENTS=N       op_supported_node (ABI 1.2) says no to a
+//                                  MATMUL with a tensor of more than N elements
 //   KILN_TEST_COMPILE_SLEEP_MS=N   compile sleeps N ms first (to kill it midway)
 //   KILN_TEST_COMPILE_CRASH=1      compile aborts the process (a crashing driver)
 #include <dlfcn.h>
@@ -17,6 +22,7 @@
 #include <cstring>
 #include <thread>
 
+#include "kiln/ops.h"
 #include "kiln/plugin.h"
 
 #ifndef KILN_TEST_CPU_PLUGIN
@@ -40,6 +46,12 @@ struct OwnError {
   char message[160];
 };
 OwnError g_reject = {"the faults test plugin rejects this graph (KILN_TEST_COMPILE_REJECT=1)"};
+OwnError g_unsupported = {"the faults test plugin cannot run this graph (KILN_TEST_COMPILE_UNSUPPORTED=1)"};
+
+bool own(const kiln_error* e) {
+  auto* o = reinterpret_cast<const OwnError*>(e);
+  return o == &g_reject || o == &g_unsupported;
+}
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -47,14 +59,15 @@ bool env_on(const char* name) {
 }
 
 void error_destroy(kiln_error* e) {
-  if (reinterpret_cast<OwnError*>(e) != &g_reject) real_api()->error_destroy(e);
+  if (!own(e)) real_api()->error_destroy(e);
 }
 const char* error_message(const kiln_error* e) {
-  if (reinterpret_cast<const OwnError*>(e) == &g_reject) return g_reject.message;
+  if (own(e)) return reinterpret_cast<const OwnError*>(e)->message;
   return real_api()->error_message(e);
 }
 int32_t error_code(const kiln_error* e) {
-  if (reinterpret_cast<const OwnError*>(e) == &g_reject) return KILN_ERR_UNSUPPORTED;
+  if (reinterpret_cast<const OwnError*>(e) == &g_reject) return KILN_ERR_INVALID_ARGUMENT;
+  if (reinterpret_cast<const OwnError*>(e) == &g_unsupported) return KILN_ERR_UNSUPPORTED;
   return real_api()->error_code(e);
 }
 const char* compiler_version() { return "faults-1"; }
@@ -64,7 +77,29 @@ kiln_error* compile(kiln_compile_args* args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
   if (env_on("KILN_TEST_COMPILE_CRASH")) std::abort();
   if (env_on("KILN_TEST_COMPILE_REJECT")) return reinterpret_cast<kiln_error*>(&g_reject);
+  if (env_on("KILN_TEST_COMPILE_UNSUPPORTED")) return reinterpret_cast<kiln_error*>(&g_unsupported);
+  if (env_on("KILN_TEST_COMPILE_EMPTY")) {
+    args->executable = nullptr;
+    args->executable_size = 0;
+    return nullptr;
+  }
   return real_api()->compile(args);
+}
+
+// A backend whose matmul kernel has a size limit.
+kiln_error* op_supported_node(kiln_node_supported_args* args) {
+  args->supported = 1;
+  const char* limit = std::getenv("KILN_TEST_MAX_ELEMENTS");
+  if (args->op != KILN_OP_MATMUL || limit == nullptr || *limit == '\0') return nullptr;
+  const long long max_elements = std::atoll(limit);
+  for (int32_t i = 0; i < args->num_inputs + args->num_outputs; ++i) {
+    const kiln_tensor_desc* t = i < args->num_inputs ? KILN_TENSOR_DESC_AT(args->inputs, i)
+                                                     : KILN_TENSOR_DESC_AT(args->outputs, i - args->num_inputs);
+    long long elements = 1;
+    for (int32_t d = 0; d < t->rank; ++d) elements *= t->dims[d];
+    if (elements > max_elements) args->supported = 0;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -82,6 +117,7 @@ extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_pl
     t.error_code = error_code;
     t.compiler_version = compiler_version;
     t.compile = compile;
+    t.op_supported_node = op_supported_node;
     return t;
   }();
   return &table;

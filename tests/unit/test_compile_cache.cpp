@@ -90,7 +90,7 @@ TEST(CacheKey, DependsOnEveryPartAndNothingElse) {
   EXPECT_TRUE(is_hex_key(k));
   EXPECT_EQ(compute_key(sample_parts(ir)), k);
   for (std::string KeyParts::*f : {&KeyParts::backend, &KeyParts::compiler_version, &KeyParts::device_fingerprint,
-                                   &KeyParts::options, &KeyParts::ir_hash}) {
+                                   &KeyParts::options, &KeyParts::ir_hash, &KeyParts::plugin_binary}) {
     KeyParts q = p;
     q.*f += "x";
     EXPECT_NE(compute_key(q), k);
@@ -102,6 +102,31 @@ TEST(CacheKey, DependsOnEveryPartAndNothingElse) {
   b.backend = "cpu";
   b.compiler_version = "cpu-1";
   EXPECT_NE(compute_key(a), compute_key(b));
+}
+
+// A rebuilt plugin (same compiler_version, another binary) misses, and the
+// miss names the plugin binary. Entries from before the part existed (none
+// recorded) keep verifying against their own keys.
+TEST(CacheKey, PluginBinaryIsAKeyPartAndExplainedOnAMiss) {
+  TempDir dir;
+  KeyParts old_build;
+  Entry e = sample_entry(&old_build);
+  ASSERT_TRUE(old_build.plugin_binary.empty());
+  EXPECT_EQ(verify_entry(e, e.key), "");
+  old_build.plugin_binary = "build-id:" + std::string(40, 'a');
+  e.key = compute_key(old_build);
+  const nlohmann::json summary = {{"structure", "same graph"}};
+  e.metadata = nlohmann::json{{"key_parts", key_parts_json(old_build)}, {"summary", summary}}.dump();
+  Store(dir.path.string()).publish(old_build, e);
+
+  KeyParts new_build = old_build;
+  new_build.plugin_binary = "build-id:" + std::string(40, 'b');
+  EXPECT_NE(compute_key(new_build), e.key);
+  const std::string why = explain_miss(dir.path.string(), new_build, compute_key(new_build), summary);
+  EXPECT_NE(why.find("the nearest cached entry differs in plugin binary (build-id:bbbbbbbbbbbb here, "
+                     "build-id:aaaaaaaaaaaa in the cache"),
+            std::string::npos)
+      << why;
 }
 
 TEST(CacheStore, PublishesReadsAndQuarantinesCorruptEntries) {

@@ -90,8 +90,9 @@ inline std::unique_ptr<Device> open_wrapped_cpu(int threads = 0) {
   table.buffer_free = wrapped_detail::buffer_free;
   table.execute = wrapped_detail::execute;
   table.op_supported = wrapped_detail::op_supported;
-  auto plugin =
-      std::make_shared<Plugin>("wrapped", "(in-process test wrapper of " + cpu->path + ")", &table, sizeof(table));
+  // It runs the cpu plugin's code: the cpu plugin's binary identity keys its cache entries.
+  auto plugin = std::make_shared<Plugin>("wrapped", "(in-process test wrapper of " + cpu->path + ")", &table,
+                                         sizeof(table), cpu->binary_identity());
   return std::make_unique<Device>(plugin, 0, threads);
 }
 

@@ -1,0 +1,224 @@
+/* FROZEN COPY of include/kiln/plugin.h as it was at plugin ABI 1.0 (git
+ * 6c4b52c^; clang-format re-aligned its comments, no declaration changed),
+ * for the interoperability tests (tests/abi/host_1_0.c): a host
+ * built from it must work with today's plugins, and today's template built
+ * from it must work with today's host. Never edit it to follow the current
+ * header. */
+/*
+ * kiln backend plugin ABI.
+ *
+ * This is the one header a backend plugin needs. It is pure C (C11) so that
+ * a plugin can be written in any language and built with any compiler.
+ *
+ * Rules (learned from PJRT and ggml-backend):
+ *   - A plugin is a shared library `libkiln-backend-<name>.so` exporting
+ *     `kiln_plugin_get_api` (required) and `kiln_plugin_probe` (optional).
+ *   - Versioning: the host refuses a plugin whose abi_major differs from its
+ *     own. Minor versions only append fields, so a host reads a newer or
+ *     older plugin's table up to min(struct_size, what it knows).
+ *   - Every struct crossing the boundary starts with `struct_size`, set by
+ *     the side that allocates it. Fields are only ever appended.
+ *   - A NULL function pointer means "not supported".
+ *   - Every call that can fail returns a `kiln_error*`; NULL means success.
+ *     The caller owns the error and frees it with `error_destroy`.
+ *   - No C++ types cross the boundary. The graph crosses as bytes in the
+ *     serialization described in `kiln/ir.h`.
+ *   - `compile` is pure and thread-safe and needs no open device, so it can
+ *     run in a worker process ahead of time. `load` turns executable bytes
+ *     into something runnable on an open device; `execute` runs it.
+ */
+#ifndef KILN_PLUGIN_H
+#define KILN_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ABI_MAJOR 1
+#define KILN_ABI_MINOR 0
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum kiln_error_code {
+  KILN_OK = 0,
+  KILN_ERR_INVALID_ARGUMENT = 1,
+  KILN_ERR_UNSUPPORTED = 2, /* op, dtype or feature not supported */
+  KILN_ERR_OUT_OF_MEMORY = 3,
+  KILN_ERR_DEVICE = 4,  /* driver or device failure */
+  KILN_ERR_CORRUPT = 5, /* malformed IR or executable bytes */
+  KILN_ERR_INTERNAL = 6
+} kiln_error_code;
+
+/* Opaque, owned by the plugin; released with kiln_plugin_api.error_destroy. */
+typedef struct kiln_error kiln_error;
+
+/* ---------------------------------------------------------------- handles */
+
+typedef struct kiln_device kiln_device; /* an opened device */
+typedef struct kiln_buffer kiln_buffer; /* device memory */
+typedef struct kiln_loaded_executable kiln_loaded_executable;
+
+/* ---------------------------------------------------------------- devices */
+
+typedef enum kiln_device_kind {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_GPU = 1,
+  KILN_DEVICE_ACCELERATOR = 2,
+  KILN_DEVICE_OTHER = 3
+} kiln_device_kind;
+
+typedef struct kiln_device_count_args {
+  size_t struct_size;
+  int32_t count; /* out */
+} kiln_device_count_args;
+
+/* Strings are copied into fixed arrays so no allocation crosses the ABI. */
+typedef struct kiln_device_properties {
+  size_t struct_size;
+  char name[128];
+  char vendor[128];
+  char driver_version[128];
+  int32_t kind;          /* kiln_device_kind */
+  uint64_t memory_bytes; /* usable device memory */
+  int32_t compute_units;
+  /* Stable identity of the device model + driver, for compile-cache keys:
+   * two machines with equal fingerprints can share compiled executables. */
+  char fingerprint[65];
+} kiln_device_properties;
+
+typedef struct kiln_device_properties_args {
+  size_t struct_size;
+  int32_t device_index;
+  kiln_device_properties* properties; /* in: caller sets its struct_size */
+} kiln_device_properties_args;
+
+typedef struct kiln_device_open_args {
+  size_t struct_size;
+  int32_t device_index;
+  int32_t num_threads; /* hint for host-CPU backends; 0 = default */
+  kiln_device* device; /* out */
+} kiln_device_open_args;
+
+/* ---------------------------------------------------------------- buffers */
+
+typedef struct kiln_buffer_alloc_args {
+  size_t struct_size;
+  kiln_device* device;
+  uint64_t size_bytes;
+  kiln_buffer* buffer; /* out */
+} kiln_buffer_alloc_args;
+
+typedef struct kiln_buffer_transfer_args {
+  size_t struct_size;
+  kiln_device* device;
+  kiln_buffer* buffer;
+  uint64_t offset; /* bytes into the buffer */
+  uint64_t size_bytes;
+  void* host; /* read: destination; write: source */
+} kiln_buffer_transfer_args;
+
+typedef struct kiln_buffer_copy_args {
+  size_t struct_size;
+  kiln_device* device;
+  kiln_buffer* src;
+  uint64_t src_offset;
+  kiln_buffer* dst;
+  uint64_t dst_offset;
+  uint64_t size_bytes;
+} kiln_buffer_copy_args;
+
+/* ---------------------------------------------------------------- compile */
+
+/* Executable bytes are owned by the plugin until freed with
+ * executable_bytes_free; the host copies them (e.g. into the cache). */
+typedef struct kiln_compile_args {
+  size_t struct_size;
+  const uint8_t* ir; /* serialized graph, see kiln/ir.h */
+  size_t ir_size;
+  const char* options;    /* JSON object of codegen options, may be NULL */
+  int32_t device_index;   /* the device model to compile for */
+  uint8_t* executable;    /* out */
+  size_t executable_size; /* out */
+} kiln_compile_args;
+
+typedef struct kiln_load_args {
+  size_t struct_size;
+  kiln_device* device;
+  const uint8_t* executable;
+  size_t executable_size;
+  kiln_loaded_executable* loaded; /* out */
+} kiln_load_args;
+
+/* The graph addresses memory through buffer slots (see kiln/ir.h): slot 0 is
+ * the workspace arena sized by the IR header, slots 1..n are the graph's
+ * inputs and outputs. The host binds one buffer per slot. */
+typedef struct kiln_execute_args {
+  size_t struct_size;
+  kiln_device* device;
+  kiln_loaded_executable* loaded;
+  kiln_buffer* const* slots;
+  int32_t num_slots;
+} kiln_execute_args;
+
+/* Asks whether an op (kiln_op, kiln/ir.h) is implemented. */
+typedef struct kiln_op_supported_args {
+  size_t struct_size;
+  int32_t op;
+  int32_t supported; /* out: 0 or 1 */
+} kiln_op_supported_args;
+
+/* ---------------------------------------------------------------- the table */
+
+typedef struct kiln_plugin_api {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char* name; /* backend name, e.g. "cpu" */
+
+  void (*error_destroy)(kiln_error* error);
+  const char* (*error_message)(const kiln_error* error);
+  int32_t (*error_code)(const kiln_error* error);
+
+  /* Identifies the code generator; part of every compile-cache key. */
+  const char* (*compiler_version)(void);
+
+  kiln_error* (*device_count)(kiln_device_count_args* args);
+  kiln_error* (*device_properties)(kiln_device_properties_args* args);
+  kiln_error* (*device_open)(kiln_device_open_args* args);
+  void (*device_close)(kiln_device* device);
+
+  kiln_error* (*buffer_alloc)(kiln_buffer_alloc_args* args);
+  void (*buffer_free)(kiln_device* device, kiln_buffer* buffer);
+  kiln_error* (*buffer_write)(kiln_buffer_transfer_args* args);
+  kiln_error* (*buffer_read)(kiln_buffer_transfer_args* args);
+  kiln_error* (*buffer_copy)(kiln_buffer_copy_args* args);
+
+  kiln_error* (*compile)(kiln_compile_args* args);
+  void (*executable_bytes_free)(uint8_t* bytes);
+  kiln_error* (*load)(kiln_load_args* args);
+  void (*loaded_free)(kiln_device* device, kiln_loaded_executable* loaded);
+  kiln_error* (*execute)(kiln_execute_args* args);
+  /* Blocks until all work queued on the device has finished. */
+  kiln_error* (*synchronize)(kiln_device* device);
+
+  /* Optional (may be NULL: every op in kiln/ir.h is then assumed). */
+  kiln_error* (*op_supported)(kiln_op_supported_args* args);
+} kiln_plugin_api;
+
+/* Required export. Returns a table with static storage duration. */
+typedef const kiln_plugin_api* (*kiln_plugin_get_api_fn)(void);
+#define KILN_PLUGIN_GET_API_SYMBOL "kiln_plugin_get_api"
+
+/* Optional export: cheap, side-effect free check that this machine can run
+ * the plugin. Returns 1 if usable; otherwise 0 and a reason in `reason`. */
+typedef int (*kiln_plugin_probe_fn)(char* reason, size_t reason_size);
+#define KILN_PLUGIN_PROBE_SYMBOL "kiln_plugin_probe"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_PLUGIN_H */
