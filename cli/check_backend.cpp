@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 
 #include "cli/commands.h"
 #include "core/cpu_count.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "graph/conformance/isolated.h"
+#include "graph/conformance/perf.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
 #include "trainer/model/step_graphs.h"
@@ -51,7 +54,12 @@ constexpr const char* kUsage =
     "  --case-timeout S  seconds a case may run before it fails as hung (default 120;\n"
     "                    0: no limit)\n"
     "  --in-process      run the cases in this process (for a debugger; a crash ends\n"
-    "                    the run)\n";
+    "                    the run)\n"
+    "  --perf            time each op instead of checking it: per op its largest case and\n"
+    "                    GPT-2-small shapes (hidden 768, seq 1024), median us per run,\n"
+    "                    GFLOP/s (matmul) or GB/s, and the speed relative to the cpu backend\n"
+    "                    (run in this process; check conformance first)\n"
+    "  --perf-runs N     timed runs per case and device (default 10)\n";
 
 // Small and odd-sized: every dim is off any tile, and the step runs in well
 // under a second on the reference interpreter.
@@ -131,6 +139,23 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// --perf: in this process (timings need no isolation; a plugin should pass
+// the conformance run first), the cpu backend opened beside for the ratio.
+int run_perf(const std::function<std::unique_ptr<Device>()>& open,
+             const std::function<void(const Device&)>& print_header, const conformance::Suite& suite,
+             const std::vector<std::string>& filters, int runs, int num_threads) {
+  const std::vector<conformance::PerfCase> cases = conformance::perf_cases(suite, filters);
+  if (cases.empty()) throw Error("no op or GPT shape matches --filter; see --list");
+  auto device = open();
+  print_header(*device);
+  std::unique_ptr<Device> cpu;
+  if (device->backend() != "cpu") cpu = Registry::instance().open("cpu", 0, num_threads);
+  conformance::PerfOptions options;
+  options.runs = runs;
+  options.compare = cpu.get();
+  return std::min(conformance::run_perf(*device, cases, options), 125);
+}
+
 }  // namespace
 
 int run_check_backend(const std::vector<std::string>& args) {
@@ -148,7 +173,8 @@ int run_check_backend(const std::vector<std::string>& args) {
   int64_t device_index = 0, num_threads = 0, batch = 1;
   std::string filter;
   std::vector<std::string> hints;
-  bool list = false, verbose = false, repeat = false, in_process = false;
+  bool list = false, verbose = false, repeat = false, in_process = false, perf = false;
+  int64_t perf_runs = 10;
   double case_timeout_s = 120;
   trainer::Flags flags("check-backend");
   flags.add("--device", &device_index, "device index");
@@ -163,6 +189,9 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--case-timeout", &case_timeout_s, "seconds a case may run before it fails as hung (0: no limit)",
             trainer::Bounds::at_least(0));
   flags.add("--in-process", &in_process, "run the cases in this process (a crash ends the run)");
+  flags.add("--perf", &perf, "time each op and GPT-2-small shapes instead of checking them");
+  flags.add("--perf-runs", &perf_runs, "timed runs per case (the median is reported)",
+            trainer::Bounds::closed(1, 100000));
   flags.parse(rest);
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
@@ -189,6 +218,8 @@ int run_check_backend(const std::vector<std::string>& args) {
                device.index(), device.properties().name);
     std::fflush(stdout);
   };
+  if (perf)
+    return run_perf(open, print_header, suite, filters, static_cast<int>(perf_runs), static_cast<int>(num_threads));
   conformance::Options options;
   options.filters = filters;
   options.verbose = verbose;

@@ -105,8 +105,9 @@ void loaded_free(kiln_device* device, kiln_loaded_executable* loaded) {
   real_api()->loaded_free(device, loaded);
 }
 
-// Not a constant, so the compiler cannot turn the write into a trap.
-volatile std::uintptr_t g_unmapped_address = 16;
+// Read at run time (volatile), so the compiler cannot turn the write
+// through it into a trap instruction: a real SIGSEGV.
+int* volatile g_unmapped = nullptr;
 
 kiln_error* execute(kiln_execute_args* args) {
   bool crash = false;
@@ -120,7 +121,7 @@ kiln_error* execute(kiln_execute_args* args) {
     if (how == "hang")
       for (;;) ::sleep(1);
     if (how == "throw") throw std::runtime_error("execfaults: a deliberate exception from execute");
-    *reinterpret_cast<volatile int*>(g_unmapped_address) = 1;
+    *g_unmapped = 1;
   }
   return real_api()->execute(args);
 }
