@@ -3,7 +3,7 @@
 # test plugin, tests/plugins/execute_faults.cpp, for graphs holding one op):
 # check-backend names the case, the signal and the call, reports every other
 # op as usual and counts the crash as a failure; `kiln train` ends with one
-# line naming the plugin and the call.
+# line naming the plugin and the call, and so does `kiln generate`.
 # Usage: plugin_crash.sh <path-to-kiln> [<bad-plugin-dir>]
 set -u
 kiln=$1
@@ -74,5 +74,15 @@ status=$?
 check "an escaping exception ends train with status 1 (got $status)" test "$status" -eq 1
 check "naming the plugin and the call" \
   grep -q "^kiln: error: execfaults: execute let a C++ exception escape: .*(plugin $plugin)$" "$tmp/train.err"
+
+# generate: a checkpoint trained on cpu, sampled with the crashing plugin.
+"$kiln" train --train-iters 1 --save "$tmp/ck" >"$tmp/ck.out" 2>&1 || { cat "$tmp/ck.out"; exit 1; }
+KILN_TEST_CRASH_OP=gelu "$kiln" generate --load "$tmp/ck" --backend "$plugin" --prompt "The " --max-new-tokens 2 \
+  >"$tmp/gen.out" 2>"$tmp/gen.err"
+status=$?
+cat "$tmp/gen.err"
+check "generate dies of SIGSEGV (status 139, got $status)" test "$status" -eq 139
+check "generate says which plugin and call in one line" \
+  test "$(grep -c "^kiln: fatal SIGSEGV in plugin 'execfaults' ($plugin) during execute; " "$tmp/gen.err")" -eq 1
 
 exit $fail
