@@ -21,16 +21,20 @@ thread_local const char* t_function = nullptr;
 // The latest call any thread entered, published as a pointer to a slot that
 // was filled in before it, so a handler never sees half of one record. The
 // ring is large enough that a slot is not reused while a handler reads it
-// unless dozens of calls start in that instant.
+// unless dozens of calls start in that instant. The fields are atomic
+// because a slot is reused every 64 calls, perhaps by another thread;
+// lock-free, so a signal handler may read them.
 struct Slot {
-  const char* backend;
-  const char* path;
-  const char* function;
+  std::atomic<const char*> backend{nullptr};
+  std::atomic<const char*> path{nullptr};
+  std::atomic<const char*> function{nullptr};
 };
-std::array<Slot, 64> g_slots{};
+std::array<Slot, 64> g_slots;
 std::atomic<unsigned> g_next_slot{0};
 std::atomic<const Slot*> g_latest{nullptr};
 std::atomic<int> g_in_flight{0};
+static_assert(std::atomic<const char*>::is_always_lock_free && std::atomic<const Slot*>::is_always_lock_free &&
+              std::atomic<int>::is_always_lock_free);
 
 // The names and paths the records point to: copies that live as long as
 // the process, so a handler never reads a string a destroyed Plugin owned.
@@ -84,7 +88,9 @@ PluginCall::PluginCall(const Plugin& plugin, const char* function) noexcept
   t_path = identity.path.data();
   t_function = function;
   Slot& slot = g_slots[g_next_slot.fetch_add(1, std::memory_order_relaxed) % g_slots.size()];
-  slot = Slot{t_backend, t_path, function};
+  slot.backend.store(t_backend, std::memory_order_relaxed);
+  slot.path.store(t_path, std::memory_order_relaxed);
+  slot.function.store(function, std::memory_order_relaxed);
   g_latest.store(&slot, std::memory_order_release);
   g_in_flight.fetch_add(1, std::memory_order_acq_rel);
 }
@@ -107,9 +113,9 @@ PluginCallInfo plugin_call_for_signal() noexcept {
   }
   const Slot* latest = g_latest.load(std::memory_order_acquire);
   if (latest == nullptr) return info;
-  info.backend = latest->backend;
-  info.path = latest->path;
-  info.function = latest->function;
+  info.backend = latest->backend.load(std::memory_order_relaxed);
+  info.path = latest->path.load(std::memory_order_relaxed);
+  info.function = latest->function.load(std::memory_order_relaxed);
   info.in_progress = g_in_flight.load(std::memory_order_acquire) > 0;
   return info;
 }
