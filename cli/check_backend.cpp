@@ -6,11 +6,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 
 #include "cli/commands.h"
 #include "core/cpu_count.h"
 #include "core/error.h"
 #include "core/registry.h"
+#include "graph/conformance/isolated.h"
+#include "graph/conformance/perf.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
 #include "trainer/model/step_graphs.h"
@@ -33,6 +37,10 @@ constexpr const char* kUsage =
     "unsupported, not failed; the model cases run such ops on the cpu backend), then a\n"
     "summary. Exit status: the number of failed ops and models.\n"
     "\n"
+    "The cases run in a child process: a case that crashes it (SIGSEGV, abort(), exit())\n"
+    "or hangs past --case-timeout fails with the signal and the plugin call that was\n"
+    "running, and the rest go on in a new child.\n"
+    "\n"
     "flags:\n"
     "  --device N        device index (default 0)\n"
     "  --filter A,B      only cases whose op or name contains one of these (case-insensitive)\n"
@@ -42,7 +50,16 @@ constexpr const char* kUsage =
     "  --repeat          run every graph twice; outputs must be bitwise identical\n"
     "  --batch N         up to N op cases per graph, one compile each (0: all in one)\n"
     "  --hint NAME=VALUE an environment variable the plugin reads, set while it opens\n"
-    "                    and runs (repeatable), e.g. KILN_CPU_DISABLE_AVX2=1\n";
+    "                    and runs (repeatable), e.g. KILN_CPU_DISABLE_AVX2=1\n"
+    "  --case-timeout S  seconds a case may run before it fails as hung (default 120;\n"
+    "                    0: no limit)\n"
+    "  --in-process      run the cases in this process (for a debugger; a crash ends\n"
+    "                    the run)\n"
+    "  --perf            time each op instead of checking it: per op its largest case and\n"
+    "                    GPT-2-small shapes (hidden 768, seq 1024), median us per run,\n"
+    "                    GFLOP/s (matmul) or GB/s, and the speed relative to the cpu backend\n"
+    "                    (run in this process; check conformance first)\n"
+    "  --perf-runs N     timed runs per case and device (default 10)\n";
 
 // Small and odd-sized: every dim is off any tile, and the step runs in well
 // under a second on the reference interpreter.
@@ -122,6 +139,23 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// --perf: in this process (timings need no isolation; a plugin should pass
+// the conformance run first), the cpu backend opened beside for the ratio.
+int run_perf(const std::function<std::unique_ptr<Device>()>& open,
+             const std::function<void(const Device&)>& print_header, const conformance::Suite& suite,
+             const std::vector<std::string>& filters, int runs, int num_threads) {
+  const std::vector<conformance::PerfCase> cases = conformance::perf_cases(suite, filters);
+  if (cases.empty()) throw Error("no op or GPT shape matches --filter; see --list");
+  auto device = open();
+  print_header(*device);
+  std::unique_ptr<Device> cpu;
+  if (device->backend() != "cpu") cpu = Registry::instance().open("cpu", 0, num_threads);
+  conformance::PerfOptions options;
+  options.runs = runs;
+  options.compare = cpu.get();
+  return std::min(conformance::run_perf(*device, cases, options), 125);
+}
+
 }  // namespace
 
 int run_check_backend(const std::vector<std::string>& args) {
@@ -139,7 +173,9 @@ int run_check_backend(const std::vector<std::string>& args) {
   int64_t device_index = 0, num_threads = 0, batch = 1;
   std::string filter;
   std::vector<std::string> hints;
-  bool list = false, verbose = false, repeat = false;
+  bool list = false, verbose = false, repeat = false, in_process = false, perf = false;
+  int64_t perf_runs = 10;
+  double case_timeout_s = 120;
   trainer::Flags flags("check-backend");
   flags.add("--device", &device_index, "device index");
   flags.add("--filter", &filter, "comma-separated substrings of op or case names");
@@ -150,6 +186,12 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--repeat", &repeat, "run every graph twice and require bitwise-identical outputs");
   flags.add("--batch", &batch, "op cases per graph (0: all in one)");
   flags.add("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
+  flags.add("--case-timeout", &case_timeout_s, "seconds a case may run before it fails as hung (0: no limit)",
+            trainer::Bounds::at_least(0));
+  flags.add("--in-process", &in_process, "run the cases in this process (a crash ends the run)");
+  flags.add("--perf", &perf, "time each op and GPT-2-small shapes instead of checking them");
+  flags.add("--perf-runs", &perf_runs, "timed runs per case (the median is reported)",
+            trainer::Bounds::closed(1, 100000));
   flags.parse(rest);
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
@@ -168,10 +210,16 @@ int run_check_backend(const std::vector<std::string>& args) {
     throw Error("kiln check-backend needs a backend name or plugin path, e.g. kiln check-backend cpu");
 
   const conformance::ScopedHints scoped_hints(hints);
-  auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
-  fmt::print("check-backend: backend {} ({}), device {}: {}\n", device->backend(), device->plugin().path,
-             device->index(), device->properties().name);
-  std::fflush(stdout);
+  auto open = [&] {
+    return Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
+  };
+  auto print_header = [](const Device& device) {
+    fmt::print("check-backend: backend {} ({}), device {}: {}\n", device.backend(), device.plugin().path,
+               device.index(), device.properties().name);
+    std::fflush(stdout);
+  };
+  if (perf)
+    return run_perf(open, print_header, suite, filters, static_cast<int>(perf_runs), static_cast<int>(num_threads));
   conformance::Options options;
   options.filters = filters;
   options.verbose = verbose;
@@ -179,7 +227,18 @@ int run_check_backend(const std::vector<std::string>& args) {
   options.batch = static_cast<size_t>(batch);
   FallbackDevice fallback;  // whole-model cases run the ops a backend lacks on cpu
   options.fallback = &fallback;
-  const conformance::Report report = conformance::run(*device, suite, options);
+  conformance::Report report;
+  if (in_process) {
+    auto device = open();
+    print_header(*device);
+    report = conformance::run(*device, suite, options);
+  } else {
+    conformance::Isolation isolation;
+    isolation.open = open;
+    isolation.on_open = print_header;
+    isolation.case_timeout_s = case_timeout_s;
+    report = conformance::run_isolated(suite, options, isolation);
+  }
   if (report.cases.empty()) throw Error("no conformance case matches --filter " + filter + "; see --list");
   // Exit statuses above 125 mean something else to shells.
   return std::min(report.failed(), 125);

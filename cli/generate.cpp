@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/cpu_count.h"
 #include "core/fallback_device.h"
+#include "core/fatal_signal_report.h"
 #include "core/registry.h"
 #include "graph/executor.h"
 #include "trainer/checkpoint/checkpoint_io.h"
@@ -86,6 +87,8 @@ std::shared_ptr<const data::Tokenizer> generate_tokenizer(const data::TokenizerS
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
+  // A plugin that crashes names itself and the call in one line.
+  install_fatal_signal_report();
   std::string load, prompt = "", backend = "cpu", logits_file;
   double temperature = 0.8;
   int64_t top_k = 40, max_new_tokens = 200, seed = 1234, device_index = 0, num_threads = 0;

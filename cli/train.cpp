@@ -3,6 +3,7 @@
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/fatal_signal_report.h"
 #include "core/log.h"
 #include "trainer/dist/comm.h"
 #include "trainer/dist/same_flags.h"
@@ -11,6 +12,8 @@
 namespace kiln::cli {
 
 int run_train(const std::vector<std::string>& args) {
+  // A plugin that crashes names itself and the call in one line.
+  install_fatal_signal_report();
   // Under mpirun/srun this is one rank of a data- and tensor-parallel job;
   // alone, a single process that never touches MPI.
   trainer::dist::World world;

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
+#include "core/plugin_call.h"
 #include "core/plugin_identity.h"
 
 namespace kiln {
@@ -58,17 +60,49 @@ void check_range(const Plugin& plugin, const char* op, uint64_t offset, uint64_t
   }
 }
 
+// A C++ exception that escapes a plugin function crossed a C ABI (undefined
+// behaviour, but it happens): say whose it was, instead of letting it reach
+// main() as a nameless internal error.
+PluginError escaped_exception(const Plugin& plugin, const char* function, const char* what) {
+  return PluginError(one_line(fmt::format("{}: {} let a C++ exception escape{}{}; a plugin must catch everything and "
+                                          "return a kiln_error (plugin {})",
+                                          plugin.name, function, what ? ": " : "", what ? what : "", plugin.path)),
+                     KILN_ERR_INTERNAL);
+}
+
+// Runs one plugin function with the call recorded (core/plugin_call: a
+// fatal signal names it) and anything it throws turned into a PluginError.
+template <class Fn, class... Args>
+auto call(const Plugin& plugin, const char* function, Fn* fn, Args... args) {
+  const PluginCall record(plugin, function);
+  try {
+    return fn(args...);
+  } catch (const std::exception& e) {
+    throw escaped_exception(plugin, function, e.what());
+  } catch (...) {
+    throw escaped_exception(plugin, function, nullptr);
+  }
+}
+
+// For the calls made from destructors, which must not throw: recorded only.
+template <class Fn, class... Args>
+void call_noexcept(const Plugin& plugin, const char* function, Fn* fn, Args... args) noexcept {
+  const PluginCall record(plugin, function);
+  fn(args...);
+}
+
 }  // namespace
 
 void check(const Plugin& plugin, kiln_error* error, const std::string& what) {
   if (error == nullptr) return;
   std::string message;
   if (plugin.has(&kiln_plugin_api::error_message)) {
-    const char* m = plugin.api_->error_message(error);
+    const char* m = call(plugin, "error_message", plugin.api_->error_message, error);
     if (m != nullptr) message = m;
   }
-  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? plugin.api_->error_code(error) : KILN_ERR_INTERNAL;
-  if (plugin.has(&kiln_plugin_api::error_destroy)) plugin.api_->error_destroy(error);
+  int32_t code = plugin.has(&kiln_plugin_api::error_code) ? call(plugin, "error_code", plugin.api_->error_code, error)
+                                                          : KILN_ERR_INTERNAL;
+  if (plugin.has(&kiln_plugin_api::error_destroy)) call(plugin, "error_destroy", plugin.api_->error_destroy, error);
   if (message.empty()) message = code_name(code);
   throw PluginError(one_line(fmt::format("{}: {} failed: {}", plugin.name, what, message)), code);
 }
@@ -83,7 +117,7 @@ Plugin::Plugin(std::string name, std::string path, const kiln_plugin_api* table,
 
 std::string Plugin::compiler_version() const {
   if (!has(&kiln_plugin_api::compiler_version)) return {};
-  const char* v = api_->compiler_version();
+  const char* v = call(*this, "compiler_version", api_->compiler_version);
   return v ? v : "";
 }
 
@@ -100,7 +134,7 @@ bool Plugin::supports(kiln_op op) const {
   kiln_op_supported_args args{};
   args.struct_size = sizeof(args);
   args.op = op;
-  check(*this, api_->op_supported(&args), "op_supported");
+  check(*this, call(*this, "op_supported", api_->op_supported, &args), "op_supported");
   return args.supported != 0;
 }
 
@@ -131,7 +165,7 @@ bool Plugin::supports_node(kiln_op op, const std::vector<TensorDesc>& inputs,
   args.inputs = in.data();
   args.num_outputs = static_cast<int32_t>(out.size());
   args.outputs = out.data();
-  check(*this, api_->op_supported_node(&args), fmt::format("op_supported_node for {}", kiln_op_name(op)));
+  check(*this, call(*this, "op_supported_node", api_->op_supported_node, &args), fmt::format("op_supported_node for {}", kiln_op_name(op)));
   return args.supported != 0;
 }
 
@@ -139,7 +173,7 @@ DeviceCount Plugin::device_count() const {
   require(*this, &kiln_plugin_api::device_count, "device_count");
   kiln_device_count_args args{};
   args.struct_size = sizeof(args);
-  check(*this, api_->device_count(&args), "device_count");
+  check(*this, call(*this, "device_count", api_->device_count, &args), "device_count");
   DeviceCount out;
   out.count = args.count;
   if (args.count <= 0) {
@@ -157,7 +191,8 @@ kiln_device_properties Plugin::device_properties(int index) const {
   args.struct_size = sizeof(args);
   args.device_index = index;
   args.properties = &props;
-  check(*this, api_->device_properties(&args), fmt::format("device_properties of device {}", index));
+  check(*this, call(*this, "device_properties", api_->device_properties, &args),
+        fmt::format("device_properties of device {}", index));
   // Fixed-size strings come from foreign code; never trust their terminators.
   props.name[sizeof(props.name) - 1] = '\0';
   props.vendor[sizeof(props.vendor) - 1] = '\0';
@@ -173,18 +208,18 @@ std::vector<uint8_t> Plugin::compile(const std::vector<uint8_t>& ir, int device_
   args.ir_size = ir.size();
   args.options = options;
   args.device_index = device_index;
-  check(*this, api_->compile(&args), "compile");
+  check(*this, call(*this, "compile", api_->compile, &args), "compile");
   if (args.executable == nullptr || args.executable_size == 0) {
     // Never a cache entry: nothing could load it, and a cached empty
     // executable would fail every later run the same way.
-    if (args.executable != nullptr) api_->executable_bytes_free(args.executable);
+    if (args.executable != nullptr) call(*this, "executable_bytes_free", api_->executable_bytes_free, args.executable);
     throw PluginError(fmt::format("plugin {} ({}) returned an empty executable for a graph of {} IR bytes; a compile "
                                   "must return executable bytes or an error",
                                   name, path, ir.size()),
                       KILN_ERR_INTERNAL);
   }
   std::vector<uint8_t> exe(args.executable, args.executable + args.executable_size);
-  api_->executable_bytes_free(args.executable);
+  call(*this, "executable_bytes_free", api_->executable_bytes_free, args.executable);
   return exe;
 }
 
@@ -194,7 +229,7 @@ kiln_loaded_executable* Plugin::load(kiln_device* device, const std::vector<uint
   args.device = device;
   args.executable = executable.data();
   args.executable_size = executable.size();
-  check(*this, api_->load(&args), "load");
+  check(*this, call(*this, "load", api_->load, &args), "load");
   return args.loaded;
 }
 
@@ -206,11 +241,11 @@ void Plugin::execute(kiln_device* device, kiln_loaded_executable* loaded,
   args.loaded = loaded;
   args.slots = slots.data();
   args.num_slots = static_cast<int32_t>(slots.size());
-  check(*this, api_->execute(&args), "execute");
+  check(*this, call(*this, "execute", api_->execute, &args), "execute");
 }
 
 void Plugin::loaded_free(kiln_device* device, kiln_loaded_executable* loaded) const {
-  if (loaded != nullptr) api_->loaded_free(device, loaded);
+  if (loaded != nullptr) call_noexcept(*this, "loaded_free", api_->loaded_free, device, loaded);
 }
 
 Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
@@ -236,7 +271,7 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
   oargs.struct_size = sizeof(oargs);
   oargs.device_index = index;
   oargs.num_threads = num_threads;
-  check(p, p.api_->device_open(&oargs), fmt::format("device_open of device {}", index));
+  check(p, call(p, "device_open", p.api_->device_open, &oargs), fmt::format("device_open of device {}", index));
   if (oargs.device == nullptr) {
     throw Error(fmt::format("{}: device_open of device {} returned no device", p.name, index));
   }
@@ -245,13 +280,13 @@ Device::Device(std::shared_ptr<const Plugin> plugin, int index, int num_threads)
 
 Device::~Device() {
   if (handle_ != nullptr && plugin_->has(&kiln_plugin_api::device_close)) {
-    plugin_->api_->device_close(handle_);
+    call_noexcept(*plugin_, "device_close", plugin_->api_->device_close, handle_);
   }
 }
 
 void Device::synchronize() {
   require(*plugin_, &kiln_plugin_api::synchronize, "synchronize");
-  check(*plugin_, plugin_->api_->synchronize(handle_), "synchronize");
+  check(*plugin_, call(*plugin_, "synchronize", plugin_->api_->synchronize, handle_), "synchronize");
 }
 
 DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device), size_(size_bytes) {
@@ -262,7 +297,7 @@ DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device
   args.device = device.handle();
   args.size_bytes = size_bytes;
   const std::string what = fmt::format("buffer_alloc of {}", format_bytes(size_bytes));
-  check(p, p.api_->buffer_alloc(&args), what);
+  check(p, call(p, "buffer_alloc", p.api_->buffer_alloc, &args), what);
   if (args.buffer == nullptr) throw Error(fmt::format("{}: {} returned no buffer", p.name, what));
   handle_ = args.buffer;
 }
@@ -270,7 +305,7 @@ DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device
 DeviceBuffer::~DeviceBuffer() {
   const Plugin& p = device_.plugin();
   if (handle_ != nullptr && p.has(&kiln_plugin_api::buffer_free)) {
-    p.api_->buffer_free(device_.handle(), handle_);
+    call_noexcept(p, "buffer_free", p.api_->buffer_free, device_.handle(), handle_);
   }
 }
 
@@ -286,7 +321,8 @@ void DeviceBuffer::write(const void* src, uint64_t bytes, uint64_t offset) {
   args.size_bytes = bytes;
   // The ABI uses one args struct for both directions; write never modifies it.
   args.host = const_cast<void*>(src);
-  check(p, p.api_->buffer_write(&args), fmt::format("buffer_write of {}", format_bytes(bytes)));
+  check(p, call(p, "buffer_write", p.api_->buffer_write, &args),
+        fmt::format("buffer_write of {}", format_bytes(bytes)));
 }
 
 void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
@@ -300,7 +336,7 @@ void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
   args.offset = offset;
   args.size_bytes = bytes;
   args.host = dst;
-  check(p, p.api_->buffer_read(&args), fmt::format("buffer_read of {}", format_bytes(bytes)));
+  check(p, call(p, "buffer_read", p.api_->buffer_read, &args), fmt::format("buffer_read of {}", format_bytes(bytes)));
 }
 
 void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset, uint64_t dst_offset) {
@@ -322,7 +358,7 @@ void DeviceBuffer::copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t s
   args.dst = handle_;
   args.dst_offset = dst_offset;
   args.size_bytes = bytes;
-  check(p, p.api_->buffer_copy(&args), fmt::format("buffer_copy of {}", format_bytes(bytes)));
+  check(p, call(p, "buffer_copy", p.api_->buffer_copy, &args), fmt::format("buffer_copy of {}", format_bytes(bytes)));
 }
 
 }  // namespace kiln

@@ -353,7 +353,21 @@ int Report::unsupported() const {
       std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Unsupported; }));
 }
 
+std::vector<CaseResult> run_unit(Device& device, const Unit& unit, const Options& options) {
+  if (unit.alone) return {run_case(device, *unit.cases.at(0), options)};
+  return run_batch(device, unit.cases, options);
+}
+
 Report run(Device& device, const Suite& suite, const Options& options) {
+  return run_units(suite, options, [&](const std::vector<Unit>& units, const CaseDone& done) {
+    for (const Unit& unit : units) {
+      std::vector<CaseResult> results = run_unit(device, unit, options);
+      for (size_t k = 0; k < unit.cases.size(); ++k) done(unit.cases[k], std::move(results[k]));
+    }
+  });
+}
+
+Report run_units(const Suite& suite, const Options& options, const UnitRunner& runner) {
   Report report;
   const auto t0 = Clock::now();
   auto finish_group = [&](GroupResult& g) {
@@ -393,6 +407,7 @@ Report run(Device& device, const Suite& suite, const Options& options) {
       g.group = order[next_group];
       for (const Case* c : cases) {
         CaseResult r = std::move(done[c]);
+        r.c = c;
         ++g.cases;
         g.threshold = std::max(g.threshold, c->threshold);
         switch (r.status) {
@@ -416,26 +431,29 @@ Report run(Device& device, const Suite& suite, const Options& options) {
       report.groups.push_back(std::move(g));
     }
   };
+  // Whole-model and error cases run alone; op cases in graphs of up to
+  // options.batch, in report order.
   const size_t batch = options.batch == 0 ? flat.size() : options.batch;
-  std::vector<const Case*> pending;
+  std::vector<Unit> units;
+  Unit pending;
   auto flush = [&] {
-    if (pending.empty()) return;
-    std::vector<CaseResult> results = run_batch(device, pending, options);
-    for (size_t i = 0; i < pending.size(); ++i) done[pending[i]] = std::move(results[i]);
-    pending.clear();
-    report_finished_groups();
+    if (!pending.cases.empty()) units.push_back(std::move(pending));
+    pending = Unit{};
   };
   for (const Case* c : flat) {
     if (c->fallback || c->expect_error || batch <= 1) {
       flush();
-      done[c] = run_case(device, *c, options);
-      report_finished_groups();
+      units.push_back(Unit{{c}, true});
       continue;
     }
-    pending.push_back(c);
-    if (pending.size() >= batch) flush();
+    pending.cases.push_back(c);
+    if (pending.cases.size() >= batch) flush();
   }
   flush();
+  runner(units, [&](const Case* c, CaseResult r) {
+    done[c] = std::move(r);
+    report_finished_groups();
+  });
   // A backend is never asked to run a collective, so there is nothing to
   // test; saying so keeps the report a complete list of the IR's ops.
   for (int op = 0; op < KILN_OP_COUNT_; ++op) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -104,5 +105,25 @@ struct Report {
 // finishes (and per case with verbose), a HOST line per host collective the
 // filters select, then a summary line.
 Report run(Device& device, const Suite& suite, const Options& options);
+
+// What a run executes, in order: one graph of op cases (up to
+// options.batch of them) or one case alone (whole-model and error cases,
+// and every case when batch is 1).
+struct Unit {
+  std::vector<const Case*> cases;
+  bool alone = false;  // run_case; else merged into one graph (run_batch)
+};
+
+// Runs one unit on the device: a result per case, in the unit's order. A
+// merged graph that fails as a whole is retried case by case.
+std::vector<CaseResult> run_unit(Device& device, const Unit& unit, const Options& options);
+
+// run() with the execution left to `runner`, which gets every unit and
+// reports each case's result through `done` (in any order; a group's line is
+// printed once all its cases are done). run() runs them in this process;
+// run_isolated (isolated.h) in child processes that may crash.
+using CaseDone = std::function<void(const Case*, CaseResult)>;
+using UnitRunner = std::function<void(const std::vector<Unit>& units, const CaseDone& done)>;
+Report run_units(const Suite& suite, const Options& options, const UnitRunner& runner);
 
 }  // namespace kiln::conformance
