@@ -73,6 +73,11 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
   : > "$SLURM_DIR/plugstack.conf"
+  # slurmd 22.05 always initialises a cgroup plugin, and its default
+  # (autodetect) fails where nothing is mounted on /sys/fs/cgroup (a chroot,
+  # some containers). Naming cgroup/v1 only loads the plugin: with
+  # proctrack/linuxproc and task/none nothing creates a cgroup.
+  printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n' > "$SLURM_DIR/cgroup.conf"
   export SLURM_CONF=$SLURM_DIR/slurm.conf
   slurmctld -f "$SLURM_CONF" || { slurm_logs; return 1; }
   slurmd -f "$SLURM_CONF" || { slurm_logs; return 1; }
