@@ -35,7 +35,7 @@ done
 check "GPT-2-small shapes: layernorm [1024, 768]" grep -Eq "^gpt layernorm +$number +[12] +- +$number +\[1024, 768\]$" "$tmp/cpu.txt"
 check "GPT-2-small shapes: gelu [1024, 3072]" grep -Eq "^gpt gelu +$number .*\[1024, 3072\]$" "$tmp/cpu.txt"
 check "no other op is timed" test "$(grep -E "^(gpt )?[a-z_]+ +$number " "$tmp/cpu.txt" | grep -Evc "^(gpt )?(gelu|layernorm)")" -eq 0
-check "a summary" grep -Eq '^perf summary: 6 cases timed, 0 unsupported, 0 failed$' "$tmp/cpu.txt"
+check "a summary" grep -Eq '^perf summary: [0-9]+ cases timed, 0 unsupported, 0 failed$' "$tmp/cpu.txt"
 
 "$kiln" check-backend "$plugin" --perf --perf-runs 2 --filter matmul >"$tmp/other.txt" 2>&1
 status=$?
