@@ -240,7 +240,7 @@ std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index,
     return plugin.compile(ir, device_index);
   } catch (const PluginError& e) {
     // Out of memory may pass on a quieter machine: no failure marker.
-    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY);
+    throw CompileError(e.what(), e.code != KILN_ERR_OUT_OF_MEMORY, e.code);
   }
 }
 

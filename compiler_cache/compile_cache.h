@@ -87,8 +87,11 @@ enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.
-struct CompileError : Error {
-  CompileError(const std::string& what, bool deterministic) : Error(what), deterministic(deterministic) {}
+// A PluginError, so callers still see the plugin's error code (an
+// unsupported dtype is KILN_ERR_UNSUPPORTED).
+struct CompileError : PluginError {
+  CompileError(const std::string& what, bool deterministic, int32_t code)
+      : PluginError(what, code), deterministic(deterministic) {}
   bool deterministic;  // the plugin rejected the graph (not out of memory)
 };
 std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir);
