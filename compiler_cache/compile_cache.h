@@ -87,15 +87,16 @@ enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.
-struct CompileError : Error {
+// A PluginError, so callers still see the plugin's error code (an
+// unsupported dtype is KILN_ERR_UNSUPPORTED).
+struct CompileError : PluginError {
   CompileError(const std::string& what, bool deterministic, int32_t code = KILN_ERR_INTERNAL)
-      : Error(what), deterministic(deterministic), code(code) {}
+      : PluginError(what, code), deterministic(deterministic) {}
   // The plugin rejected the graph for good: a .failed marker records it.
   // Not for out of memory (may pass on a quieter machine) nor for
   // KILN_ERR_UNSUPPORTED (a capability gap: the executor runs the graph on
   // its fallback device instead, so nothing failed).
   bool deterministic;
-  int32_t code;  // the plugin's KILN_ERR_*
 };
 std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir);
 

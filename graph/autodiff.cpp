@@ -32,6 +32,8 @@ Grads vjp(Graph& g, const VjpArgs& a, int node_index) {
 }
 
 bool is_f32(const Graph& g, ValueId v) { return g.value(v).dtype == KILN_F32; }
+// Values that carry a gradient: floats of any width (bf16 and f16 too).
+bool is_float(const Graph& g, ValueId v) { return kiln_dtype_is_float(g.value(v).dtype) != 0; }
 
 }  // namespace
 
@@ -45,19 +47,20 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
   };
   check_id(loss, "loss");
   if (!is_f32(g, loss) || g.shape(loss) != Shape{1})
-    autodiff_fail("the loss must be f32 [1], got " + std::string(is_f32(g, loss) ? "f32 " : "i32 ") +
+    autodiff_fail("the loss must be f32 [1], got " + std::string(kiln_dtype_name(g.value(loss).dtype)) + " " +
                   to_string(g.shape(loss)));
   for (ValueId w : wrt) check_id(w, "wrt");
 
-  // depends[v]: v is an f32 value that some `wrt` value feeds (or is one).
+  // depends[v]: v is a float value that some `wrt` value feeds (or is one).
   std::vector<bool> depends(num_values, false);
-  for (ValueId w : wrt) depends[static_cast<size_t>(w)] = is_f32(g, w);
+  for (ValueId w : wrt) depends[static_cast<size_t>(w)] = is_float(g, w);
   for (size_t n = 0; n < num_nodes; ++n) {
     const Node& node = g.nodes()[n];
     bool any = false;
     for (ValueId v : node.inputs) any = any || depends[static_cast<size_t>(v)];
     if (any)
-      for (ValueId v : node.outputs) depends[static_cast<size_t>(v)] = depends[static_cast<size_t>(v)] || is_f32(g, v);
+      for (ValueId v : node.outputs)
+        depends[static_cast<size_t>(v)] = depends[static_cast<size_t>(v)] || is_float(g, v);
   }
 
   // grad[v]: the value holding d(loss)/d(v), accumulated over consumers.
@@ -97,7 +100,11 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
   std::vector<ValueId> result;
   for (ValueId w : wrt) {
     ValueId d = grad[static_cast<size_t>(w)];
-    result.push_back(d != kNoGradient ? d : g.fill(Shape(g.shape(w)), 0.0f));
+    if (d == kNoGradient) {  // a zero of w's dtype (FILL makes f32)
+      d = g.fill(Shape(g.shape(w)), 0.0f);
+      if (g.value(w).dtype != KILN_F32 && is_float(g, w)) d = g.cast(d, g.value(w).dtype);
+    }
+    result.push_back(d);
   }
   return result;
 }

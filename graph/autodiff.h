@@ -15,7 +15,7 @@ namespace kiln::graph {
 
 // `loss` must be an f32 value of shape [1]. The seed gradient is 1. Returns,
 // for each entry of `wrt`, the value holding its gradient (same shape). A
-// value the loss does not depend on (or an i32 value) gets a FILL 0 of its
+// value the loss does not depend on (or an i32 value) gets a zero of its
 // shape. Throws kiln::Error if the loss path goes through ADAMW or a *_GRAD
 // op (no second derivatives), or if CONCAT of unequal parts would need more
 // than 255 chunks to express its gradient.

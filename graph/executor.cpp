@@ -21,7 +21,9 @@ std::string op_list(const std::vector<kiln_op>& ops) {
   return s;
 }
 
-uint64_t value_bytes(const Graph& g, ValueId v) { return static_cast<uint64_t>(numel(g.shape(v))) * 4; }
+uint64_t value_bytes(const Graph& g, ValueId v) {
+  return static_cast<uint64_t>(numel(g.shape(v))) * kiln_dtype_size(g.value(v).dtype);
+}
 
 bool is_read(const Graph& g, ValueId v) {
   for (const Node& n : g.nodes())

@@ -121,6 +121,9 @@ class Graph {
   // stride = numel(x)).
   ValueId dropout(ValueId x, ValueId key, float p, int64_t site, int64_t period, int64_t stride);
   ValueId dropout(ValueId x, ValueId key, float p, int64_t site);
+  // x converted to another float dtype (f32, bf16, f16): narrowing rounds
+  // to nearest even (kiln/ops.h's CAST).
+  ValueId cast(ValueId x, kiln_dtype dtype);
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.

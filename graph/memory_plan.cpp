@@ -11,7 +11,7 @@ namespace {
 
 uint64_t align_up(uint64_t x) { return (x + KILN_IR_ALIGN - 1) / KILN_IR_ALIGN * KILN_IR_ALIGN; }
 
-uint64_t value_bytes(const Value& v) { return static_cast<uint64_t>(numel(v.shape)) * 4; }
+uint64_t value_bytes(const Value& v) { return static_cast<uint64_t>(numel(v.shape)) * kiln_dtype_size(v.dtype); }
 
 // Ops that read element k of every input before writing element k, so an
 // output may occupy an input's memory (the op table's elementwise property).

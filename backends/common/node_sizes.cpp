@@ -70,6 +70,8 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
     p->rows = x.numel() / p->cols;
   };
   p->op = n.op;
+  if (!n.inputs.empty()) p->x_dtype = in(0).dtype;
+  if (!n.outputs.empty()) p->y_dtype = out(0).dtype;
   switch (kiln_op_table[n.op].rule) {
     case KILN_RULE_GIVEN_SHAPE: p->count = out(0).numel(); return;
     case KILN_RULE_BROADCAST:
@@ -120,6 +122,7 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->rows = in(0).numel() / p->cols;
       return;
     case KILN_RULE_RESHAPE:
+    case KILN_RULE_CAST:
     case KILN_RULE_TO_SCALAR:
     case KILN_RULE_ALL_REDUCE: p->count = in(0).numel(); return;
     case KILN_RULE_PERMUTE:

@@ -37,6 +37,9 @@ struct NodeInfo {
   //   ROPE(_GRAD):                                 rows, cols (D), positions (T), pairs (R), interleaved
   //   DROPOUT:                                     count, site, period, stride
   //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
+  //   CAST:                                        count
+  // Every node: x_dtype, y_dtype (its first input's and first output's, f32
+  // where it has none), so a kernel knows what its storage holds.
   int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
   int64_t parts = 0, inner = 0;
   int64_t site = 0, period = 0, stride = 0;
@@ -46,6 +49,7 @@ struct NodeInfo {
   PermutePlan permute;
   int64_t positions = 0, pairs = 0;
   bool interleaved = false;
+  kiln_dtype x_dtype = KILN_F32, y_dtype = KILN_F32;
 };
 
 // The sizes of every node of `g`, which check_graph must have accepted (no

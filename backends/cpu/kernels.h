@@ -144,12 +144,12 @@ void sum_to(const Ctx&, const float* x, float* y, int64_t rows, int64_t cols);
 // scratch: threads doubles
 void sum_squares(const Ctx&, const float* x, float* y, int64_t n);
 
-// ---- kernels_layout.cpp (4-byte elements of any dtype)
-void copy(const Ctx&, const void* x, void* y, int64_t n);
-void permute(const Ctx&, const uint32_t* x, uint32_t* y, const PermutePlan& p);
-void split(const Ctx&, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts, int64_t inner);
-void concat(const Ctx&, const uint32_t* const* xs, const int64_t* inners, int64_t count, uint32_t* y, int64_t rows,
-            int64_t inner);
+// ---- kernels_layout.cpp (elements of any dtype: elem_bytes 4 or 2, sizes in elements)
+void copy(const Ctx&, const void* x, void* y, int64_t n, int64_t elem_bytes);
+void permute(const Ctx&, const void* x, void* y, const PermutePlan& p, int64_t elem_bytes);
+void split(const Ctx&, const void* x, void* const* ys, int64_t rows, int64_t parts, int64_t inner, int64_t elem_bytes);
+void concat(const Ctx&, const void* const* xs, const int64_t* inners, int64_t count, void* y, int64_t rows,
+            int64_t inner, int64_t elem_bytes);
 
 // ---- kernels_optimizer.cpp
 // hparams = {lr, weight_decay, 1/(1-beta1^t), 1/(1-beta2^t), grad_scale}
@@ -161,6 +161,9 @@ void adamw(const Ctx&, const float* p, const float* g, const float* m, const flo
 // key_words: DROPOUT's key input {seed, step, offset_lo, offset_hi}.
 void dropout(const Ctx&, const float* x, const int32_t* key_words, float* y, int64_t n, int64_t site, int64_t period,
              int64_t stride, float p);
+
+// ---- kernels_cast.cpp (f32, bf16, f16 each way)
+void cast(const Ctx&, const void* x, kiln_dtype x_dtype, void* y, kiln_dtype y_dtype, int64_t n);
 
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);

@@ -49,6 +49,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_ALIBI,
     KILN_OP_GELU_ERF,
     KILN_OP_GELU_ERF_GRAD,
+    KILN_OP_CAST,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -57,6 +58,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto iin = [&](size_t i) { return static_cast<const int32_t*>(values[nd.in[i]]); };
   auto fout = [&](size_t i) { return static_cast<float*>(values[nd.out[i]]); };
   auto fa = [&](size_t i) { return nd.fattrs[i]; };
+  const int64_t elem_bytes = kiln_dtype_size(nd.y_dtype);  // layout ops: their (one) dtype's
   switch (nd.op) {
     case KILN_OP_FILL: return fill(ctx, fout(0), nd.count, fa(0));
     case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
@@ -81,20 +83,18 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy_grad(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);
     case KILN_OP_SUM_TO: return sum_to(ctx, fin(0), fout(0), nd.rows, nd.cols);
-    case KILN_OP_RESHAPE: return copy(ctx, values[nd.in[0]], values[nd.out[0]], nd.count);
-    case KILN_OP_PERMUTE:
-      return permute(ctx, static_cast<const uint32_t*>(values[nd.in[0]]), static_cast<uint32_t*>(values[nd.out[0]]),
-                     nd.permute);
+    case KILN_OP_RESHAPE: return copy(ctx, values[nd.in[0]], values[nd.out[0]], nd.count, elem_bytes);
+    case KILN_OP_PERMUTE: return permute(ctx, values[nd.in[0]], values[nd.out[0]], nd.permute, elem_bytes);
     case KILN_OP_SPLIT: {
-      uint32_t* ys[256];  // at most 255 outputs fit the IR's u8 count
-      for (size_t i = 0; i < nd.out.size(); ++i) ys[i] = static_cast<uint32_t*>(values[nd.out[i]]);
-      return split(ctx, static_cast<const uint32_t*>(values[nd.in[0]]), ys, nd.rows, nd.parts, nd.inner);
+      void* ys[256];  // at most 255 outputs fit the IR's u8 count
+      for (size_t i = 0; i < nd.out.size(); ++i) ys[i] = values[nd.out[i]];
+      return split(ctx, values[nd.in[0]], ys, nd.rows, nd.parts, nd.inner, elem_bytes);
     }
     case KILN_OP_CONCAT: {
-      const uint32_t* xs[256];
-      for (size_t i = 0; i < nd.in.size(); ++i) xs[i] = static_cast<const uint32_t*>(values[nd.in[i]]);
-      return concat(ctx, xs, nd.inners.data(), static_cast<int64_t>(nd.in.size()),
-                    static_cast<uint32_t*>(values[nd.out[0]]), nd.rows, nd.inner);
+      const void* xs[256];
+      for (size_t i = 0; i < nd.in.size(); ++i) xs[i] = values[nd.in[i]];
+      return concat(ctx, xs, nd.inners.data(), static_cast<int64_t>(nd.in.size()), values[nd.out[0]], nd.rows, nd.inner,
+                    elem_bytes);
     }
     case KILN_OP_SUM_SQUARES: return sum_squares(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_ADAMW:
@@ -118,6 +118,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
       return rope_grad(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
     case KILN_OP_DROPOUT: return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
     case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
+    case KILN_OP_CAST: return cast(ctx, values[nd.in[0]], nd.x_dtype, values[nd.out[0]], nd.y_dtype, nd.count);
     case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
     case KILN_OP_COUNT_: break;
   }

@@ -1,5 +1,7 @@
-// RESHAPE (copy), PERMUTE, SPLIT, CONCAT: data movement of 4-byte elements
-// of any dtype, done as bit copies.
+// RESHAPE (copy), PERMUTE, SPLIT, CONCAT: data movement of 4-byte (f32,
+// i32) or 2-byte (bf16, f16) elements, done as bit copies, so even a NaN's
+// payload arrives unchanged. One template per op, instantiated for both
+// element sizes.
 #include <cstring>
 
 #include "kernels.h"
@@ -7,31 +9,36 @@
 namespace kiln::cpu::KILN_CPU_ISA {
 
 namespace {
-constexpr int64_t kCopyGrain = 32768;  // elements (128 KiB) per chunk
+constexpr int64_t kCopyBytesGrain = 131072;  // bytes per chunk
 // memmove, not memcpy: IR the host did not plan may overlap an output with
 // its input; the result is then unspecified, but never undefined behaviour.
-inline void copy_elems(uint32_t* dst, const uint32_t* src, int64_t n) {
-  std::memmove(dst, src, static_cast<size_t>(n) * sizeof(uint32_t));
+template <class T>
+inline void copy_elems(T* dst, const T* src, int64_t n) {
+  std::memmove(dst, src, static_cast<size_t>(n) * sizeof(T));
 }
 }  // namespace
 
-void copy(const Ctx& ctx, const void* x, void* y, int64_t n) {
+void copy(const Ctx& ctx, const void* x, void* y, int64_t n, int64_t elem_bytes) {
   if (x == y) return;
-  auto* src = static_cast<const uint32_t*>(x);
-  auto* dst = static_cast<uint32_t*>(y);
-  for_chunks(ctx, n, kCopyGrain, [&](int64_t, int64_t b, int64_t e) { copy_elems(dst + b, src + b, e - b); });
+  auto* src = static_cast<const unsigned char*>(x);
+  auto* dst = static_cast<unsigned char*>(y);
+  for_chunks(ctx, n * elem_bytes, kCopyBytesGrain,
+             [&](int64_t, int64_t b, int64_t e) { copy_elems(dst + b, src + b, e - b); });
 }
+
+namespace {
 
 // The plan has already merged dims that move together, so the common GPT
 // cases ([B,T,H,D] <-> [B,H,T,D]) reduce to copying contiguous runs of D;
 // real transposes (the input's fastest dim is not the output's) go through
 // square tiles so both sides stay in L1.
-void permute(const Ctx& ctx, const uint32_t* x, uint32_t* y, const PermutePlan& p) {
+template <class T>
+void permute_elems(const Ctx& ctx, const T* x, T* y, const PermutePlan& p) {
   const int r = p.rank;
   int64_t total = 1;
   for (int i = 0; i < r; ++i) total *= p.out_dims[i];
   if (r <= 1) {
-    copy(ctx, x, y, total);
+    copy(ctx, x, y, total, sizeof(T));
     return;
   }
   int64_t out_strides[KILN_IR_MAX_RANK];
@@ -86,8 +93,8 @@ void permute(const Ctx& ctx, const uint32_t* x, uint32_t* y, const PermutePlan& 
       for (int64_t b0 = 0; b0 < nc; b0 += kTile) {
         int64_t b1 = b0 + kTile < nc ? b0 + kTile : nc;
         for (int64_t b = b0; b < b1; ++b) {
-          const uint32_t* in = x + src + b * sc_in;
-          uint32_t* out = y + dst + b;
+          const T* in = x + src + b * sc_in;
+          T* out = y + dst + b;
           for (int64_t a = a0; a < a1; ++a) out[a * sq_out] = in[a];
         }
       }
@@ -96,27 +103,56 @@ void permute(const Ctx& ctx, const uint32_t* x, uint32_t* y, const PermutePlan& 
 }
 
 // x [rows, parts * inner] -> ys[k] [rows, inner]
-void split(const Ctx& ctx, const uint32_t* x, uint32_t* const* ys, int64_t rows, int64_t parts, int64_t inner) {
+template <class T>
+void split_elems(const Ctx& ctx, const T* x, void* const* ys, int64_t rows, int64_t parts, int64_t inner) {
   for_chunks(ctx, rows * parts, grain_for(inner), [&](int64_t, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       int64_t row = i / parts, part = i % parts;
-      copy_elems(ys[part] + row * inner, x + i * inner, inner);
+      copy_elems(static_cast<T*>(ys[part]) + row * inner, x + i * inner, inner);
     }
   });
 }
 
 // xs[k] [rows, inners[k]] -> y [rows, inner]
-void concat(const Ctx& ctx, const uint32_t* const* xs, const int64_t* inners, int64_t count, uint32_t* y, int64_t rows,
-            int64_t inner) {
+template <class T>
+void concat_elems(const Ctx& ctx, const void* const* xs, const int64_t* inners, int64_t count, T* y, int64_t rows,
+                  int64_t inner) {
   for_chunks(ctx, rows, grain_for(inner), [&](int64_t, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      uint32_t* dst = y + r * inner;
+      T* dst = y + r * inner;
       for (int64_t k = 0; k < count; ++k) {
-        copy_elems(dst, xs[k] + r * inners[k], inners[k]);
+        copy_elems(dst, static_cast<const T*>(xs[k]) + r * inners[k], inners[k]);
         dst += inners[k];
       }
     }
   });
+}
+
+}  // namespace
+
+// Element sizes: 4 (f32, i32) or 2 (bf16, f16); the pointers are the
+// values' addresses.
+void permute(const Ctx& ctx, const void* x, void* y, const PermutePlan& p, int64_t elem_bytes) {
+  if (elem_bytes == 2)
+    permute_elems(ctx, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), p);
+  else
+    permute_elems(ctx, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), p);
+}
+
+void split(const Ctx& ctx, const void* x, void* const* ys, int64_t rows, int64_t parts, int64_t inner,
+           int64_t elem_bytes) {
+  if (elem_bytes == 2)
+    split_elems(ctx, static_cast<const uint16_t*>(x), ys, rows, parts, inner);
+  else
+    split_elems(ctx, static_cast<const uint32_t*>(x), ys, rows, parts, inner);
+}
+
+void concat(const Ctx& ctx, const void* const* xs, const int64_t* inners, int64_t count, void* y, int64_t rows,
+            int64_t inner, int64_t elem_bytes) {
+  if (elem_bytes == 2)
+    concat_elems(ctx, xs, inners, count, static_cast<uint16_t*>(y), rows, inner);
+  else
+    concat_elems(ctx, xs, inners, count, static_cast<uint32_t*>(y), rows, inner);
 }
 
 }  // namespace kiln::cpu::KILN_CPU_ISA

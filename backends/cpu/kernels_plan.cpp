@@ -4,6 +4,8 @@
 // at compile with a message naming the node, instead of reading out of
 // bounds at execute; planning then trusts the shapes.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "kiln/op_rules.hpp"
 #include "plan.h"
@@ -14,7 +16,7 @@ const char* op_name(kiln_op op) { return kiln_op_name(op); }
 
 // By shape-rule kind, like the plan itself: an op added with an existing
 // rule gets its scratch without an edit here.
-uint64_t NodePlan::scratch_bytes(int threads) const {
+uint64_t NodePlan::kernel_scratch_bytes(int threads) const {
   const auto t = static_cast<uint64_t>(threads < 1 ? 1 : threads);
   const kiln_op_info* info = kiln_op_find(op);
   if (info == nullptr) return 0;
@@ -41,6 +43,7 @@ PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans) {
     p.in = g.nodes[i].inputs;
     p.out = g.nodes[i].outputs;
     p.fattrs = g.nodes[i].fattrs;
+    p.staging = plan_staging(g, g.nodes[i]);
   }
   return {};
 }

@@ -12,6 +12,7 @@
 #include "kiln/ir_decode.hpp"
 #include "kiln/plugin.h"
 #include "node_sizes.h"
+#include "staging.h"
 
 // Internal to the plugin: keep these out of its dynamic symbol table.
 #pragma GCC visibility push(hidden)
@@ -25,9 +26,12 @@ using backend::PermutePlan;
 struct NodePlan : backend::NodeInfo {
   std::vector<uint32_t> in, out;  // value ids
   std::vector<float> fattrs;
+  Staging staging;  // f32 copies of its bf16/f16 values (staging.h), at the start of its scratch
 
-  // Bytes of device scratch the kernel needs with `threads` threads.
-  uint64_t scratch_bytes(int threads) const;
+  // Bytes of device scratch the node needs with `threads` threads: the
+  // staging area, then the kernel's own.
+  uint64_t scratch_bytes(int threads) const { return staging.bytes + kernel_scratch_bytes(threads); }
+  uint64_t kernel_scratch_bytes(int threads) const;
 };
 
 struct PlanError {
@@ -37,7 +41,8 @@ struct PlanError {
 };
 
 // Checks the graph with the shared op rules (ir::check_graph: arity, dtypes,
-// shapes, attributes) and plans every node. The caller has already refused
+// shapes, attributes) and plans every node, with the staging of any node
+// that computes in f32 on bf16/f16 values. The caller has already refused
 // ops outside the plugin's support list.
 PlanError plan_graph(const ir::DecodedGraph& g, std::vector<NodePlan>* plans);
 

@@ -618,17 +618,24 @@ kiln_error* execute(kiln_execute_args* args) {
     ctx.solo = dev->solo_ptrs.data();
     ctx.threads = dev->threads;
     ctx.scratch = dev->scratch;
-    void* const* values = exe->addresses.data();
+    void** values = exe->addresses.data();
+    std::vector<void*> saved;  // the real addresses of a staged node's values
     for (size_t i = 0; i < exe->plans.size(); ++i) {
       const NodePlan& node = exe->plans[i];
       check_ids(node, i, values);
-      if (!dev->profile) {
-        dev->run_node(ctx, node, values);
-        continue;
-      }
       auto t0 = std::chrono::steady_clock::now();
-      dev->run_node(ctx, node, values);
-      record_profile(dev, node, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (node.staging.empty()) {
+        dev->run_node(ctx, node, values);
+      } else {  // bf16/f16 values around an f32 kernel (staging.h)
+        auto* area = static_cast<uint8_t*>(dev->scratch);
+        kiln::cpu::stage_in(node.staging, area, values, &saved);
+        kiln::cpu::Ctx after_staging = ctx;
+        after_staging.scratch = area + node.staging.bytes;
+        dev->run_node(after_staging, node, values);
+        kiln::cpu::stage_out(node.staging, values, saved);
+      }
+      if (dev->profile)
+        record_profile(dev, node, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   });
 }

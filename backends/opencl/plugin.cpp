@@ -328,6 +328,7 @@ kiln_error* compile(kiln_compile_args* args) {
     kiln::ir::DecodedGraph g;
     kiln::ocl::decode_ir(args->ir, args->ir_size, &g);
     kiln::backend::require_supported(g, supported());
+    kiln::backend::require_32bit_storage(g, supported().backend);
     const std::vector<kiln::ocl::NodeInfo> info = kiln::ocl::analyze(g);
     kiln::ocl::Program prog = kiln::ocl::generate(g, info, kiln::ocl::target_for(d));
 

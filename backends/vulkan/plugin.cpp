@@ -288,6 +288,7 @@ kiln_error* compile(kiln_compile_args* args) {
     kiln::ir::DecodedGraph g;
     kiln::backend::decode_ir(args->ir, args->ir_size, &g, "vulkan");
     kiln::backend::require_supported(g, kiln::vk::kSupported);
+    kiln::backend::require_32bit_storage(g, kiln::vk::kSupported.backend);
     const std::vector<kiln::backend::NodeInfo> info = kiln::backend::analyze(g);
     kiln::vk::ExecutableImage image;
     image.compiler_version = kiln::vk::kCompilerVersion;

@@ -122,14 +122,20 @@ double gelu_derivative(double x) {
 }
 
 // Refuses an op this backend lacks (a capability gap: kiln runs it on its
-// cpu backend instead), then checks the graph against the op rules kiln
-// itself uses (kiln/op_rules.hpp: arity, dtypes, shapes, attributes), so
-// malformed IR is an error, never a bad memory access in execute.
+// cpu backend instead) and any value stored in a dtype its kernels do not
+// read (they read f32 and i32; bf16 and f16 are 2-byte storage, see
+// kiln/half.h), then checks the graph against the op rules kiln itself uses
+// (kiln/op_rules.hpp: arity, dtypes, shapes, attributes), so malformed IR
+// is an error, never a bad memory access in execute.
 void validate(const kiln::ir::DecodedGraph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!supported(g.nodes[i].op))
       fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": op " + kiln_op_name(g.nodes[i].op) +
                                      " is not supported by the template backend");
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].dtype != KILN_F32 && g.values[v].dtype != KILN_I32)
+      fail(KILN_ERR_UNSUPPORTED, "value " + std::to_string(v) + " is " + kiln_dtype_name(g.values[v].dtype) +
+                                     ": the template backend stores only f32 and i32");
   const std::string err = kiln::ir::check_graph(g);
   if (!err.empty()) fail(KILN_ERR_INVALID_ARGUMENT, err);
 }

@@ -78,5 +78,10 @@ void add_layout_cases(Suite& suite);          // reshape, permute, split, concat
 void add_vocab_parallel_cases(Suite& suite);  // row_max, cross_entropy_shard, cross_entropy_from_sums (+ grads)
 void add_rotary_cases(Suite& suite);          // rope, rope_grad
 void add_dropout_cases(Suite& suite);         // dropout
+void add_cast_cases(Suite& suite);            // cast, between every pair of float dtypes
+// The cases of the float ops above again with bf16 and f16 storage.
+void add_low_precision_cases(Suite& suite);
+// An f32 case's NMSE threshold for the same case in bf16 or f16 storage.
+double low_precision_threshold(kiln_dtype dtype, double f32_threshold);
 
 }  // namespace kiln::conformance

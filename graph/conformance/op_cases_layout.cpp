@@ -1,5 +1,6 @@
-// Built-in cases for the data-movement ops, in f32 and i32: these must be
-// bit exact. Permutations include size-1 dims, rank 6, and the
+// Built-in cases for the data-movement ops, in f32, i32, bf16 and f16 (the
+// 16-bit ones on random bit patterns, NaNs of every payload included):
+// these must be bit exact. Permutations include size-1 dims, rank 6, and the
 // [B,T,H,D] <-> [B,H,T,D] moves attention makes.
 #include "graph/conformance/op_cases.h"
 
@@ -11,16 +12,24 @@ using graph::ValueId;
 
 namespace {
 
-const char* dtype_name(kiln_dtype dt) { return dt == KILN_F32 ? "f32" : "i32"; }
+const char* dtype_name(kiln_dtype dt) { return kiln_dtype_name(dt); }
+
+constexpr kiln_dtype kLayoutDtypes[] = {KILN_F32, KILN_I32, KILN_BF16, KILN_F16};
 
 graph::HostTensor data(CaseMaker& m, kiln_dtype dt, const Shape& s) {
-  return dt == KILN_F32 ? m.rng.uniform(s) : m.rng.ids(s, 1 << 30);
+  if (dt == KILN_F32) return m.rng.uniform(s);
+  if (dt == KILN_I32) return m.rng.ids(s, 1 << 30);
+  graph::HostTensor t = graph::HostTensor::zeros(dt, s);
+  const graph::HostTensor patterns = m.rng.ids(s, 1 << 16);
+  for (size_t i = 0; i < t.bits.size(); ++i) t.bits[i] = static_cast<uint16_t>(patterns.i32[i]);
+  t.widen_bits();
+  return t;
 }
 
 void reshape_cases(CaseMaker& m) {
   const std::pair<Shape, Shape> shapes[] = {{{3, 17}, {51}}, {{1}, {1, 1}}, {{2, 65, 3}, {130, 3}}};
   for (const auto& [from, to] : shapes)
-    for (kiln_dtype dt : {KILN_F32, KILN_I32}) {
+    for (kiln_dtype dt : kLayoutDtypes) {
       Graph g;
       g.output("y", g.reshape(g.input("x", dt, from), to));
       m.add(KILN_OP_RESHAPE, str(from) + " -> " + str(to) + " " + dtype_name(dt), std::move(g),
@@ -42,7 +51,7 @@ void permute_cases(CaseMaker& m) {
                                                           {{4, 64, 12, 64}, {0, 2, 1, 3}},
                                                           {{4, 12, 64, 64}, {0, 1, 3, 2}}};
   for (const auto& [s, perm] : cases)
-    for (kiln_dtype dt : {KILN_F32, KILN_I32}) {
+    for (kiln_dtype dt : kLayoutDtypes) {
       Graph g;
       g.output("y", g.permute(g.input("x", dt, s), perm));
       std::string p;
@@ -57,7 +66,7 @@ void split_concat_cases(CaseMaker& m) {
     int64_t axis, parts;
   };
   for (const S& c : {S{{6, 4}, 0, 3}, S{{3, 12}, 1, 4}, S{{2, 3, 99}, 2, 3}, S{{5}, 0, 5}, S{{64, 2304}, 1, 3}})
-    for (kiln_dtype dt : {KILN_F32, KILN_I32}) {
+    for (kiln_dtype dt : kLayoutDtypes) {
       const std::string what = str(c.shape) + " axis " + std::to_string(c.axis) + " " + dtype_name(dt);
       Shape part = c.shape;
       part[static_cast<size_t>(c.axis)] /= c.parts;

@@ -16,6 +16,8 @@ Suite Suite::builtin() {
   add_vocab_parallel_cases(s);
   add_rotary_cases(s);
   add_dropout_cases(s);
+  add_cast_cases(s);
+  add_low_precision_cases(s);
   return s;
 }
 

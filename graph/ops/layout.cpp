@@ -1,4 +1,6 @@
 // Data movement without arithmetic, any dtype: RESHAPE, PERMUTE, SPLIT, CONCAT.
+// A bf16/f16 tensor moves as its 16-bit patterns, so even a NaN's payload
+// arrives unchanged.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -98,6 +100,7 @@ void op_reshape(const ReferenceCtx& c) {
   if (x.dtype != y.dtype) c.fail("dtype changes");
   y.f32 = x.f32;
   y.i32 = x.i32;
+  y.bits = x.bits;
 }
 
 // Copies element-by-element from x into y with y.dims[i] = x.dims[perm[i]].
@@ -127,10 +130,14 @@ void permute_into(const std::vector<T>& x, const Shape& xs, const std::vector<in
 void op_permute(const ReferenceCtx& c) {
   const HostTensor& x = c.in(0);
   HostTensor& y = c.out(0);
-  if (x.dtype == KILN_F32)
+  if (x.dtype == KILN_F32) {
     permute_into(x.f32, x.shape, c.node.iattrs, y.f32);
-  else
+  } else if (x.dtype == KILN_I32) {
     permute_into(x.i32, x.shape, c.node.iattrs, y.i32);
+  } else {
+    permute_into(x.bits, x.shape, c.node.iattrs, y.bits);
+    y.widen_bits();
+  }
 }
 
 // A tensor seen as [outer, dim(axis), inner].
@@ -157,10 +164,14 @@ void split_into(const ReferenceCtx& c, const std::vector<T>& x, std::vector<T> H
 
 void op_split(const ReferenceCtx& c) {
   const HostTensor& x = c.in(0);
-  if (x.dtype == KILN_F32)
+  if (x.dtype == KILN_F32) {
     split_into(c, x.f32, &HostTensor::f32);
-  else
+  } else if (x.dtype == KILN_I32) {
     split_into(c, x.i32, &HostTensor::i32);
+  } else {
+    split_into(c, x.bits, &HostTensor::bits);
+    for (ValueId v : c.node.outputs) c.vals[static_cast<size_t>(v)].widen_bits();
+  }
 }
 
 template <typename T>
@@ -181,10 +192,15 @@ void concat_into(const ReferenceCtx& c, std::vector<T> HostTensor::*field) {
 }
 
 void op_concat(const ReferenceCtx& c) {
-  if (c.g.value(c.node.outputs.at(0)).dtype == KILN_F32)
+  const kiln_dtype dtype = c.g.value(c.node.outputs.at(0)).dtype;
+  if (dtype == KILN_F32) {
     concat_into(c, &HostTensor::f32);
-  else
+  } else if (dtype == KILN_I32) {
     concat_into(c, &HostTensor::i32);
+  } else {
+    concat_into(c, &HostTensor::bits);
+    c.vals[static_cast<size_t>(c.node.outputs.at(0))].widen_bits();
+  }
 }
 
 }  // namespace

@@ -54,5 +54,6 @@ void register_collective_ops(OpDefs& defs);
 void register_vocab_parallel_ops(OpDefs& defs);
 void register_rotary_ops(OpDefs& defs);
 void register_dropout_ops(OpDefs& defs);
+void register_cast_ops(OpDefs& defs);
 
 }  // namespace kiln::graph

@@ -22,6 +22,7 @@ const OpDefs& op_defs() {
     register_vocab_parallel_ops(d);
     register_rotary_ops(d);
     register_dropout_ops(d);
+    register_cast_ops(d);
     return d;
   }();
   return defs;

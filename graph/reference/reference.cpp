@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "graph/ops/op_def.h"
 #include "graph/reference/reference_ctx.h"
+#include "kiln/half.h"
 
 namespace kiln::graph {
 
@@ -24,34 +25,67 @@ HostTensor HostTensor::zeros(kiln_dtype dtype, Shape shape) {
   t.dtype = dtype;
   t.shape = std::move(shape);
   size_t n = static_cast<size_t>(graph::numel(t.shape));
-  if (dtype == KILN_F32)
-    t.f32.assign(n, 0.0f);
-  else if (dtype == KILN_I32)
-    t.i32.assign(n, 0);
-  else
-    throw Error("HostTensor: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  switch (dtype) {
+    case KILN_F32: t.f32.assign(n, 0.0f); break;
+    case KILN_I32: t.i32.assign(n, 0); break;
+    case KILN_BF16:
+    case KILN_F16:
+      t.f32.assign(n, 0.0f);
+      t.bits.assign(n, 0);
+      break;
+    default: throw Error("HostTensor: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  }
   return t;
 }
 
-const void* HostTensor::data() const {
-  return dtype == KILN_I32 ? static_cast<const void*>(i32.data()) : static_cast<const void*>(f32.data());
+HostTensor HostTensor::from_f32(kiln_dtype dtype, Shape shape, std::vector<float> values) {
+  HostTensor t = zeros(dtype, std::move(shape));
+  if (values.size() != t.f32.size())
+    throw Error("HostTensor: " + std::to_string(values.size()) + " values for shape " + to_string(t.shape));
+  t.f32 = std::move(values);
+  t.round_from_f32();
+  return t;
 }
 
-void* HostTensor::data() { return dtype == KILN_I32 ? static_cast<void*>(i32.data()) : static_cast<void*>(f32.data()); }
+void HostTensor::round_from_f32() {
+  if (dtype != KILN_BF16 && dtype != KILN_F16) return;
+  bits.resize(f32.size());
+  for (size_t k = 0; k < f32.size(); ++k) {
+    bits[k] = dtype == KILN_BF16 ? kiln_f32_to_bf16(f32[k]) : kiln_f32_to_f16(f32[k]);
+    f32[k] = dtype == KILN_BF16 ? kiln_bf16_to_f32(bits[k]) : kiln_f16_to_f32(bits[k]);
+  }
+}
+
+void HostTensor::widen_bits() {
+  if (dtype != KILN_BF16 && dtype != KILN_F16) return;
+  f32.resize(bits.size());
+  for (size_t k = 0; k < bits.size(); ++k)
+    f32[k] = dtype == KILN_BF16 ? kiln_bf16_to_f32(bits[k]) : kiln_f16_to_f32(bits[k]);
+}
+
+const void* HostTensor::data() const {
+  if (dtype == KILN_I32) return i32.data();
+  if (dtype == KILN_F32) return f32.data();
+  return bits.data();
+}
+
+void* HostTensor::data() {
+  if (dtype == KILN_I32) return i32.data();
+  if (dtype == KILN_F32) return f32.data();
+  return bits.data();
+}
 
 namespace {
 
-const char* dtype_name(kiln_dtype d) {
-  switch (d) {
-    case KILN_F32: return "f32";
-    case KILN_I32: return "i32";
+std::string describe(kiln_dtype d, const Shape& s) { return std::string(kiln_dtype_name(d)) + " " + to_string(s); }
+
+size_t holds(const HostTensor& t) {
+  switch (t.dtype) {
+    case KILN_I32: return t.i32.size();
+    case KILN_F32: return t.f32.size();
+    default: return t.bits.size();
   }
-  return "unknown dtype";
 }
-
-std::string describe(kiln_dtype d, const Shape& s) { return std::string(dtype_name(d)) + " " + to_string(s); }
-
-size_t holds(const HostTensor& t) { return t.dtype == KILN_I32 ? t.i32.size() : t.f32.size(); }
 
 // Evaluates one node through its op's reference function (graph/ops/).
 void eval_node(const ReferenceCtx& c) {
@@ -59,6 +93,10 @@ void eval_node(const ReferenceCtx& c) {
   const ReferenceFn fn = code >= 0 && code < KILN_OP_COUNT_ ? op_defs()[static_cast<size_t>(code)].reference : nullptr;
   if (!fn) c.fail("unknown op " + std::to_string(code));
   fn(c);
+  // A low-precision output is rounded once, as it is stored. Layout ops
+  // moved the bits themselves (exactly, NaN payloads included).
+  if (!kiln_op_has(code, KILN_OPP_LAYOUT))
+    for (ValueId v : c.node.outputs) c.vals[static_cast<size_t>(v)].round_from_f32();
 }
 
 // Binds every input port, checking presence, dtype, shape and data size.
@@ -73,9 +111,11 @@ void bind_inputs(const Graph& g, const TensorMap& inputs, std::vector<HostTensor
       throw Error("reference: input '" + port.name + "' is " + describe(t.dtype, t.shape) + ", expected " +
                   describe(want.dtype, want.shape));
     if (holds(t) != static_cast<size_t>(t.numel()))
-      throw Error("reference: input '" + port.name + "' holds " + std::to_string(holds(t)) + " " + dtype_name(t.dtype) +
-                  " elements, its shape " + to_string(t.shape) + " needs " + std::to_string(t.numel()));
+      throw Error("reference: input '" + port.name + "' holds " + std::to_string(holds(t)) + " " +
+                  kiln_dtype_name(t.dtype) + " elements, its shape " + to_string(t.shape) + " needs " +
+                  std::to_string(t.numel()));
     vals[static_cast<size_t>(port.value)] = t;
+    vals[static_cast<size_t>(port.value)].widen_bits();  // a 16-bit input's bits are what it holds
   }
 }
 

@@ -23,10 +23,11 @@ struct ReferenceCtx {
     throw Error(std::string("reference: ") + op_name(node.op) + ": " + why);
   }
   const HostTensor& in(size_t i) const { return vals[static_cast<size_t>(node.inputs.at(i))]; }
-  // Input i as f32 data; throws if it is not f32.
+  // Input i's float values (a bf16/f16 input's exact values widened to
+  // f32); throws if it is not a float.
   const std::vector<float>& f(size_t i) const {
     const HostTensor& t = in(i);
-    if (t.dtype != KILN_F32) fail("input " + std::to_string(i) + " must be f32");
+    if (!kiln_dtype_is_float(t.dtype)) fail("input " + std::to_string(i) + " must be a float");
     return t.f32;
   }
   const std::vector<int32_t>& ids(size_t i) const {

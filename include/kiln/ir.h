@@ -19,7 +19,7 @@
  *     u32      num_values
  *     u32      num_nodes
  *   values[num_values]:
- *     u8       dtype          kiln_dtype
+ *     u8       dtype          kiln_dtype (f32, i32, bf16, f16)
  *     u8       rank           0..KILN_IR_MAX_RANK
  *     u16      reserved       0
  *     u32      slot           buffer slot holding the value
@@ -56,7 +56,39 @@
 #define KILN_IR_MAX_RANK 6
 #define KILN_IR_ALIGN 64
 
-typedef enum kiln_dtype { KILN_F32 = 0, KILN_I32 = 1 } kiln_dtype;
+/* Element types, append-only codes. bf16 and f16 are storage formats: ops
+ * on them compute in f32 and round once when they store (kiln/ops.h; the
+ * conversions are in kiln/half.h). A reader meeting a code it does not know
+ * must refuse the graph (kiln/ir_decode.hpp does, naming the code). */
+typedef enum kiln_dtype { KILN_F32 = 0, KILN_I32 = 1, KILN_BF16 = 2, KILN_F16 = 3 } kiln_dtype;
+
+/* Bytes per element of a dtype, 0 for a code this header does not know. A
+ * value's bytes are numel * kiln_dtype_size(dtype). */
+static inline uint32_t kiln_dtype_size(int dtype) {
+  switch (dtype) {
+    case KILN_F32:
+    case KILN_I32: return 4;
+    case KILN_BF16:
+    case KILN_F16: return 2;
+    default: return 0;
+  }
+}
+
+/* "f32", "i32", "bf16", "f16", or "unknown". */
+static inline const char* kiln_dtype_name(int dtype) {
+  switch (dtype) {
+    case KILN_F32: return "f32";
+    case KILN_I32: return "i32";
+    case KILN_BF16: return "bf16";
+    case KILN_F16: return "f16";
+    default: return "unknown";
+  }
+}
+
+/* Whether a dtype holds floats (f32, bf16, f16). */
+static inline int kiln_dtype_is_float(int dtype) {
+  return dtype == KILN_F32 || dtype == KILN_BF16 || dtype == KILN_F16;
+}
 
 /* The op codes, their names, arities, properties and shape rules: one row
  * per op in kiln/ops.h (the enum kiln_op is generated from those rows). */

@@ -27,7 +27,7 @@ struct DecodedValue {
     for (int64_t d : dims) n *= d;
     return n;
   }
-  uint64_t bytes() const { return static_cast<uint64_t>(numel()) * 4; }
+  uint64_t bytes() const { return static_cast<uint64_t>(numel()) * kiln_dtype_size(dtype); }
 };
 
 struct DecodedNode {
@@ -94,7 +94,7 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
     uint16_t reserved = 0;
     if (!r.get(&dtype) || !r.get(&rank) || !r.get(&reserved) || !r.get(&v.slot) || !r.get(&v.offset))
       return "IR truncated in values";
-    if (dtype > KILN_I32) return "IR value has unknown dtype " + std::to_string(dtype);
+    if (kiln_dtype_size(dtype) == 0) return "IR value has unknown dtype " + std::to_string(dtype);
     if (rank > KILN_IR_MAX_RANK) return "IR value rank too large";
     if (v.slot >= g->num_slots) return "IR value slot out of range";
     v.dtype = static_cast<kiln_dtype>(dtype);

@@ -27,13 +27,7 @@ struct TensorType {
   bool operator!=(const TensorType& o) const { return !(*this == o); }
 };
 
-inline const char* dtype_name(kiln_dtype t) {
-  switch (t) {
-    case KILN_F32: return "f32";
-    case KILN_I32: return "i32";
-  }
-  return "unknown";
-}
+inline const char* dtype_name(kiln_dtype t) { return kiln_dtype_name(t); }
 
 inline std::string dims_string(const Dims& d) {
   std::string s = "[";
@@ -86,12 +80,46 @@ inline const Param& param_at(const std::vector<Param>& params, size_t i) {
   return i < params.size() ? params[i] : params.back();
 }
 
+// Whether an input of dtype `got` may stand where the signature says `want`
+// (kiln/ops.h). For 'f' this checks only that it is a float; that all 'f'
+// inputs of a node share one dtype is checked by node_float_dtype.
 inline bool dtype_fits(char want, kiln_dtype got) {
   switch (want) {
-    case 'f': return got == KILN_F32;
+    case 'f': return kiln_dtype_is_float(got) != 0;
+    case 'F': return got == KILN_F32;
     case 'i': return got == KILN_I32;
     default: return true;
   }
+}
+
+// What an input's dtype must be, in words, for an error message.
+inline const char* dtype_wanted(char want) {
+  switch (want) {
+    case 'f': return "a float (f32, bf16, f16)";
+    case 'F': return "f32";
+    case 'i': return "i32";
+    default: return "any dtype";
+  }
+}
+
+// The node's float dtype: that of its 'f' inputs, which must agree (f32 for
+// a node with none, FILL). Returns "" or an error naming both inputs.
+inline std::string node_float_dtype(const std::vector<Param>& params, const std::vector<TensorType>& in,
+                                    kiln_dtype* dtype) {
+  *dtype = KILN_F32;
+  int first = -1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (param_at(params, i).dtype != 'f') continue;
+    if (first < 0) {
+      first = static_cast<int>(i);
+      *dtype = in[i].dtype;
+    } else if (in[i].dtype != *dtype) {
+      return param_at(params, i).name + " is " + dtype_name(in[i].dtype) + " but " +
+             param_at(params, static_cast<size_t>(first)).name + " is " + dtype_name(*dtype) +
+             ": an op's float inputs share one dtype (cast one of them)";
+    }
+  }
+  return {};
 }
 
 inline int64_t numel(const Dims& d) {
@@ -277,6 +305,10 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
       for (size_t i = 1; i < 4; ++i) same_as(0, i);
       must_be(4, {5});
       return {d(0), d(0), d(0)};
+    case KILN_RULE_CAST:
+      if (ia[0] < 0 || ia[0] > 255 || !kiln_dtype_is_float(static_cast<int>(ia[0])))
+        throw "target dtype must be a float dtype (0 f32, 2 bf16, 3 f16), got " + std::to_string(ia[0]);
+      return {d(0)};
     case KILN_RULE_ALL_REDUCE:
       if (ia[0] != 0 && ia[0] != 1) throw std::string("reduction must be 0 (sum) or 1 (max)");
       return {d(0)};
@@ -354,8 +386,10 @@ inline std::string infer(kiln_op op, const std::vector<TensorType>& in, const st
     for (int64_t x : in[i].dims)
       if (x <= 0) return p.name + " has a non-positive dim in " + dims_string(in[i].dims);
     if (!dtype_fits(p.dtype, in[i].dtype))
-      return p.name + " must be " + (p.dtype == 'i' ? "i32" : "f32") + ", got " + dtype_name(in[i].dtype);
+      return p.name + " must be " + dtype_wanted(p.dtype) + ", got " + dtype_name(in[i].dtype);
   }
+  kiln_dtype float_dtype = KILN_F32;
+  if (std::string e = node_float_dtype(r.inputs, in, &float_dtype); !e.empty()) return e;
   std::vector<Dims> shapes;
   try {
     shapes = apply_rule(r);
@@ -365,8 +399,14 @@ inline std::string infer(kiln_op op, const std::vector<TensorType>& in, const st
   const std::vector<Param> outs = parse_signature(info->outputs, &out_repeats);
   out->clear();
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const char t = param_at(outs, i).dtype;
-    const kiln_dtype dt = t == '=' ? in.at(0).dtype : t == 'i' ? KILN_I32 : KILN_F32;
+    kiln_dtype dt = KILN_F32;  // 'F'
+    switch (param_at(outs, i).dtype) {
+      case '=': dt = in.at(0).dtype; break;
+      case 'f': dt = float_dtype; break;
+      case 'i': dt = KILN_I32; break;
+      case 't': dt = static_cast<kiln_dtype>(iattrs.at(0)); break;  // CAST's rule checked it
+      default: break;
+    }
     out->push_back({dt, std::move(shapes[i])});
   }
   return {};
@@ -399,7 +439,7 @@ inline std::string check_graph(const DecodedGraph& g) {
     const DecodedValue& val = g.values[v];
     for (int64_t x : val.dims)
       if (x <= 0) return "value " + std::to_string(v) + " has an empty dim " + dims_string(val.dims);
-    if (val.offset % 4 != 0)
+    if (val.offset % kiln_dtype_size(val.dtype) != 0)
       return "value " + std::to_string(v) + " is at an unaligned offset " + std::to_string(val.offset);
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {

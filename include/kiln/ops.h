@@ -23,11 +23,24 @@
  *   shape rule    KILN_RULE_*: the shape and attribute rule, written once in
  *                 kiln/op_rules.hpp. Ops with the same signature share one
  *                 (RMSNorm and LayerNorm both use KILN_RULE_NORM).
- *   inputs/outputs  the signature: space-separated "name:dtype", dtype 'f'
- *                 a float tensor (f32 today; bf16/f16 are added per op here,
- *                 not as a second rule set), 'i' i32, '*' any dtype, and for
- *                 outputs '=' input 0's dtype. A trailing "..." repeats the
+ *   inputs/outputs  the signature: space-separated "name:dtype". Dtypes:
+ *                 'f'  a float tensor of the node's float dtype: f32, bf16
+ *                      or f16, the same for every 'f' input of the node (an
+ *                      'f' output has it too; f32 for a node with no 'f'
+ *                      input, FILL);
+ *                 'F'  f32 only: optimizer state, host tables (RoPE's cos
+ *                      and sin, ALiBi's slopes), and outputs that are
+ *                      reductions kept in fp32 (losses, sums of squares, the
+ *                      vocab-parallel loss sums);
+ *                 'i'  i32;   '*'  any dtype;
+ *                 and for outputs only '=' input 0's dtype, 't' the float
+ *                 dtype iattrs[0] names (CAST). A trailing "..." repeats the
  *                 last one (KILN_OP_ANY counts). Rule errors use the names.
+ *                 Low precision is storage only: an op on bf16/f16 reads
+ *                 them widened to f32, computes (and reduces, and
+ *                 accumulates GEMMs) in f32 or wider, and rounds once when
+ *                 it stores a bf16/f16 output (the reference interpreter is
+ *                 that definition).
  *
  * The exact math of each op is in the comment above its row; the serialized
  * form that carries ops to a plugin is in kiln/ir.h.
@@ -88,7 +101,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
   KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
   KILN_RULE_DROPOUT = 25,         /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
-  KILN_RULE_ALIBI = 26            /* (x [..., H, T, T], slopes [H]) -> x */
+  KILN_RULE_ALIBI = 26,           /* (x [..., H, T, T], slopes [H]) -> x */
+  KILN_RULE_CAST = 27             /* x -> x's shape in the float dtype iattrs[0] names */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -131,10 +145,10 @@ typedef enum kiln_shape_rule {
    * (masked entries add 0 since y is 0 there). */                                                                     \
   X(SOFTMAX_GRAD, 12, "softmax_grad", 2, 1, 0, 1, 0, GEMM, SAME, "y:f dy:f", "dx:f")                                   \
   /* (logits [N, V], targets [N] i32) -> loss [1]: mean over N of -log softmax(logits)[target]. */                     \
-  X(CROSS_ENTROPY, 13, "cross_entropy", 2, 1, 0, 0, 0, ELEMENTWISE, LOSS, "logits:f targets:i", "loss:f")              \
+  X(CROSS_ENTROPY, 13, "cross_entropy", 2, 1, 0, 0, 0, ELEMENTWISE, LOSS, "logits:f targets:i", "loss:F")              \
   /* (logits, targets, dloss [1]) -> dlogits [N, V]. */                                                                \
   X(CROSS_ENTROPY_GRAD, 14, "cross_entropy_grad", 3, 1, 0, 0, 0, ELEMENTWISE, LOSS_GRAD,                               \
-    "logits:f targets:i dloss:f", "dlogits:f")                                                                         \
+    "logits:f targets:i dloss:F", "dlogits:f")                                                                         \
   /* (x [..., S]) -> y [S]: sum over all leading dims; the output shape is a non-empty suffix S of the                 \
    * input shape. */                                                                                                   \
   X(SUM_TO, 15, "sum_to", 1, 1, 0, 0, 0, ELEMENTWISE, SUM_TO_SUFFIX, "x:f", "y:f")                                     \
@@ -147,7 +161,7 @@ typedef enum kiln_shape_rule {
   /* (x_0 .. x_{n-1}) -> y; iattrs = {axis}: concatenation along axis; one dtype. */                                   \
   X(CONCAT, 19, "concat", KILN_OP_ANY, 1, 1, 0, KILN_LY, EXACT, CONCAT, "x:*...", "y:=")                               \
   /* (x) -> y [1] = sum of x^2. */                                                                                     \
-  X(SUM_SQUARES, 20, "sum_squares", 1, 1, 0, 0, 0, ELEMENTWISE, TO_SCALAR, "x:f", "y:f")                               \
+  X(SUM_SQUARES, 20, "sum_squares", 1, 1, 0, 0, 0, ELEMENTWISE, TO_SCALAR, "x:f", "y:F")                               \
   /* (param, grad, m, v, hparams [5]) -> (param', m', v').                                                             \
    * hparams = {lr, weight_decay, 1/(1-beta1^t), 1/(1-beta2^t), grad_scale};                                           \
    * fattrs = {beta1, beta2, eps}; iattrs = {apply_weight_decay}.                                                      \
@@ -156,12 +170,12 @@ typedef enum kiln_shape_rule {
    *   p' = p - lr * (m' c1 / (sqrt(v' c2) + eps) + wd * p)   (wd if applied)                                          \
    * Decoupled weight decay as in PyTorch's AdamW. */                                                                  \
   X(ADAMW, 21, "adamw", 5, 3, 1, 3, KILN_E | KILN_IP, ELEMENTWISE, ADAMW,                                              \
-    "param:f grad:f m:f v:f hparams:f", "param:f m:f v:f")                                                             \
+    "param:F grad:F m:F v:F hparams:F", "param:F m:F v:F")                                                             \
   /* ---- tensor parallelism (a plugin built against an older table reports these unsupported and the                  \
    * host falls back). */                                                                                              \
   /* (x) -> y, same shape: the elementwise sum (iattrs[0] = 0) or max (iattrs[0] = 1) of x over the ranks              \
    * of the tensor-parallel group. A host collective. */                                                               \
-  X(ALL_REDUCE, 22, "all_reduce", 1, 1, 1, 0, KILN_HC, ELEMENTWISE, ALL_REDUCE, "x:f", "y:f")                          \
+  X(ALL_REDUCE, 22, "all_reduce", 1, 1, 1, 0, KILN_HC, ELEMENTWISE, ALL_REDUCE, "x:F", "y:F")                          \
   /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2); a row holding a NaN gives NaN. */             \
   X(ROW_MAX, 23, "row_max", 1, 1, 0, 0, 0, EXACT, ROW_REDUCE, "x:f", "y:f")                                            \
   /* Vocab-parallel cross-entropy, part 1, over one shard of the vocab:                                                \
@@ -170,17 +184,17 @@ typedef enum kiln_shape_rule {
    *   sums[i][1] = logits[i][t] - rowmax[i] if 0 <= t = targets[i] < V, else 0                                        \
    * (targets index the shard; ids of other shards lie outside [0, V)). */                                             \
   X(CROSS_ENTROPY_SHARD, 24, "cross_entropy_shard", 3, 1, 0, 0, 0, ELEMENTWISE, SHARD_LOSS,                            \
-    "logits:f targets:i rowmax:f", "sums:f")                                                                           \
+    "logits:f targets:i rowmax:f", "sums:F")                                                                           \
   /* (logits, targets, rowmax, dsums [N, 2]) -> dlogits [N, V]:                                                        \
    *   dlogits[i][j] = dsums[i][0] exp(logits[i][j] - rowmax[i]) + (j == t ? dsums[i][1] : 0). */                      \
   X(CROSS_ENTROPY_SHARD_GRAD, 25, "cross_entropy_shard_grad", 4, 1, 0, 0, 0, ELEMENTWISE, SHARD_LOSS_GRAD,             \
-    "logits:f targets:i rowmax:f dsums:f", "dlogits:f")                                                                \
+    "logits:f targets:i rowmax:f dsums:F", "dlogits:f")                                                                \
   /* Part 2, on the group-summed sums: (sums [N, 2]) -> loss [1] = mean over N of                                      \
    * log(sums[i][0]) - sums[i][1]. */                                                                                  \
-  X(CROSS_ENTROPY_FROM_SUMS, 26, "cross_entropy_from_sums", 1, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS, "sums:f", "loss:f") \
+  X(CROSS_ENTROPY_FROM_SUMS, 26, "cross_entropy_from_sums", 1, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS, "sums:F", "loss:F") \
   /* (sums, dloss [1]) -> dsums [N, 2] = {dloss / (N sums[i][0]), -dloss / N}. */                                      \
   X(CROSS_ENTROPY_FROM_SUMS_GRAD, 27, "cross_entropy_from_sums_grad", 2, 1, 0, 0, 0, ELEMENTWISE, SUMS_LOSS_GRAD,      \
-    "sums:f dloss:f", "dsums:f")                                                                                       \
+    "sums:F dloss:F", "dsums:F")                                                                                       \
   /* ---- model families (Llama) */                                                                                    \
   /* (x [..., C], gamma [C]) -> y; fattrs = {eps}. Root-mean-square norm over the last dim (no mean, no bias):         \
    * y = x / sqrt(mean(x^2) + eps) * gamma. */                                                                         \
@@ -206,10 +220,10 @@ typedef enum kiln_shape_rule {
    * pair i being (x[i], x[i + R]) if interleaved = 0 (rotate_half: Megatron's default, HF Llama) or                   \
    * (x[2i], x[2i + 1]) if interleaved = 1 (GPT-J). Features past the first 2R pass through unchanged                  \
    * (--rotary-percent). Not elementwise: y[i] reads x[i + R]. */                                                      \
-  X(ROPE, 34, "rope", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "x:f cos:f sin:f", "y:f")                                      \
+  X(ROPE, 34, "rope", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "x:f cos:F sin:F", "y:f")                                      \
   /* (dy, cos, sin) -> dx; iattrs = {interleaved}. The transpose of ROPE, a rotation by the negated angles:            \
    * a pair (a, b) of dy gives (a cos + b sin, b cos - a sin) in dx. */                                                \
-  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:f sin:f", "dx:f")                          \
+  X(ROPE_GRAD, 35, "rope_grad", 3, 1, 1, 0, 0, ELEMENTWISE, ROPE, "dy:f cos:F sin:F", "dx:f")                          \
   /* (x, key [4] i32) -> y; iattrs = {site, period, stride}, fattrs = {p}. Inverted dropout with a mask that is a     \
    * pure function of (seed, step, site, element), the same on every backend (kiln/philox.h, docs/DROPOUT.md):        \
    * key = {seed, step, offset_lo, offset_hi} as uint32; element e has the global index                                \
@@ -224,11 +238,18 @@ typedef enum kiln_shape_rule {
    * x: KILN_E also admits an op to elementwise fusion (OpenCL), whose kernels index every input at the                \
    * fused element k and know no (h, i, j). Without it the op runs as a kernel of its own and y never                  \
    * aliases x (the scores it biases live in the arena, so nothing is lost). */                                        \
-  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:f", "y:f")                                     \
+  X(ALIBI, 37, "alibi", 2, 1, 0, 0, 0, ELEMENTWISE, ALIBI, "x:f slopes:F", "y:f")                                      \
   /* (x) -> exact GELU: y = 0.5 x (1 + erf(x / sqrt(2))) (Megatron's default F.gelu, HF MPT's nn.GELU()). */          \
   X(GELU_ERF, 38, "gelu_erf", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                    \
   /* (x, dy) -> dy * GELU_ERF'(x), GELU_ERF'(x) = 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi). */        \
-  X(GELU_ERF_GRAD, 39, "gelu_erf_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")
+  X(GELU_ERF_GRAD, 39, "gelu_erf_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")                    \
+  /* ---- low precision (issue 16) */                                                                                  \
+  /* (x) -> y, x's shape; iattrs = {dtype}: y[k] = x[k] converted to the float dtype (kiln_dtype code) that            \
+   * iattrs[0] names, from any float dtype. Narrowing rounds to nearest, ties to even, overflows to inf and keeps      \
+   * NaN a NaN; widening is exact, and a cast to x's own dtype keeps every value (a signalling NaN comes out           \
+   * quiet); kiln/half.h defines the bits. Not KILN_E: with a wider y, writing y[k] in x's memory would                \
+   * overwrite x elements not yet read. */                                                                             \
+  X(CAST, 40, "cast", 1, 1, 1, 0, 0, EXACT, CAST, "x:f", "y:t")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

@@ -142,6 +142,36 @@ std::map<std::string, Graph> op_graphs() {
     g.output("v.out", r[2], "v");
     out["adamw"] = std::move(g);
   }
+  {
+    // Every conversion between the float dtypes.
+    Graph g;
+    auto b = g.input("b", KILN_BF16, {3, 4});
+    auto h = g.input("h", KILN_F16, {3, 4});
+    g.output("b_to_h", g.cast(b, KILN_F16));
+    g.output("h_to_b", g.cast(h, KILN_BF16));
+    g.output("wide", g.cast(g.cast(b, KILN_F32), KILN_F16));
+    out["cast"] = std::move(g);
+  }
+  return out;
+}
+
+// A small model's ops in bf16 and in f16 storage, with the f32 loss and
+// norm the op rules give them: seeds for the IR reader (.ir only; the cast
+// graph above already seeds the executable readers with 16-bit values).
+std::map<std::string, Graph> low_precision_graphs() {
+  std::map<std::string, Graph> out;
+  for (kiln_dtype dtype : {KILN_BF16, KILN_F16}) {
+    Graph g;
+    auto x = g.input("x", dtype, {2, 3, 4});
+    auto w = g.input("w", dtype, {2, 4, 4});
+    auto gamma = g.input("gamma", dtype, {4});
+    auto targets = g.input("targets", KILN_I32, {6});
+    auto y = g.layernorm(g.gelu(g.matmul(x, w)), gamma, gamma, 1e-5f);
+    auto logits = g.reshape(g.permute(y, {0, 1, 2}), {6, 4});
+    g.output("loss", g.cross_entropy(logits, targets));
+    g.output("norm", g.sum_squares(g.cast(y, KILN_F32)));
+    out[std::string("low_precision_") + kiln_dtype_name(dtype)] = std::move(g);
+  }
   return out;
 }
 
@@ -183,6 +213,10 @@ void write_ir(const fs::path& dir) {
     }
     write_file(dir / (name + ".cpuexe"), c.executable, c.executable_size);
     api->executable_bytes_free(c.executable);
+  }
+  for (const auto& [name, g] : low_precision_graphs()) {
+    const std::vector<uint8_t> ir = serialize(g);
+    write_file(dir / (name + ".ir"), ir.data(), ir.size());
   }
 }
 

@@ -283,3 +283,29 @@ TEST(CompileCache, ExtractModeRecordsWithoutCompiling) {
 
 }  // namespace
 }  // namespace kiln::compiler_cache
+
+namespace kiln::compiler_cache {
+namespace {
+
+// The same computation on f32, bf16 and f16 inputs is three graphs: the IR
+// carries each value's dtype, so the hash and the cache key differ.
+TEST(CompileCache, TheKeyChangesWithDtype) {
+  TempDir dir;
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  CacheConfig cfg;
+  cfg.dir = dir.path.string();
+  configure(cfg);
+  ASSERT_TRUE(writable());
+  const CacheStats before = stats();
+  for (kiln_dtype dtype : {KILN_F32, KILN_BF16, KILN_F16}) {
+    graph::Graph g;
+    g.output("y", g.cast(g.input("x", dtype, {4, 8}), KILN_F32));
+    graph::CompiledGraph compiled(*cpu, g);
+  }
+  EXPECT_EQ(stats().compiled - before.compiled, 3);
+  EXPECT_EQ(Store(cfg.dir).files(".entry").size(), 3u);
+  configure(CacheConfig{});
+}
+
+}  // namespace
+}  // namespace kiln::compiler_cache

@@ -47,10 +47,10 @@ TEST(OpTable, SignaturesNameEveryTensorWithAKnownDtype) {
     if (row.num_inputs != KILN_OP_ANY) {
       EXPECT_EQ(static_cast<int>(ins.size()), row.num_inputs) << row.name;
     }
-    for (const auto& p : ins) EXPECT_NE(std::string("fi*").find(p.dtype), std::string::npos) << row.name;
+    for (const auto& p : ins) EXPECT_NE(std::string("fFi*").find(p.dtype), std::string::npos) << row.name;
     auto outs = kiln::ir::rules_detail::parse_signature(row.outputs, &repeats);
     EXPECT_EQ(repeats, row.num_outputs == KILN_OP_ANY) << row.name;
-    for (const auto& p : outs) EXPECT_NE(std::string("fi=").find(p.dtype), std::string::npos) << row.name;
+    for (const auto& p : outs) EXPECT_NE(std::string("fFi=t").find(p.dtype), std::string::npos) << row.name;
   }
 }
 
@@ -213,6 +213,86 @@ TEST(OpRules, CheckGraphComparesDeclaredOutputs) {
   g = one_matmul({3, 6});
   g.nodes[0].outputs.push_back(g.nodes[0].outputs[0]);
   EXPECT_EQ(check_graph(g), "node 0 (matmul): expects 1 outputs, got 2");
+}
+
+}  // namespace
+
+namespace {
+
+TensorType bf16(Dims d) { return {KILN_BF16, std::move(d)}; }
+TensorType f16(Dims d) { return {KILN_F16, std::move(d)}; }
+
+TEST(OpRules, FloatOpsKeepTheirInputsLowPrecisionDtype) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_MATMUL, {bf16({3, 4}), bf16({4, 5})}, &out, {0, 0}), "");
+  EXPECT_EQ(out[0], bf16({3, 5}));
+  ASSERT_EQ(run(KILN_OP_LAYERNORM_GRAD, {f16({4, 8}), f16({8}), f16({4, 8})}, &out, {}, {1e-5f}), "");
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(out[i].dtype, KILN_F16);
+  ASSERT_EQ(run(KILN_OP_EMBEDDING, {bf16({10, 4}), i32({3})}, &out), "");
+  EXPECT_EQ(out[0], bf16({3, 4}));
+}
+
+TEST(OpRules, ReductionsThatStayFp32SayF32) {
+  std::vector<TensorType> out;
+  // A loss and a sum of squares are fp32 whatever their input stores.
+  ASSERT_EQ(run(KILN_OP_CROSS_ENTROPY, {bf16({3, 5}), i32({3})}, &out), "");
+  EXPECT_EQ(out[0], f32({1}));
+  ASSERT_EQ(run(KILN_OP_SUM_SQUARES, {f16({7})}, &out), "");
+  EXPECT_EQ(out[0], f32({1}));
+  ASSERT_EQ(run(KILN_OP_CROSS_ENTROPY_GRAD, {bf16({3, 5}), i32({3}), f32({1})}, &out), "");
+  EXPECT_EQ(out[0], bf16({3, 5}));
+  ASSERT_EQ(run(KILN_OP_CROSS_ENTROPY_SHARD, {f16({3, 5}), i32({3}), f16({3})}, &out), "");
+  EXPECT_EQ(out[0], f32({3, 2}));
+}
+
+TEST(OpRules, DtypeErrorsNameTheInputAndBothDtypes) {
+  std::vector<TensorType> out;
+  EXPECT_EQ(run(KILN_OP_ADD, {f32({2, 3}), bf16({3})}, &out),
+            "b is bf16 but a is f32: an op's float inputs share one dtype (cast one of them)");
+  EXPECT_EQ(run(KILN_OP_MATMUL, {f16({3, 4}), bf16({4, 5})}, &out, {0, 0}),
+            "b is bf16 but a is f16: an op's float inputs share one dtype (cast one of them)");
+  // f32-only inputs: optimizer state and host tables.
+  EXPECT_EQ(run(KILN_OP_ADAMW, {bf16({4}), f32({4}), f32({4}), f32({4}), f32({5})}, &out, {1}, {0.9f, 0.95f, 1e-8f}),
+            "param must be f32, got bf16");
+  EXPECT_EQ(run(KILN_OP_ROPE, {bf16({2, 4, 8}), bf16({4, 2}), f32({4, 2})}, &out, {0}), "cos must be f32, got bf16");
+  EXPECT_EQ(run(KILN_OP_CROSS_ENTROPY_GRAD, {bf16({3, 5}), i32({3}), bf16({1})}, &out), "dloss must be f32, got bf16");
+  EXPECT_EQ(run(KILN_OP_GELU, {i32({2})}, &out), "x must be a float (f32, bf16, f16), got i32");
+  // Tables in f32 beside bf16 activations are fine: 'F' is not the node's float dtype.
+  ASSERT_EQ(run(KILN_OP_ROPE, {bf16({2, 4, 8}), f32({4, 2}), f32({4, 2})}, &out, {0}), "");
+  EXPECT_EQ(out[0], bf16({2, 4, 8}));
+}
+
+TEST(OpRules, CastGoesBetweenFloatDtypes) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_CAST, {f32({2, 3})}, &out, {KILN_BF16}), "");
+  EXPECT_EQ(out[0], bf16({2, 3}));
+  ASSERT_EQ(run(KILN_OP_CAST, {bf16({2, 3})}, &out, {KILN_F16}), "");
+  EXPECT_EQ(out[0], f16({2, 3}));
+  ASSERT_EQ(run(KILN_OP_CAST, {f16({5})}, &out, {KILN_F32}), "");
+  EXPECT_EQ(out[0], f32({5}));
+  EXPECT_EQ(run(KILN_OP_CAST, {f32({5})}, &out, {KILN_I32}),
+            "target dtype must be a float dtype (0 f32, 2 bf16, 3 f16), got 1");
+  EXPECT_EQ(run(KILN_OP_CAST, {f32({5})}, &out, {99}),
+            "target dtype must be a float dtype (0 f32, 2 bf16, 3 f16), got 99");
+  EXPECT_EQ(run(KILN_OP_CAST, {i32({5})}, &out, {KILN_F32}), "x must be a float (f32, bf16, f16), got i32");
+}
+
+TEST(OpRules, LayoutOpsMoveLowPrecisionValues) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_PERMUTE, {bf16({2, 3})}, &out, {1, 0}), "");
+  EXPECT_EQ(out[0], bf16({3, 2}));
+  EXPECT_EQ(run(KILN_OP_CONCAT, {bf16({2, 3}), f16({2, 3})}, &out, {1}), "inputs have different dtypes");
+}
+
+TEST(OpRules, CheckGraphWantsEachValueAlignedToItsElementSize) {
+  kiln::ir::DecodedGraph g;
+  g.num_slots = 2;
+  g.values.push_back({KILN_BF16, {3}, 1, 2, -1});
+  g.values.push_back({KILN_F32, {3}, 1, 64, 0});
+  g.nodes.push_back({KILN_OP_CAST, {0}, {1}, {KILN_F32}, {}});
+  EXPECT_EQ(check_graph(g), "");
+  g.values[1].offset = 66;
+  EXPECT_EQ(check_graph(g), "value 1 is at an unaligned offset 66");
 }
 
 }  // namespace

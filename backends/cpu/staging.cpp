@@ -1,0 +1,63 @@
+#include "staging.h"
+
+#include "kiln/half.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+bool is_16bit(kiln_dtype d) { return d == KILN_BF16 || d == KILN_F16; }
+
+uint64_t align64(uint64_t x) { return (x + 63) / 64 * 64; }
+
+}  // namespace
+
+Staging plan_staging(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
+  Staging s;
+  if (n.op == KILN_OP_CAST || kiln_op_has(n.op, KILN_OPP_LAYOUT)) return s;
+  auto add = [&](uint32_t id, bool output) {
+    const ir::DecodedValue& v = g.values[id];
+    if (!is_16bit(v.dtype)) return;
+    for (const StagedValue& already : s.values)
+      if (already.id == id) return;  // an input read twice (ADD x + x)
+    s.values.push_back({id, v.dtype, v.numel(), s.bytes, output});
+    s.bytes += align64(static_cast<uint64_t>(v.numel()) * sizeof(float));
+  };
+  for (uint32_t id : n.inputs) add(id, false);
+  for (uint32_t id : n.outputs) add(id, true);
+  return s;
+}
+
+void stage_in(const Staging& s, uint8_t* area, void** addresses, std::vector<void*>* saved) {
+  saved->resize(s.values.size());
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    const StagedValue& v = s.values[i];
+    auto* f32 = reinterpret_cast<float*>(area + v.offset);
+    (*saved)[i] = addresses[v.id];
+    if (!v.output) {
+      const auto* h = static_cast<const uint16_t*>(addresses[v.id]);
+      if (v.dtype == KILN_BF16)
+        for (int64_t k = 0; k < v.numel; ++k) f32[k] = kiln_bf16_to_f32(h[k]);
+      else
+        for (int64_t k = 0; k < v.numel; ++k) f32[k] = kiln_f16_to_f32(h[k]);
+    }
+    addresses[v.id] = f32;
+  }
+}
+
+void stage_out(const Staging& s, void** addresses, const std::vector<void*>& saved) {
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    const StagedValue& v = s.values[i];
+    if (v.output) {
+      const auto* f32 = static_cast<const float*>(addresses[v.id]);
+      auto* h = static_cast<uint16_t*>(saved[i]);
+      if (v.dtype == KILN_BF16)
+        for (int64_t k = 0; k < v.numel; ++k) h[k] = kiln_f32_to_bf16(f32[k]);
+      else
+        for (int64_t k = 0; k < v.numel; ++k) h[k] = kiln_f32_to_f16(f32[k]);
+    }
+    addresses[v.id] = saved[i];
+  }
+}
+
+}  // namespace kiln::cpu
