@@ -35,9 +35,9 @@ status=$?
 cat "$tmp/segv.txt"
 check "check-backend exits with the failed ops (2, got $status)" test "$status" -eq 2
 check "the silu group fails naming its first case, the signal and the call" \
-  grep -Eq '^FAIL +silu +8 cases .*first: silu \[1\]: crashed the case process with SIGSEGV \(Segmentation fault\) during execute' "$tmp/segv.txt"
+  grep -Eq '^FAIL +silu +[0-9]+ cases .*first: silu \[1\]: crashed the case process with SIGSEGV \(Segmentation fault\) during execute' "$tmp/segv.txt"
 check "silu_grad's SwiGLU case (which holds silu) fails too" \
-  grep -Eq '^FAIL +silu_grad .*1 failed; first: silu_grad in SwiGLU.*SIGSEGV' "$tmp/segv.txt"
+  grep -Eq '^FAIL +silu_grad .*[0-9]+ failed; first: silu_grad in SwiGLU.*SIGSEGV' "$tmp/segv.txt"
 check "every group is reported (as many lines as on cpu)" \
   test "$(grep -Ec '^(PASS|FAIL|UNSUPPORTED|HOST) ' "$tmp/segv.txt")" -eq "$(grep -Ec '^(PASS|FAIL|UNSUPPORTED|HOST) ' "$tmp/cpu.txt")"
 check "the other groups pass" test "$(grep -Ec '^FAIL ' "$tmp/segv.txt")" -eq 2
@@ -53,10 +53,10 @@ check "an escaping exception names the plugin and the call" \
 KILN_TEST_CRASH_OP=silu KILN_TEST_CRASH_HOW=hang "$kiln" check-backend "$plugin" --filter silu_grad --case-timeout 0.3 \
   >"$tmp/hang.txt" 2>&1
 check "a hang fails its case after --case-timeout" \
-  grep -Eq '^FAIL +silu_grad .*1 failed; first: silu_grad in SwiGLU.*no result within 0.3 s' "$tmp/hang.txt"
+  grep -Eq '^FAIL +silu_grad .*[0-9]+ failed; first: silu_grad in SwiGLU.*no result within 0.3 s' "$tmp/hang.txt"
 KILN_TEST_CRASH_OP=silu "$kiln" check-backend "$plugin" --filter silu,gelu --batch 0 >"$tmp/batch.txt" 2>&1
 check "a crash in a merged graph is traced to its cases" \
-  grep -Eq '^FAIL +silu +8 cases .*8 failed; first: silu \[1\]: crashed .*SIGSEGV' "$tmp/batch.txt"
+  grep -Eq '^FAIL +silu +([0-9]+) cases .*\1 failed; first: silu \[1\]: crashed .*SIGSEGV' "$tmp/batch.txt"
 check "the merged graph's other cases pass" grep -Eq '^PASS +gelu ' "$tmp/batch.txt"
 cat "$tmp/abort.txt" "$tmp/throw.txt" "$tmp/hang.txt" "$tmp/batch.txt"
 
