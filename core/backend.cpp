@@ -165,7 +165,8 @@ bool Plugin::supports_node(kiln_op op, const std::vector<TensorDesc>& inputs,
   args.inputs = in.data();
   args.num_outputs = static_cast<int32_t>(out.size());
   args.outputs = out.data();
-  check(*this, call(*this, "op_supported_node", api_->op_supported_node, &args), fmt::format("op_supported_node for {}", kiln_op_name(op)));
+  check(*this, call(*this, "op_supported_node", api_->op_supported_node, &args),
+        fmt::format("op_supported_node for {}", kiln_op_name(op)));
   return args.supported != 0;
 }
 
