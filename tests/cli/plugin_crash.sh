@@ -5,6 +5,8 @@
 # op as usual and counts the crash as a failure; `kiln train` ends with one
 # line naming the plugin and the call, and so does `kiln generate`.
 # Usage: plugin_crash.sh <path-to-kiln> [<bad-plugin-dir>]
+# Not run under ASan/UBSan (CMakePresets.json): the sanitizers handle the
+# deliberate crash first (docs/CONTRIBUTING.md).
 set -u
 kiln=$1
 plugin="$(cd "$(dirname "$kiln")/.." && pwd)/test-plugins/libkiln-backend-execfaults.so"
