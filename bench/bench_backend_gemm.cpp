@@ -4,10 +4,13 @@
 // GEMM itself (for OpenCL: argument setup, CLBlast's padding/transposes; for
 // Vulkan: descriptor updates, command-buffer submission).
 //
-//   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]
+//   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] [--set=gpu]
 //
 // e.g. --backend=vulkan --filter=default --rounds=2 on lavapipe (slow: CI
-// figures are for the record only).
+// figures are for the record only). --set=gpu swaps in the shapes of GPT-2
+// 124M at seq 1024 x micro-batch 8 (8192 tokens per GEMM), the shapes a
+// GPU is measured at (bench/gpu/run.sh; bench/gpu/torch_gemm.py times
+// cuBLAS at the same ones).
 //
 // Prints a Markdown table (what docs/OPENCL.md and docs/VULKAN.md quote): best-of-N GFLOP/s
 // per shape. A first call per shape runs untimed (it compiles kernels: on
@@ -45,13 +48,21 @@ struct Case {
   bool ta, tb;
 };
 
-std::vector<Case> cases() {
+std::vector<Case> cases(bool gpu) {
   std::vector<Case> out;
   auto linear = [&](const std::string& name, int64_t t, int64_t k, int64_t n) {
     out.push_back({name + " fwd", t, n, k, false, true});
     out.push_back({name + " dgrad", t, k, n, false, false});
     out.push_back({name + " wgrad", n, k, t, true, false});
   };
+  if (gpu) {  // GPT-2 124M, seq 1024 x micro-batch 8: every linear layer.
+    linear("124M qkv T=8192 K=768 N=2304", 8192, 768, 2304);
+    linear("124M attn-proj T=8192 K=768 N=768", 8192, 768, 768);
+    linear("124M mlp-up T=8192 K=768 N=3072", 8192, 768, 3072);
+    linear("124M mlp-down T=8192 K=3072 N=768", 8192, 3072, 768);
+    linear("124M lm-head T=8192 K=768 N=50304", 8192, 768, 50304);
+    return out;
+  }
   // GPT-2 124M, 256 tokens per micro-batch (4 x 64): MLP up and LM head.
   linear("124M mlp-up T=256 K=768 N=3072", 256, 768, 3072);
   linear("124M lm-head T=256 K=768 N=50304", 256, 768, 50304);
@@ -67,8 +78,9 @@ std::vector<Case> cases() {
 
 // Runs `c` once on the device and once on the reference; NMSE of the result.
 double verify(kiln::Device& dev, const Case& c) {
-  // A small stand-in with the same layout: the reference is slow.
-  const int64_t m = std::min<int64_t>(c.m, 67), n = std::min<int64_t>(c.n, 45), k = std::min<int64_t>(c.k, 129);
+  // A smaller stand-in with the same layout (the reference is slow), still
+  // several of the largest tiles wide with ragged edges in every dimension.
+  const int64_t m = std::min<int64_t>(c.m, 267), n = std::min<int64_t>(c.n, 301), k = std::min<int64_t>(c.k, 139);
   Graph g;
   ValueId a = g.input("a", KILN_F32, c.ta ? kiln::graph::Shape{k, m} : kiln::graph::Shape{m, k});
   ValueId b = g.input("b", KILN_F32, c.tb ? kiln::graph::Shape{n, k} : kiln::graph::Shape{k, n});
@@ -83,6 +95,10 @@ double verify(kiln::Device& dev, const Case& c) {
   }
   kiln::graph::Executable exe(dev, g);
   for (const char* name : {"a", "b"}) exe.buffer(name)->write(in[name].data(), in[name].bytes());
+  // Poison the output: an element the kernel never writes stays NaN and
+  // fails the check.
+  const std::vector<float> poison(static_cast<size_t>(m * n), std::nanf(""));
+  exe.buffer("y")->write(poison.data(), poison.size() * 4);
   exe.run();
   HostTensor got = HostTensor::zeros(KILN_F32, {m, n});
   exe.buffer("y")->read(got.data(), got.bytes());
@@ -102,9 +118,13 @@ double gflops(kiln::Device& dev, const Case& c, int rounds) {
   ValueId b = g.input("b", KILN_F32, c.tb ? kiln::graph::Shape{c.n, c.k} : kiln::graph::Shape{c.k, c.n});
   g.output("y", g.matmul(a, b, c.ta, c.tb));
   kiln::graph::Executable exe(dev, g);
-  std::vector<float> ones(static_cast<size_t>(std::max(c.m * c.k, c.k * c.n)), 0.01f);
-  exe.buffer("a")->write(ones.data(), static_cast<uint64_t>(c.m * c.k) * 4);
-  exe.buffer("b")->write(ones.data(), static_cast<uint64_t>(c.k * c.n) * 4);
+  // Random operands: constant or zero data can run faster than real data.
+  std::vector<float> data(static_cast<size_t>(std::max(c.m * c.k, c.k * c.n)));
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : data) x = u(gen);
+  exe.buffer("a")->write(data.data(), static_cast<uint64_t>(c.m * c.k) * 4);
+  exe.buffer("b")->write(data.data(), static_cast<uint64_t>(c.k * c.n) * 4);
   exe.run();  // compiles the library's kernels, untimed
   dev.synchronize();
   double best = 1e30;
@@ -121,6 +141,7 @@ double gflops(kiln::Device& dev, const Case& c, int rounds) {
 
 int main(int argc, char** argv) {
   std::string backend = "opencl", filter;
+  bool gpu_set = false;
   int device = 0, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -132,8 +153,12 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::atoi(a.c_str() + 9));
     else if (a.rfind("--filter=", 0) == 0)
       filter = a.substr(9);
+    else if (a == "--set=gpu")
+      gpu_set = true;
     else {
-      std::fprintf(stderr, "usage: bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT]\n");
+      std::fprintf(stderr,
+                   "usage: bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] "
+                   "[--set=gpu]\n");
       return 2;
     }
   }
@@ -141,7 +166,7 @@ int main(int argc, char** argv) {
     auto dev = kiln::Registry::instance().open(backend, device);
     std::printf("backend %s, device %d: %s\n\n", backend.c_str(), device, dev->properties().name);
     std::printf("| shape | layout | m x n x k | GFLOP/s |\n|---|---|---|---|\n");
-    for (const Case& c : cases()) {
+    for (const Case& c : cases(gpu_set)) {
       if (!filter.empty() && c.what.find(filter) == std::string::npos) continue;
       const double e = verify(*dev, c);
       if (!(e <= 1e-6)) {

@@ -6,8 +6,9 @@ positions, biases, tied LM head); the Llama options switch to RMSNorm,
 SwiGLU, RoPE, grouped-query attention, no biases and an untied output layer,
 with Megatron's defaults (eps 1e-5, rotary base 10000, FFN
 int(4h * 2/3 / 64) * 64 under SwiGLU); --exact-gelu matches kiln's flag of
-that name (erf GELU). Prints mean ms/step over all
-iterations but the first."""
+that name (erf GELU). --device cuda runs on a GPU (fp32 with TF32 off
+unless --dtype bf16, which autocasts to bf16 as PyTorch users train).
+Prints mean ms/step over all iterations but the first."""
 import argparse
 import math
 import time
@@ -68,7 +69,8 @@ class Block(nn.Module):
         if self.g != self.h:
             k, v = (z.repeat_interleave(self.h // self.g, dim=1) for z in (k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)
-        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
         h = self.fc1(self.ln2(x))
         if self.swiglu:
@@ -92,7 +94,7 @@ class GPT(nn.Module):
     def forward(self, idx, targets):
         x = self.wte(idx)
         if self.wpe is not None:
-            x = x + self.wpe(torch.arange(idx.shape[1]))
+            x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for blk in self.blocks:
             x = blk(x, self.rope)
         x = self.lnf(x)
@@ -105,23 +107,35 @@ def main():
     for name in ("layers", "hidden", "heads", "vocab", "seq", "micro-batch", "iters", "threads"):
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--query-groups", type=int, default=0, help="grouped-query attention (0: one per head)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="bf16: autocast (cuda)")
     for name in ("rmsnorm", "swiglu", "rope", "untie", "no-bias", "exact-gelu"):
         p.add_argument("--" + name, action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = GPT(a)
+    cuda = a.device == "cuda"
+    if cuda:  # fp32 means fp32: no TF32 tensor cores behind its back
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    model = GPT(a).to(a.device)
+    if model.rope is not None:
+        model.rope = tuple(t.to(a.device) for t in model.rope)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     times = []
     for _ in range(a.iters):
-        idx = torch.randint(0, a.vocab, (a.micro_batch, a.seq))
-        tgt = torch.randint(0, a.vocab, (a.micro_batch, a.seq))
+        idx = torch.randint(0, a.vocab, (a.micro_batch, a.seq), device=a.device)
+        tgt = torch.randint(0, a.vocab, (a.micro_batch, a.seq), device=a.device)
+        sync()
         t0 = time.perf_counter()
-        loss = model(idx, tgt)
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+            loss = model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         times.append(time.perf_counter() - t0)
     print("%.1f" % (1000 * sum(times[1:]) / max(1, len(times) - 1)))
 

@@ -39,6 +39,16 @@ class Lowerer {
     const bool big_tiles = d.max_invocations >= 256 && d.max_shared_bytes >= 8192;
     group_ = d.max_invocations >= 256 ? 256 : 128;
     gemm_tile_ = big_tiles ? 64 : 32;
+    // gemm_tiled.comp's 128 x 128 tiles need a GPU's register file and 17
+    // KiB of shared memory; on a CPU device (lavapipe) they only spill.
+    // KILN_VULKAN_GEMM=tiled|simple overrides the choice (tests, benches).
+    tiled_gemm_ = d.kind != KILN_DEVICE_CPU && d.max_invocations >= 256 && d.max_shared_bytes >= 20480;
+    if (const char* env = std::getenv("KILN_VULKAN_GEMM"); env != nullptr && *env != '\0') {
+      const std::string v = env;
+      if (v != "tiled" && v != "simple")
+        fail(KILN_ERR_INVALID_ARGUMENT, "vulkan: KILN_VULKAN_GEMM must be tiled or simple");
+      tiled_gemm_ = v == "tiled";
+    }
   }
 
   Schedule finish(const std::vector<uint64_t>& slot_bytes) {
@@ -162,6 +172,7 @@ class Lowerer {
   uint64_t scratch_used_ = 0;
   int32_t node_ = -1;
   uint32_t gemm_tile_ = 64;
+  bool tiled_gemm_ = false;
   uint32_t group_ = kGroup;  // invocations per workgroup of the 1-D and row kernels
 };
 
@@ -265,10 +276,14 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const bool ta = p.trans_a, tb = p.trans_b;
   const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
-  // 64x64 tiles (4x4 per invocation, 256 invocations) where the product is
-  // big enough to fill them; 32x32 (64 invocations) otherwise.
-  const uint32_t T = (M >= 64 && N >= 64) ? gemm_tile_ : 32;
-  const uint32_t pipe = pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u});
+  // On a GPU, gemm_tiled.comp's 128x128 tiles (8x8 per invocation) where
+  // the product fills them. Otherwise gemm.comp: 64x64 tiles (4x4 per
+  // invocation, 256 invocations) where the product is big enough; 32x32
+  // (64 invocations) below that.
+  const bool tiled = tiled_gemm_ && M >= 64 && N >= 64;
+  const uint32_t T = tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
+  const uint32_t pipe = tiled ? pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u})
+                              : pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u});
   const uint64_t max_elems = limit_ / 4;
   const Ref A = at(n.inputs[0]), B = at(n.inputs[1]), C = at(n.outputs[0]);
 
@@ -353,7 +368,7 @@ void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, R
       [&](uint64_t r0, uint64_t nr) {
         return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(scale), r0 > 0 ? 1u : 0u};
       },
-      false, cols);
+      false, ceil_div(cols, 16) * group_);  // a workgroup per 16 columns
 }
 
 void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {

@@ -4,5 +4,6 @@
 #pragma once
 
 namespace kiln::vk {
-inline constexpr const char* kCompilerVersion = "vulkan-2";  // 2: elementwise.comp gained GELU_ERF
+inline constexpr const char* kCompilerVersion =
+    "vulkan-3";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs
 }  // namespace kiln::vk

@@ -82,8 +82,10 @@ void main() {
         r = b[p.base[2] + i] * (cdf + x * kInvSqrt2Pi * exp(-0.5 * x * x));
       }
     } else if (OP == 8) {
-      // Comparisons, not min/max or clamp(): a NaN x falls through as NaN.
-      r = x < p.f ? p.f : (x > p.f2 ? p.f2 : x);
+      // A NaN x stays NaN. Tested on its bits: NVIDIA's compiler turns
+      // comparison chains into min/max, which return the bound for NaN.
+      const bool nan_x = (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u;
+      r = nan_x ? x : (x < p.f ? p.f : (x > p.f2 ? p.f2 : x));
     } else {
       // Inclusive bounds; a NaN x fails both and gets 0.
       r = x >= p.f && x <= p.f2 ? b[p.base[2] + i] : 0.0;

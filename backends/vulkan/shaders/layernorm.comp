@@ -29,18 +29,22 @@ void main() {
   if (r >= p.rows) return;  // whole workgroups leave together
   uint t = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
   uint row = r * p.cols;
+  // Means multiply by 1/cols: a multiplication is correctly rounded, while
+  // Vulkan lets a division be off by 2.5 ulp (NVIDIA's is), and a one-column
+  // row must give x - mean = 0 exactly.
+  const float inv_cols = 1.0 / float(p.cols);
   float mean = 0.0;
   if (!RMS) {  // a specialization constant: the whole workgroup agrees
     float s = 0.0;
     for (uint j = t; j < p.cols; j += n) s += x[p.base[1] + row + j];
-    mean = group_sum(s) / float(p.cols);
+    mean = group_sum(s) * inv_cols;
   }
   float v = 0.0;
   for (uint j = t; j < p.cols; j += n) {
     float d = x[p.base[1] + row + j] - mean;
     v += d * d;
   }
-  float rstd = 1.0 / sqrt(group_sum(v) / float(p.cols) + p.eps);
+  float rstd = 1.0 / sqrt(group_sum(v) * inv_cols + p.eps);
   if (!GRAD) {
     for (uint j = t; j < p.cols; j += n)
       outv[p.base[0] + row + j] =
@@ -50,15 +54,17 @@ void main() {
   float sg = 0.0, sgx = 0.0;
   for (uint j = t; j < p.cols; j += n) {
     float xh = (x[p.base[1] + row + j] - mean) * rstd;
-    float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
+    // precise: no fused multiply-add may absorb this product, so both loops
+    // see the same rounded g and a one-column row gives g - mean_g = 0.
+    precise float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
     sg += g;
     sgx += g * xh;
   }
-  float mean_g = RMS ? 0.0 : group_sum(sg) / float(p.cols);
-  float mean_gx = group_sum(sgx) / float(p.cols);
+  float mean_g = RMS ? 0.0 : group_sum(sg) * inv_cols;
+  float mean_gx = group_sum(sgx) * inv_cols;
   for (uint j = t; j < p.cols; j += n) {
     float xh = (x[p.base[1] + row + j] - mean) * rstd;
-    float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
+    precise float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
     outv[p.base[0] + row + j] = rstd * (g - mean_g - xh * mean_gx);
   }
   if (t == 0) {
