@@ -79,8 +79,9 @@ std::vector<Case> cases(bool gpu) {
 // Runs `c` once on the device and once on the reference; NMSE of the result.
 double verify(kiln::Device& dev, const Case& c) {
   // A smaller stand-in with the same layout (the reference is slow), still
-  // several of the largest tiles wide with ragged edges in every dimension.
-  const int64_t m = std::min<int64_t>(c.m, 267), n = std::min<int64_t>(c.n, 301), k = std::min<int64_t>(c.k, 139);
+  // several of the largest tiles wide with ragged edges in every dimension,
+  // and deep enough that a weight gradient takes a GPU plugin's split-K path.
+  const int64_t m = std::min<int64_t>(c.m, 267), n = std::min<int64_t>(c.n, 301), k = std::min<int64_t>(c.k, 1100);
   Graph g;
   ValueId a = g.input("a", KILN_F32, c.ta ? kiln::graph::Shape{k, m} : kiln::graph::Shape{m, k});
   ValueId b = g.input("b", KILN_F32, c.tb ? kiln::graph::Shape{n, k} : kiln::graph::Shape{k, n});

@@ -161,6 +161,7 @@ class Lowerer {
   void dropout(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
+  bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
   void rope(const ir::DecodedNode& n, const NodeInfo& p);
   void place_barriers();
@@ -305,6 +306,7 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   };
 
   const uint64_t largest = std::max({size_a, size_b, size_c});
+  if (tiled && batch == 1 && largest <= max_elems && split_k(n, M, N, K, ta, tb)) return;
   if (largest <= max_elems) {
     const uint64_t per = std::min<uint64_t>(max_elems / largest, d_.max_groups[2]);
     for (uint64_t z0 = 0; z0 < batch; z0 += per) launch(z0, std::min(per, batch - z0), 0, M, 0, N, 0, K);
@@ -322,6 +324,33 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
       for (uint64_t n0 = 0; n0 < N; n0 += nchunk)
         for (uint64_t k0 = 0; k0 < K; k0 += kchunk)
           launch(z, 1, m0, std::min(mchunk, M - m0), n0, std::min(nchunk, N - n0), k0, std::min(kchunk, K - k0));
+}
+
+// Split-K for a product whose C is too few 128x128 tiles to fill a GPU (a
+// weight gradient: small C, K = tokens): S slices of K run as S "batches"
+// of gemm_tiled, each writing its partial C into scratch, then colsum adds
+// the S partials in slice order (deterministic). S divides K, so every
+// slice has the same depth, and is chosen so that about 256 workgroups run.
+// False when splitting would not pay (C already fills the GPU, K short).
+bool Lowerer::split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb) {
+  constexpr uint64_t kTarget = 256, kMinDepth = 256;
+  const uint64_t tiles = ceil_div(M, 128) * ceil_div(N, 128);
+  if (tiles * 2 > kTarget || K < 2 * kMinDepth) return false;
+  uint64_t slices = std::min({ceil_div(kTarget, tiles), K / kMinDepth, uint64_t{16}});
+  while (slices > 1 && K % slices != 0) --slices;
+  const uint64_t max_elems = limit_ / 4;
+  if (slices < 2 || slices * M * N > max_elems) return false;
+  const uint64_t depth = K / slices, lda = ta ? M : K, ldb = tb ? K : N;
+  const Ref partial = scratch(slices * M * N * 4);
+  const uint32_t pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u});
+  emit(pipe,
+       {window(partial, slices * M * N * 4, true), window(at(n.inputs[0]), M * K * 4, false),
+        window(at(n.inputs[1]), K * N * 4, false)},
+       {u32(M, "m"), u32(N, "n"), u32(depth, "k"), u32(lda, "lda"), u32(ldb, "ldb"), u32(N, "ldc"),
+        u32(ta ? depth * lda : depth, "slice"), u32(tb ? depth : depth * ldb, "slice"), u32(M * N, "slice"), 0u},
+       u32(ceil_div(N, 128), "groups"), u32(ceil_div(M, 128), "groups"), static_cast<uint32_t>(slices));
+  column_sum(0, at(n.outputs[0]), M * N, slices, partial, partial, partial, 1.0f);
+  return true;
 }
 
 void Lowerer::emit_rows(uint32_t pipe, std::vector<Binding> bindings, const std::vector<uint32_t>& args,

@@ -22,9 +22,19 @@ void matmul_cases(CaseMaker& m) {
     Shape batch;
     int64_t m, n, k;
   };
-  const Dims dims[] = {{{}, 1, 1, 1},      {{}, 3, 5, 7},       {{}, 17, 33, 65},   {{}, 65, 17, 127},
-                       {{}, 128, 96, 200}, {{2, 3}, 17, 5, 33}, {{12}, 64, 64, 64}, {{3}, 130, 130, 130},
-                       {{1}, 65, 3, 17},   {{5}, 1, 7, 3}};
+  const Dims dims[] = {{{}, 1, 1, 1},
+                       {{}, 3, 5, 7},
+                       {{}, 17, 33, 65},
+                       {{}, 65, 17, 127},
+                       {{}, 128, 96, 200},
+                       {{2, 3}, 17, 5, 33},
+                       {{12}, 64, 64, 64},
+                       {{3}, 130, 130, 130},
+                       {{1}, 65, 3, 17},
+                       {{5}, 1, 7, 3},
+                       // A weight gradient's shape: one tile of C, a long K
+                       // (GPU plugins split K here: Vulkan's split-K path).
+                       {{}, 100, 72, 3000}};
   for (const Dims& d : dims)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
