@@ -82,8 +82,11 @@ class Extraction {
 // nearest cached entry).
 std::vector<uint8_t> obtain(const CompileRequest& request);
 
-// A precompile worker's job: make the entry for `request` exist.
-enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
+// A precompile worker's job: make the entry for `request` exist. In a
+// read-only cache it compiles without storing (Compiled: the unit compiles)
+// and writes nothing. OutOfMemory: the plugin reported
+// KILN_ERR_OUT_OF_MEMORY (no failure marker; may pass with fewer workers).
+enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore, OutOfMemory };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.
