@@ -1,4 +1,4 @@
-// `kiln cache ls | verify [--fix] | clear [--failed|--locks|--all] |
+// `kiln cache ls | stats | verify [--fix] | clear [--failed|--locks|--all] |
 //  gc [--max-size N] [--max-age T] | explain KEY`: inspecting and
 // maintaining the compile cache (docs/CACHE.md).
 #include <sys/stat.h>
@@ -15,6 +15,7 @@
 #include "compiler_cache/atomic_file.h"
 #include "compiler_cache/lock.h"
 #include "compiler_cache/store.h"
+#include "compiler_cache/usage_log.h"
 #include "core/error.h"
 #include "trainer/flags.h"
 
@@ -24,8 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kCacheUsage =
-    "usage: kiln cache <ls|verify|clear|gc|explain> [flags]\n"
+    "usage: kiln cache <ls|stats|verify|clear|gc|explain> [flags]\n"
     "  ls                         list entries, failure markers and locks\n"
+    "  stats                      hits, misses and compile time saved, over every process that used the cache\n"
     "  verify [--fix]             check every entry; --fix quarantines corrupt ones, removes stale locks\n"
     "  clear [--failed|--locks|--all]  remove failure markers, locks, or everything (default: --all)\n"
     "  gc [--max-size S] [--max-age T]  drop least recently used entries above S (e.g. 2G) or older than T (e.g. 7d)\n"
@@ -146,6 +148,37 @@ int cmd_ls(const compiler_cache::Store& store) {
   }
   std::printf("%zu entries, %s; %zu failed; %zu locked; cache %s\n", entries.size(), human_bytes(total).c_str(),
               failed.size(), locks.size(), store.root().c_str());
+  return 0;
+}
+
+std::string utc_date(int64_t unix_time) {
+  const std::time_t t = static_cast<std::time_t>(unix_time);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+int cmd_stats(const compiler_cache::Store& store) {
+  uint64_t bytes = 0;
+  const std::vector<std::string> entries = store.files(".entry");
+  for (const std::string& path : entries) bytes += info(path).bytes;
+  const compiler_cache::UsageTotals t = compiler_cache::read_usage(store.root());
+  const compiler_cache::UsageRecord& u = t.sum;
+  const int64_t uses = u.hits + u.misses;
+  std::printf("cache %s: %zu entries, %s\n", store.root().c_str(), entries.size(), human_bytes(bytes).c_str());
+  std::printf("hits: %ld\nmisses: %ld\nhit rate: %.1f%%\n", static_cast<long>(u.hits), static_cast<long>(u.misses),
+              uses > 0 ? 100.0 * static_cast<double>(u.hits) / static_cast<double>(uses) : 0.0);
+  std::printf("compile seconds saved: %.3f\ncompile seconds spent: %.3f\n", u.seconds_saved, u.compile_seconds);
+  if (t.records == 0) {
+    std::printf("no use recorded yet in %s\n", compiler_cache::usage_log_path(store.root()).c_str());
+  } else {
+    std::printf("from %ld process records, %s to %s, in %s", static_cast<long>(t.records),
+                utc_date(t.first_unix).c_str(), utc_date(t.last_unix).c_str(),
+                compiler_cache::usage_log_path(store.root()).c_str());
+    std::printf(t.skipped > 0 ? " (%ld unreadable lines skipped)\n" : "\n", static_cast<long>(t.skipped));
+  }
   return 0;
 }
 
@@ -317,11 +350,12 @@ int run_cache(const std::vector<std::string>& args) {
   if (dir.empty()) dir = compiler_cache::default_cache_dir();
   const compiler_cache::Store store(dir);
   if (sub == "ls") return cmd_ls(store);
+  if (sub == "stats") return cmd_stats(store);
   if (sub == "verify") return cmd_verify(store, fix);
   if (sub == "clear") return cmd_clear(store, failed && !all, locks && !all);
   if (sub == "gc") return cmd_gc(store, max_size, max_age);
   if (sub == "explain") return cmd_explain(store, key);
-  throw Error("unknown cache subcommand '" + sub + "'; use ls, verify, clear, gc or explain");
+  throw Error("unknown cache subcommand '" + sub + "'; use ls, stats, verify, clear, gc or explain");
 }
 
 }  // namespace kiln::cli

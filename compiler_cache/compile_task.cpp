@@ -83,6 +83,7 @@ int run_task(const std::string& task_file, const CacheConfig& config) {
     outcome = Outcome::OutOfMemory;
     message = "out of memory while compiling (std::bad_alloc)";
   }
+  record_usage();
   switch (outcome) {
     case Outcome::OutOfMemory: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerOutOfMemory;
     case Outcome::Compiled: return kWorkerCompiled;
