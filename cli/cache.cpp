@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "compiler_cache/atomic_file.h"
+#include "compiler_cache/evict.h"
 #include "compiler_cache/lock.h"
 #include "compiler_cache/store.h"
 #include "compiler_cache/usage_log.h"
@@ -245,27 +246,39 @@ int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   return 0;
 }
 
+// Least recently used first (a hit touches an entry's mtime), each removed
+// only if no process is using it (compiler_cache/evict.h): safe while
+// trains and precompiles run on the same cache.
 int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, const std::string& max_age) {
   if (max_size.empty() && max_age.empty())
     throw Error("kiln cache gc needs --max-size and/or --max-age (e.g. --max-size 2G)");
-  std::vector<FileInfo> entries;
-  for (const std::string& p : store.files(".entry")) entries.push_back(info(p));
-  // Oldest use first.
-  std::sort(entries.begin(), entries.end(), [](const FileInfo& a, const FileInfo& b) { return a.age_s > b.age_s; });
+  struct Listed {
+    FileInfo file;
+    int64_t mtime_ns = 0;
+  };
+  std::vector<Listed> entries;
+  for (const std::string& p : store.files(".entry")) {
+    const int64_t mtime = compiler_cache::mtime_ns(p);
+    if (mtime >= 0) entries.push_back({info(p), mtime});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Listed& a, const Listed& b) { return a.mtime_ns < b.mtime_ns; });
   uint64_t total = 0;
-  for (const FileInfo& f : entries) total += f.bytes;
-  int removed = 0;
+  for (const Listed& e : entries) total += e.file.bytes;
+  int removed = 0, in_use = 0;
   uint64_t freed = 0;
   const double age_limit = max_age.empty() ? -1 : parse_age(max_age);
   const uint64_t size_limit = max_size.empty() ? UINT64_MAX : parse_size(max_size);
-  for (const FileInfo& f : entries) {
-    const bool too_old = age_limit >= 0 && f.age_s > age_limit;
+  for (const Listed& e : entries) {
+    const bool too_old = age_limit >= 0 && e.file.age_s > age_limit;
     if (!too_old && total - freed <= size_limit) continue;
-    int n = 0;
-    remove_file(f.path, &n);
-    if (n) {
-      ++removed;
-      freed += f.bytes;
+    switch (compiler_cache::evict_entry(e.file.path, e.mtime_ns)) {
+      case compiler_cache::Eviction::Removed:
+        ++removed;
+        freed += e.file.bytes;
+        break;
+      case compiler_cache::Eviction::Gone: freed += e.file.bytes; break;  // another gc was first
+      case compiler_cache::Eviction::InUse:
+      case compiler_cache::Eviction::Changed: ++in_use; break;
     }
   }
   int temps = 0;
@@ -273,6 +286,9 @@ int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, cons
     if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
   std::printf("removed %d entries (%s) and %d abandoned temp files; %s left in %s\n", removed,
               human_bytes(freed).c_str(), temps, human_bytes(total - freed).c_str(), store.root().c_str());
+  if (in_use > 0)
+    std::printf("kept %d entr%s in use (being read, compiled or used since listing); run gc again later\n", in_use,
+                in_use == 1 ? "y" : "ies");
   return 0;
 }
 
