@@ -1,4 +1,4 @@
-// `kiln cache ls | verify [--fix] | clear [--failed|--locks|--all] |
+// `kiln cache ls | stats | verify [--fix] | clear [--failed|--locks|--all] |
 //  gc [--max-size N] [--max-age T] | explain KEY`: inspecting and
 // maintaining the compile cache (docs/CACHE.md).
 #include <sys/stat.h>
@@ -13,8 +13,10 @@
 
 #include "cli/commands.h"
 #include "compiler_cache/atomic_file.h"
+#include "compiler_cache/evict.h"
 #include "compiler_cache/lock.h"
 #include "compiler_cache/store.h"
+#include "compiler_cache/usage_log.h"
 #include "core/error.h"
 #include "trainer/flags.h"
 
@@ -24,8 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kCacheUsage =
-    "usage: kiln cache <ls|verify|clear|gc|explain> [flags]\n"
+    "usage: kiln cache <ls|stats|verify|clear|gc|explain> [flags]\n"
     "  ls                         list entries, failure markers and locks\n"
+    "  stats                      hits, misses and compile time saved, over every process that used the cache\n"
     "  verify [--fix]             check every entry; --fix quarantines corrupt ones, removes stale locks\n"
     "  clear [--failed|--locks|--all]  remove failure markers, locks, or everything (default: --all)\n"
     "  gc [--max-size S] [--max-age T]  drop least recently used entries above S (e.g. 2G) or older than T (e.g. 7d)\n"
@@ -149,6 +152,37 @@ int cmd_ls(const compiler_cache::Store& store) {
   return 0;
 }
 
+std::string utc_date(int64_t unix_time) {
+  const std::time_t t = static_cast<std::time_t>(unix_time);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+int cmd_stats(const compiler_cache::Store& store) {
+  uint64_t bytes = 0;
+  const std::vector<std::string> entries = store.files(".entry");
+  for (const std::string& path : entries) bytes += info(path).bytes;
+  const compiler_cache::UsageTotals t = compiler_cache::read_usage(store.root());
+  const compiler_cache::UsageRecord& u = t.sum;
+  const int64_t uses = u.hits + u.misses;
+  std::printf("cache %s: %zu entries, %s\n", store.root().c_str(), entries.size(), human_bytes(bytes).c_str());
+  std::printf("hits: %ld\nmisses: %ld\nhit rate: %.1f%%\n", static_cast<long>(u.hits), static_cast<long>(u.misses),
+              uses > 0 ? 100.0 * static_cast<double>(u.hits) / static_cast<double>(uses) : 0.0);
+  std::printf("compile seconds saved: %.3f\ncompile seconds spent: %.3f\n", u.seconds_saved, u.compile_seconds);
+  if (t.records == 0) {
+    std::printf("no use recorded yet in %s\n", compiler_cache::usage_log_path(store.root()).c_str());
+  } else {
+    std::printf("from %ld process records, %s to %s, in %s", static_cast<long>(t.records),
+                utc_date(t.first_unix).c_str(), utc_date(t.last_unix).c_str(),
+                compiler_cache::usage_log_path(store.root()).c_str());
+    std::printf(t.skipped > 0 ? " (%ld unreadable lines skipped)\n" : "\n", static_cast<long>(t.skipped));
+  }
+  return 0;
+}
+
 int cmd_verify(const compiler_cache::Store& store, bool fix) {
   int ok = 0, bad = 0, fixed = 0;
   for (const std::string& path : store.files(".entry")) {
@@ -212,27 +246,39 @@ int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   return 0;
 }
 
+// Least recently used first (a hit touches an entry's mtime), each removed
+// only if no process is using it (compiler_cache/evict.h): safe while
+// trains and precompiles run on the same cache.
 int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, const std::string& max_age) {
   if (max_size.empty() && max_age.empty())
     throw Error("kiln cache gc needs --max-size and/or --max-age (e.g. --max-size 2G)");
-  std::vector<FileInfo> entries;
-  for (const std::string& p : store.files(".entry")) entries.push_back(info(p));
-  // Oldest use first.
-  std::sort(entries.begin(), entries.end(), [](const FileInfo& a, const FileInfo& b) { return a.age_s > b.age_s; });
+  struct Listed {
+    FileInfo file;
+    int64_t mtime_ns = 0;
+  };
+  std::vector<Listed> entries;
+  for (const std::string& p : store.files(".entry")) {
+    const int64_t mtime = compiler_cache::mtime_ns(p);
+    if (mtime >= 0) entries.push_back({info(p), mtime});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Listed& a, const Listed& b) { return a.mtime_ns < b.mtime_ns; });
   uint64_t total = 0;
-  for (const FileInfo& f : entries) total += f.bytes;
-  int removed = 0;
+  for (const Listed& e : entries) total += e.file.bytes;
+  int removed = 0, in_use = 0;
   uint64_t freed = 0;
   const double age_limit = max_age.empty() ? -1 : parse_age(max_age);
   const uint64_t size_limit = max_size.empty() ? UINT64_MAX : parse_size(max_size);
-  for (const FileInfo& f : entries) {
-    const bool too_old = age_limit >= 0 && f.age_s > age_limit;
+  for (const Listed& e : entries) {
+    const bool too_old = age_limit >= 0 && e.file.age_s > age_limit;
     if (!too_old && total - freed <= size_limit) continue;
-    int n = 0;
-    remove_file(f.path, &n);
-    if (n) {
-      ++removed;
-      freed += f.bytes;
+    switch (compiler_cache::evict_entry(e.file.path, e.mtime_ns)) {
+      case compiler_cache::Eviction::Removed:
+        ++removed;
+        freed += e.file.bytes;
+        break;
+      case compiler_cache::Eviction::Gone: freed += e.file.bytes; break;  // another gc was first
+      case compiler_cache::Eviction::InUse:
+      case compiler_cache::Eviction::Changed: ++in_use; break;
     }
   }
   int temps = 0;
@@ -240,6 +286,9 @@ int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, cons
     if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
   std::printf("removed %d entries (%s) and %d abandoned temp files; %s left in %s\n", removed,
               human_bytes(freed).c_str(), temps, human_bytes(total - freed).c_str(), store.root().c_str());
+  if (in_use > 0)
+    std::printf("kept %d entr%s in use (being read, compiled or used since listing); run gc again later\n", in_use,
+                in_use == 1 ? "y" : "ies");
   return 0;
 }
 
@@ -317,11 +366,12 @@ int run_cache(const std::vector<std::string>& args) {
   if (dir.empty()) dir = compiler_cache::default_cache_dir();
   const compiler_cache::Store store(dir);
   if (sub == "ls") return cmd_ls(store);
+  if (sub == "stats") return cmd_stats(store);
   if (sub == "verify") return cmd_verify(store, fix);
   if (sub == "clear") return cmd_clear(store, failed && !all, locks && !all);
   if (sub == "gc") return cmd_gc(store, max_size, max_age);
   if (sub == "explain") return cmd_explain(store, key);
-  throw Error("unknown cache subcommand '" + sub + "'; use ls, verify, clear, gc or explain");
+  throw Error("unknown cache subcommand '" + sub + "'; use ls, stats, verify, clear, gc or explain");
 }
 
 }  // namespace kiln::cli

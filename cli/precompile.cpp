@@ -3,7 +3,8 @@
 // cache key, and compile the unique ones in the worker pool
 // (compiler_cache/compile_pool.h: worker processes, largest first, each with
 // a timeout) into the compile cache. The exit status is the number of failed
-// compilations (capped at 255).
+// compilations (capped at 255). With --json the summary is one JSON object on
+// stdout and every human line goes to stderr.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "cli/commands.h"
 #include "compiler_cache/compile_pool.h"
 #include "compiler_cache/compile_task.h"
+#include "compiler_cache/precompile_summary.h"
 #include "compiler_cache/store.h"
 #include "core/fallback_device.h"
 #include "core/log.h"
@@ -80,15 +82,64 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
   return unique;
 }
 
-int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t num_parallel, double timeout_s) {
+// More workers than this many per core only thrash (compiles are CPU-bound)
+// and multiply the memory they hold.
+constexpr int kMaxWorkersPerCore = 4;
+
+// An explicit --num-parallel, capped at kMaxWorkersPerCore per core.
+int capped_parallelism(int64_t requested) {
+  const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  const long cap = kMaxWorkersPerCore * cores;
+  if (requested <= cap) return static_cast<int>(requested);
+  logger().warn("--num-parallel {} is more than {} per core; using {} ({} cores here)", requested, kMaxWorkersPerCore,
+                cap, cores);
+  return static_cast<int>(cap);
+}
+
+// --json: the summary object goes to what stdout was, and stdout becomes
+// stderr, so every human line (ours, the pool's, the logger's) lands there.
+class JsonOutput {
+ public:
+  explicit JsonOutput(bool enabled) {
+    if (!enabled) return;
+    std::fflush(stdout);
+    fd_ = ::dup(1);
+    if (fd_ < 0 || ::dup2(2, 1) < 0) throw Error("--json: cannot set up stdout for the JSON summary");
+  }
+  ~JsonOutput() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  JsonOutput(const JsonOutput&) = delete;
+  JsonOutput& operator=(const JsonOutput&) = delete;
+  void write(const nlohmann::json& j) const {
+    if (fd_ < 0) return;
+    std::fflush(stdout);
+    const std::string text = j.dump() + "\n";
+    size_t off = 0;
+    while (off < text.size()) {
+      const ssize_t n = ::write(fd_, text.data() + off, text.size() - off);
+      if (n < 0) throw Error("--json: cannot write the JSON summary to stdout");
+      off += static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t num_parallel, double timeout_s,
+               bool json) {
+  const JsonOutput json_output(json);
   compiler_cache::CacheConfig config = flags.config();
   config.require_precompiled = false;
   if (config.dir.empty()) throw Error("kiln precompile needs a compile cache; pass --cache-dir DIR (not 'off')");
   compiler_cache::configure(config);
-  if (!compiler_cache::writable())
+  // configure() warned (one line) if the cache is read-only: then cached
+  // units count, and missing ones are compiled to check them, not stored.
+  if (compiler_cache::config().dir.empty())
     throw Error("compile cache " + config.dir + " is not writable; pass --cache-dir with a writable directory");
   const compiler_cache::Store store(config.dir);
-  const int parallel = num_parallel > 0 ? static_cast<int>(num_parallel) : compiler_cache::default_parallelism();
+  const int parallel = num_parallel > 0 ? capped_parallelism(num_parallel) : compiler_cache::default_parallelism();
 
   auto t0 = Clock::now();
   int builds = 0;
@@ -99,24 +150,40 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
 
   compiler_cache::PoolOptions options;
   options.parallel = parallel;
+  options.measure_memory = num_parallel == 0;
   options.timeout_s = timeout_s;
   options.retry_failed = flags.retry_failed;
   options.start_worker = [&](const std::string& task_file, const std::string& log) {
     return spawn_worker(task_file, log, flags, config.dir);
   };
   const compiler_cache::PoolResult result = compiler_cache::run_compile_pool(store, tasks, options);
-  const int cached = result.count(compiler_cache::TaskResult::Cached);
-  const int compiled = result.count(compiler_cache::TaskResult::Compiled);
-  const int failed = result.count(compiler_cache::TaskResult::Failed);
+  compiler_cache::PrecompileSummary summary;
+  summary.graphs = builds;
+  summary.units = static_cast<int>(units);
+  summary.unique_units = static_cast<int>(tasks.size());
+  summary.cached = result.count(compiler_cache::TaskResult::Cached);
+  summary.compiled = result.count(compiler_cache::TaskResult::Compiled);
+  summary.failed = result.count(compiler_cache::TaskResult::Failed);
+  summary.fell_back = static_cast<int>(std::count_if(
+      tasks.begin(), tasks.end(), [&](const compiler_cache::PoolTask& t) { return t.work.backend != cfg.backend; }));
+  summary.retried_for_memory = result.retried_for_memory;
+  summary.workers = result.max_running;
+  summary.stored = compiler_cache::writable();
+  summary.compile_seconds = result.compile_seconds;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  std::printf("precompile: %d worker process%s, %.2f s compiling, %.2f s in all\n", parallel, parallel == 1 ? "" : "es",
-              result.compile_seconds, std::chrono::duration<double>(Clock::now() - t0).count());
-  std::printf("Total graphs: %zu\n", tasks.size());
-  std::printf("Already cached: %d\n", cached);
-  std::printf("Total successful compilations: %d\n", compiled);
-  std::printf("Total failed compilations: %d\n", failed);
+  std::string chosen_by = num_parallel > 0 ? "--num-parallel" : "default";
+  if (num_parallel == 0 && result.worker_peak_rss_bytes > 0)
+    chosen_by = "from cores and memory, worker peak RSS " + std::to_string(result.worker_peak_rss_bytes >> 20) + " MiB";
+  std::printf("precompile: %d worker process%s at most (%s), %.2f s compiling, %.2f s in all\n", summary.workers,
+              summary.workers == 1 ? "" : "es", chosen_by.c_str(), summary.compile_seconds, summary.seconds);
+  if (!summary.stored && summary.compiled > 0)
+    std::printf("precompile: the compile cache is read-only: %d compiled unit%s checked, not stored\n",
+                summary.compiled, summary.compiled == 1 ? "" : "s");
+  std::fputs(compiler_cache::summary_text(summary).c_str(), stdout);
   std::fflush(stdout);
-  return std::min(failed, 255);
+  json_output.write(compiler_cache::summary_json(summary));
+  return compiler_cache::exit_status(summary);
 }
 
 }  // namespace
@@ -138,12 +205,14 @@ int run_precompile(const std::vector<std::string>& args) {
   cache_flags.register_flags(flags);
   int64_t num_parallel = 0;
   double timeout_s = 1800;
+  bool json = false;
   flags.add("--num-parallel", &num_parallel, "worker processes compiling at once (default: from cores and memory)");
   flags.add("--compile-timeout", &timeout_s, "seconds one compilation may take before its worker is killed (0: none)");
+  flags.add("--json", &json, "print the summary as one JSON object on stdout (human lines go to stderr)");
   if (!flags.parse(args)) return 0;
   cfg.finalize(flags);
   if (num_parallel < 0) throw Error("--num-parallel must be >= 0 (0: choose from cores and memory)");
-  return run_parent(cfg, cache_flags, num_parallel, timeout_s);
+  return run_parent(cfg, cache_flags, num_parallel, timeout_s, json);
 }
 
 }  // namespace kiln::cli

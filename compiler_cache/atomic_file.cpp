@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +76,10 @@ std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
   RegularFile file = open_regular_file(path, max_bytes);
   if (file.fd < 0) throw Error("cannot read " + path + ": " + file.problem);
   const int fd = file.fd;
+  // A shared flock while reading: `kiln cache gc` evicts only entries it can
+  // flock exclusively at once (compiler_cache/evict.h). Best effort: a file
+  // system without flock still reads.
+  ::flock(fd, LOCK_SH);
   std::vector<uint8_t> out;
   out.reserve(file.size);
   uint8_t buf[1 << 16];

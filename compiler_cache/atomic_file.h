@@ -18,6 +18,7 @@ void write_file_atomically(const std::string& path, const void* data, size_t siz
 constexpr uint64_t kMaxCacheFileBytes = uint64_t{4} << 30;
 // Whole file; throws kiln::Error if it cannot be read, is not a regular file
 // (a FIFO would block, /dev/zero never ends) or is larger than max_bytes.
+// Holds a shared flock() while reading (compiler_cache/evict.h).
 std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes = kMaxCacheFileBytes);
 // mkdir -p; throws kiln::Error naming the directory.
 void make_dirs(const std::string& dir);

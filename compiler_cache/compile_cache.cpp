@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "compiler_cache/store.h"
+#include "compiler_cache/usage_log.h"
 #include "core/hash.h"
 #include "core/log.h"
 
@@ -23,6 +24,7 @@ struct State {
   CacheConfig config;
   bool writable = false;
   CacheStats stats;
+  CacheStats recorded;  // what record_usage() has logged already
 };
 
 State& state() {
@@ -86,9 +88,18 @@ std::optional<std::vector<uint8_t>> lookup(const Store& store, const KeyParts& p
   const std::string path = store.entry_path(parts, key);
   std::optional<Entry> e = store.read(path, key);
   if (!e) return std::nullopt;
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for `kiln cache gc` (best effort)
+  // Last use, for `kiln cache gc` (best effort); a read-only cache is not
+  // written to at all, not even its times.
+  if (writable()) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  double saved = 0;
+  try {
+    saved = nlohmann::json::parse(e->metadata).value("compile_seconds", 0.0);
+  } catch (const nlohmann::json::exception&) {
+    // Verified entries hold valid metadata; an odd field only costs the figure.
+  }
   std::lock_guard<std::mutex> lock(state().mutex);
   ++state().stats.hits;
+  state().stats.seconds_saved += saved;
   state().stats.lookup_seconds += since(t0);
   return std::move(e->executable);
 }
@@ -155,6 +166,19 @@ CacheStats stats() {
   return state().stats;
 }
 
+void record_usage() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.config.dir.empty() || !s.writable) return;
+  UsageRecord r;
+  r.hits = s.stats.hits - s.recorded.hits;
+  r.misses = s.stats.compiled - s.recorded.compiled;
+  r.seconds_saved = s.stats.seconds_saved - s.recorded.seconds_saved;
+  r.compile_seconds = s.stats.compile_seconds - s.recorded.compile_seconds;
+  if (r.empty()) return;
+  if (append_usage(s.config.dir, r)) s.recorded = s.stats;
+}
+
 void Extraction::record(const CompileRequest& r) {
   const KeyParts parts = key_parts_for(r);
   std::string key = compute_key(parts);
@@ -207,8 +231,8 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   const KeyParts parts = key_parts_for(r);
   const std::string key = compute_key(parts);
   const CacheConfig& cfg = config();
-  if (cfg.dir.empty() || !writable()) {
-    *message = "the compile cache is not writable";
+  if (cfg.dir.empty()) {
+    *message = "the compile cache is not usable";
     return Outcome::Failed;
   }
   Store store(cfg.dir);
@@ -219,6 +243,16 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
       *message = failed_message(store, parts, key, *log);
       return Outcome::FailedBefore;
     }
+  if (!writable()) {
+    // Read-only: no lock, no entry, no marker; only whether it compiles.
+    try {
+      compile_and_publish(nullptr, parts, key, r);
+    } catch (const CompileError& e) {
+      *message = e.what();
+      return e.code == KILN_ERR_OUT_OF_MEMORY ? Outcome::OutOfMemory : Outcome::Failed;
+    }
+    return Outcome::Compiled;
+  }
   std::error_code ec;
   std::filesystem::create_directories(store.entry_dir(parts, key), ec);
   std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
@@ -227,7 +261,7 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
     compile_and_publish(&store, parts, key, r);
   } catch (const CompileError& e) {
     *message = e.what();
-    return Outcome::Failed;
+    return e.code == KILN_ERR_OUT_OF_MEMORY ? Outcome::OutOfMemory : Outcome::Failed;
   }
   if (!exists(entry_path)) {
     *message = "compiled, but the entry could not be stored";

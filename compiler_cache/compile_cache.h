@@ -32,6 +32,7 @@ struct CacheStats {
   int64_t compiled = 0;        // compilations this process ran
   double lookup_seconds = 0;   // reading + verifying hits
   double compile_seconds = 0;  // compiling misses
+  double seconds_saved = 0;    // the compile time the hits' entries recorded
 };
 
 // One compilation as the host asks for it.
@@ -52,6 +53,10 @@ void configure(const CacheConfig& config);
 const CacheConfig& config();
 bool writable();
 CacheStats stats();
+// Appends what this process did since its last call (hits, compilations,
+// seconds) to the cache's usage log (compiler_cache/usage_log.h) behind
+// `kiln cache stats`. Nothing for no cache, a read-only one, or no change.
+void record_usage();
 
 // kiln precompile's extract mode, passed explicitly to the graphs it builds
 // (graph::Executable, graph::CompiledGraph): each records its compile
@@ -82,8 +87,11 @@ class Extraction {
 // nearest cached entry).
 std::vector<uint8_t> obtain(const CompileRequest& request);
 
-// A precompile worker's job: make the entry for `request` exist.
-enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
+// A precompile worker's job: make the entry for `request` exist. In a
+// read-only cache it compiles without storing (Compiled: the unit compiles)
+// and writes nothing. OutOfMemory: the plugin reported
+// KILN_ERR_OUT_OF_MEMORY (no failure marker; may pass with fewer workers).
+enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore, OutOfMemory };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.

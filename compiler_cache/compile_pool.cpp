@@ -1,6 +1,7 @@
 #include "compiler_cache/compile_pool.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 
 #include "compiler_cache/compile_task.h"
 #include "compiler_cache/lock.h"
+#include "compiler_cache/pool_progress.h"
 #include "core/error.h"
 
 namespace kiln::compiler_cache {
@@ -46,9 +50,11 @@ std::string last_line_of_file(const std::string& path) {
 std::string why_failed(const Running& r, int status, double timeout_s) {
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (r.timed_out) return "timed out after " + std::to_string(timeout_s) + " s";
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    return "worker killed (SIGKILL; the kernel's OOM killer sends it when memory runs out)";
   if (WIFSIGNALED(status)) return "worker crashed (signal " + std::to_string(WTERMSIG(status)) + ")";
   std::string log = last_line_of_file(r.dir + "/worker.log");
-  if (code == kWorkerFailed || code == kWorkerFailedBefore) return log;
+  if (code == kWorkerFailed || code == kWorkerFailedBefore || code == kWorkerOutOfMemory) return log;
   return "worker exited with status " + std::to_string(code) + ": " + log;
 }
 
@@ -143,17 +149,46 @@ class WorkerReaper {
   std::map<pid_t, Running>& running_;
 };
 
+// A worker the memory ran out for: it said so, or something (the OOM
+// killer, not our timeout) sent it SIGKILL.
+bool out_of_memory(const Running& r, int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == kWorkerOutOfMemory;
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !r.timed_out;
+}
+
+int cores() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
 }  // namespace
 
 int PoolResult::count(TaskResult r) const { return static_cast<int>(std::count(results.begin(), results.end(), r)); }
 
+long available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  long kib = 0;
+  std::string unit;
+  while (in >> name >> kib >> unit)
+    if (name == "MemAvailable:") return kib * 1024;
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? pages * page : 0;
+}
+
+int parallelism_for_memory(long worker_rss_bytes, int running) {
+  if (worker_rss_bytes <= 0) return default_parallelism();
+  const double per_worker = 1.25 * static_cast<double>(worker_rss_bytes);
+  const double memory = static_cast<double>(available_memory_bytes()) + running * static_cast<double>(worker_rss_bytes);
+  const double by_memory = std::floor(memory / per_worker);
+  return static_cast<int>(std::max(1.0, std::min(static_cast<double>(cores()), by_memory)));
+}
+
 int default_parallelism() {
   // One compilation per core, and at least ~1 GiB of available memory each
   // (CLBlast and driver compilers are memory-hungry).
-  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  long by_memory = pages > 0 && page > 0 ? static_cast<long>((static_cast<double>(pages) * page) / (1 << 30)) : cores;
-  return static_cast<int>(std::max(1L, std::min(cores > 0 ? cores : 1L, std::max(1L, by_memory))));
+  const long by_memory = available_memory_bytes() >> 30;
+  return static_cast<int>(std::max(1L, std::min(static_cast<long>(cores()), by_memory)));
 }
 
 PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tasks, const PoolOptions& options) {
@@ -189,15 +224,31 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
 
   std::map<pid_t, Running> running;
   const WorkerReaper reaper(running);  // declared after scratch_dir: workers end before it is removed
-  std::string last_progress;
-  auto last_print = Clock::now() - std::chrono::seconds(10);
-  int locked = 0;
+  PoolProgress progress(stdout);
+  int locked = 0, compiled_here = 0;
+  // The workers allowed at once: options.parallel, then (measure_memory)
+  // what the measured worker peak allows, never above the ceiling that an
+  // out-of-memory worker set.
+  int limit = options.parallel, memory_ceiling = INT_MAX;
+  std::vector<bool> retried(tasks.size(), false);
   LockPolicy lock_policy;
   const auto start = Clock::now();
+  auto counts = [&] {
+    ProgressCounts c;
+    c.total = static_cast<int>(tasks.size());
+    c.done = done;
+    c.failed = failed;
+    c.running = static_cast<int>(running.size());
+    c.locked = locked;
+    c.compiled_here = compiled_here;
+    c.queued_here = static_cast<int>(queue.size() + running.size());
+    return c;
+  };
   while (!queue.empty() || !running.empty()) {
     if (const int sig = g_stop_signal; sig != 0) {
       const size_t stopped = running.size();
       stop_workers(running, sig);
+      progress.finish(counts(), Clock::now());
       const char* name = sigabbrev_np(sig);
       throw Error("precompile stopped by " + (name ? "SIG" + std::string(name) : "signal " + std::to_string(sig)) +
                   ": " + std::to_string(stopped) + " worker(s) stopped, " + std::to_string(done) +
@@ -220,34 +271,56 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
         it = queue.erase(it);
         continue;
       }
-      if (static_cast<int>(running.size()) >= options.parallel) {
+      if (static_cast<int>(running.size()) >= limit) {
         ++it;
         continue;
       }
       const pid_t pid = options.start_worker(task_files[i], dirs[i] + "/worker.log");
       running[pid] = Running{i, dirs[i], Clock::now(), false};
+      out.max_running = std::max(out.max_running, static_cast<int>(running.size()));
       it = queue.erase(it);
     }
-    // Reap finished workers; kill those past the timeout.
+    // Reap finished workers (wait4: their peak RSS comes with them); kill
+    // those past the timeout.
     for (;;) {
       int status = 0;
-      pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      struct rusage usage {};
+      pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
       if (pid <= 0) break;
       auto it = running.find(pid);
       if (it == running.end()) continue;
       const Running r = it->second;
       running.erase(it);
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      if (code == kWorkerCompiled || code == kWorkerAlreadyCached) {
+        out.worker_peak_rss_bytes = std::max(out.worker_peak_rss_bytes, usage.ru_maxrss * 1024L);  // ru_maxrss is KiB
+        if (options.measure_memory)
+          limit = std::min(memory_ceiling,
+                           parallelism_for_memory(out.worker_peak_rss_bytes, static_cast<int>(running.size())));
+      }
       if (code == kWorkerCompiled) {
         out.results[r.index] = TaskResult::Compiled;
         ++done;
+        ++compiled_here;
       } else if (code == kWorkerAlreadyCached) {
         out.results[r.index] = TaskResult::Cached;
         ++done;
+        ++compiled_here;
+      } else if (out_of_memory(r, status) && !retried[r.index]) {
+        // Once more, with half as many workers competing for memory.
+        retried[r.index] = true;
+        ++out.retried_for_memory;
+        memory_ceiling = std::max(1, std::min(limit, static_cast<int>(running.size()) + 1) / 2);
+        limit = std::min(limit, memory_ceiling);
+        queue.insert(queue.begin(), r.index);
+        progress.message("precompile: " + tasks[r.index].label + " (key " + tasks[r.index].work.key.substr(0, 16) +
+                         ") ran out of memory: " + why_failed(r, status, options.timeout_s) +
+                         "; retrying it once with at most " + std::to_string(limit) + " worker(s) at a time");
       } else {
         ++failed;
-        std::printf("precompile: FAILED %s (key %s): %s\n", tasks[r.index].label.c_str(),
-                    tasks[r.index].work.key.substr(0, 16).c_str(), why_failed(r, status, options.timeout_s).c_str());
+        progress.message("precompile: FAILED " + tasks[r.index].label + " (key " +
+                         tasks[r.index].work.key.substr(0, 16) + "): " + why_failed(r, status, options.timeout_s) +
+                         (retried[r.index] ? " (after a retry for memory)" : ""));
       }
     }
     const auto now = Clock::now();
@@ -257,18 +330,10 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
         r.timed_out = true;
         ::kill(pid, SIGKILL);
       }
-    const std::string progress = "precompile: " + std::to_string(queue.size() + running.size()) + " remaining, " +
-                                 std::to_string(locked) + " locked, " + std::to_string(failed) + " failed, " +
-                                 std::to_string(done) + " done";
-    if (progress != last_progress &&
-        (now - last_print > std::chrono::milliseconds(500) || (queue.empty() && running.empty()))) {
-      std::printf("%s\n", progress.c_str());
-      std::fflush(stdout);
-      last_progress = progress;
-      last_print = now;
-    }
+    progress.update(counts(), now);
     if (!queue.empty() || !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  progress.finish(counts(), Clock::now());
   out.compile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

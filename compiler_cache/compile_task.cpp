@@ -1,11 +1,16 @@
 // `kiln precompile --worker TASK.json`: one compilation in its own process,
 // so a crashing driver or a timeout kills one task, not the precompile run.
 // Exit status: 0 compiled, 10 already cached (by another process), 11 a
-// cached failure marker (no --retry-failed), 1 the compile failed (marker
-// written when the error is deterministic); a signal means it crashed.
+// cached failure marker (no --retry-failed), 12 out of memory, 1 the
+// compile failed (marker written when the error is deterministic); a signal
+// means it crashed.
 #include "compiler_cache/compile_task.h"
 
+#include <sys/resource.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <new>
 
 #include "compiler_cache/atomic_file.h"
 #include "core/log.h"
@@ -31,6 +36,21 @@ std::string write_task(const ExtractedTask& work, const std::string& dir) {
   return task_file;
 }
 
+namespace {
+
+// Test hook (tests/cache/worker_memory.sh): KILN_TEST_WORKER_MAX_VIRTUAL_MB
+// caps this worker's address space (RLIMIT_AS), the way `ulimit -v` would,
+// without also limiting the parent that extracts the graphs.
+void limit_memory_for_tests() {
+  const char* mb = std::getenv("KILN_TEST_WORKER_MAX_VIRTUAL_MB");
+  if (mb == nullptr || *mb == '\0') return;
+  const rlim_t bytes = static_cast<rlim_t>(std::strtoull(mb, nullptr, 10)) << 20;
+  const struct rlimit limit = {bytes, bytes};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) std::perror("setrlimit(RLIMIT_AS)");
+}
+
+}  // namespace
+
 int run_task(const std::string& task_file, const CacheConfig& config) {
   nlohmann::json task;
   try {
@@ -54,8 +74,18 @@ int run_task(const std::string& task_file, const CacheConfig& config) {
   request.device_fingerprint = device_fingerprint(*plugin, request.device_index);
   request.ir = &ir;
   request.summary = task.at("summary");
+  limit_memory_for_tests();
   std::string message;
-  switch (compile_into_cache(request, &message)) {
+  Outcome outcome = Outcome::Failed;
+  try {
+    outcome = compile_into_cache(request, &message);
+  } catch (const std::bad_alloc&) {
+    outcome = Outcome::OutOfMemory;
+    message = "out of memory while compiling (std::bad_alloc)";
+  }
+  record_usage();
+  switch (outcome) {
+    case Outcome::OutOfMemory: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerOutOfMemory;
     case Outcome::Compiled: return kWorkerCompiled;
     case Outcome::AlreadyCached: return kWorkerAlreadyCached;
     case Outcome::FailedBefore: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailedBefore;

@@ -15,6 +15,9 @@ inline constexpr int kWorkerCompiled = 0;
 inline constexpr int kWorkerFailed = 1;
 inline constexpr int kWorkerAlreadyCached = 10;
 inline constexpr int kWorkerFailedBefore = 11;
+// Out of memory (std::bad_alloc, or the plugin's KILN_ERR_OUT_OF_MEMORY):
+// the pool runs it once more at lower parallelism.
+inline constexpr int kWorkerOutOfMemory = 12;
 
 // Writes `dir`/task.json and `dir`/graph.ir for `work` (creating `dir`);
 // returns the task file's path.

@@ -37,6 +37,7 @@ void log_compile_cache_use() {
       "compile cache: {} graphs from the cache (loading took {:.3f} s), {} compiled ({:.2f} s){}", s.hits,
       s.lookup_seconds, s.compiled, s.compile_seconds,
       dir.empty() ? std::string(", no cache") : ", cache " + dir + (compiler_cache::writable() ? "" : " (read-only)"));
+  compiler_cache::record_usage();  // for `kiln cache stats`
 }
 
 }  // namespace kiln::trainer

@@ -1,0 +1,34 @@
+#include "compiler_cache/precompile_summary.h"
+
+#include <algorithm>
+
+namespace kiln::compiler_cache {
+
+nlohmann::json summary_json(const PrecompileSummary& s) {
+  return {{"graphs", s.graphs},
+          {"units", s.units},
+          {"unique_units", s.unique_units},
+          {"cached", s.cached},
+          {"compiled", s.compiled},
+          {"failed", s.failed},
+          {"fell_back", s.fell_back},
+          {"retried_for_memory", s.retried_for_memory},
+          {"workers", s.workers},
+          {"stored", s.stored},
+          {"seconds", s.seconds},
+          {"compile_seconds", s.compile_seconds},
+          {"exit_status", exit_status(s)}};
+}
+
+std::string summary_text(const PrecompileSummary& s) {
+  std::string out;
+  out += "Total graphs: " + std::to_string(s.unique_units) + "\n";
+  out += "Already cached: " + std::to_string(s.cached) + "\n";
+  out += "Total successful compilations: " + std::to_string(s.compiled) + "\n";
+  out += "Total failed compilations: " + std::to_string(s.failed) + "\n";
+  return out;
+}
+
+int exit_status(const PrecompileSummary& s) { return std::clamp(s.failed, 0, 255); }
+
+}  // namespace kiln::compiler_cache

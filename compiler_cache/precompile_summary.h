@@ -1,0 +1,37 @@
+// What one `kiln precompile` run did, as the human summary lines (npc's
+// "Total graphs: N" block) and as one JSON object for CI (`--json`), and the
+// exit status both share.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::compiler_cache {
+
+struct PrecompileSummary {
+  int graphs = 0;              // step graphs built in extract mode
+  int units = 0;               // compile units recorded, duplicates included
+  int unique_units = 0;        // after de-duplication by key
+  int cached = 0;              // already in the cache (verified)
+  int compiled = 0;            // compiled by this run's workers
+  int failed = 0;              // failed now or before (a .failed marker)
+  int fell_back = 0;           // unique units on the fallback device (ops the backend lacks)
+  int retried_for_memory = 0;  // workers that ran out of memory and were run again
+  int workers = 0;             // the most worker processes that ran at once
+  bool stored = true;          // false: a read-only cache, compiled units were not kept
+  double seconds = 0;          // the whole run, extraction included
+  double compile_seconds = 0;
+};
+
+// The JSON object `--json` prints (docs/CACHE.md lists the fields).
+nlohmann::json summary_json(const PrecompileSummary& s);
+
+// The npc-style summary block, one "Name: N" line each.
+std::string summary_text(const PrecompileSummary& s);
+
+// min(failed, 255): a shell sees 256 failures as 0 (npc returns the raw
+// count, which wraps).
+int exit_status(const PrecompileSummary& s);
+
+}  // namespace kiln::compiler_cache

@@ -1,0 +1,167 @@
+// What `kiln precompile` reports: the summary (text, JSON, exit status), the
+// progress line and its terminal/plain forms, and the memory-based worker
+// count. The processes themselves are in tests/cache/{json_summary,
+// progress_lines,worker_memory,read_only}.sh.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+
+#include "compiler_cache/compile_pool.h"
+#include "compiler_cache/pool_progress.h"
+#include "compiler_cache/precompile_summary.h"
+
+namespace kiln::compiler_cache {
+namespace {
+
+TEST(PrecompileSummary, ExitStatusIsFailuresCappedAt255) {
+  PrecompileSummary s;
+  EXPECT_EQ(exit_status(s), 0);
+  s.failed = 7;
+  EXPECT_EQ(exit_status(s), 7);
+  s.failed = 255;
+  EXPECT_EQ(exit_status(s), 255);
+  // npc's raw count would wrap to 0 here and read as success.
+  s.failed = 256;
+  EXPECT_EQ(exit_status(s), 255);
+  s.failed = 1000;
+  EXPECT_EQ(exit_status(s), 255);
+}
+
+TEST(PrecompileSummary, JsonHasEveryCountAndTheExitStatus) {
+  PrecompileSummary s;
+  s.graphs = 5;
+  s.units = 9;
+  s.unique_units = 6;
+  s.cached = 2;
+  s.compiled = 3;
+  s.failed = 300;
+  s.fell_back = 1;
+  s.retried_for_memory = 1;
+  s.workers = 2;
+  s.stored = false;
+  s.seconds = 1.5;
+  s.compile_seconds = 1.25;
+  const nlohmann::json j = nlohmann::json::parse(summary_json(s).dump());
+  EXPECT_EQ(j.at("graphs"), 5);
+  EXPECT_EQ(j.at("units"), 9);
+  EXPECT_EQ(j.at("unique_units"), 6);
+  EXPECT_EQ(j.at("cached"), 2);
+  EXPECT_EQ(j.at("compiled"), 3);
+  EXPECT_EQ(j.at("failed"), 300);
+  EXPECT_EQ(j.at("fell_back"), 1);
+  EXPECT_EQ(j.at("retried_for_memory"), 1);
+  EXPECT_EQ(j.at("workers"), 2);
+  EXPECT_EQ(j.at("stored"), false);
+  EXPECT_DOUBLE_EQ(j.at("seconds").get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j.at("compile_seconds").get<double>(), 1.25);
+  EXPECT_EQ(j.at("exit_status"), 255);
+}
+
+TEST(PrecompileSummary, TextIsNpcsBlock) {
+  PrecompileSummary s;
+  s.unique_units = 6;
+  s.cached = 2;
+  s.compiled = 3;
+  s.failed = 1;
+  EXPECT_EQ(summary_text(s),
+            "Total graphs: 6\nAlready cached: 2\nTotal successful compilations: 3\nTotal failed compilations: 1\n");
+}
+
+TEST(PoolProgress, LineHasCountsElapsedAndEta) {
+  ProgressCounts c;
+  c.total = 10;
+  c.done = 4;
+  c.failed = 1;
+  c.running = 2;
+  c.locked = 0;
+  c.compiled_here = 0;
+  c.queued_here = 5;
+  EXPECT_EQ(progress_line(c, 3.0), "precompile: 4/10 done, 1 failed, 2 running, 0 locked, 3.0 s, ETA ?");
+  // 2 finished in 4 s, 5 left: 10 s more at that pace.
+  c.compiled_here = 2;
+  EXPECT_EQ(progress_line(c, 4.0), "precompile: 4/10 done, 1 failed, 2 running, 0 locked, 4.0 s, ETA 10 s");
+  c.queued_here = 0;
+  EXPECT_EQ(progress_line(c, 12.0), "precompile: 4/10 done, 1 failed, 2 running, 0 locked, 12 s");
+}
+
+// What `progress` wrote to its stream.
+std::string written(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  for (int ch = std::fgetc(f); ch != EOF; ch = std::fgetc(f)) out += static_cast<char>(ch);
+  return out;
+}
+
+TEST(PoolProgress, PlainFormPrintsOnChangeAtMostOnceASecond) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  PoolProgress progress(f, /*terminal=*/false);
+  const auto t0 = PoolProgress::Clock::now();
+  ProgressCounts c;
+  c.total = 3;
+  c.queued_here = 3;
+  progress.update(c, t0);  // first: printed
+  c.done = 1;
+  progress.update(c, t0 + std::chrono::milliseconds(300));   // changed, too soon
+  progress.update(c, t0 + std::chrono::milliseconds(1200));  // changed, due
+  progress.update(c, t0 + std::chrono::milliseconds(2500));  // unchanged: not yet
+  progress.update(c, t0 + std::chrono::seconds(12));         // unchanged for 10 s: a heartbeat
+  progress.message("precompile: FAILED x");
+  c.done = 3;
+  c.queued_here = 0;
+  progress.finish(c, t0 + std::chrono::seconds(13));
+  const std::string out = written(f);
+  std::fclose(f);
+  EXPECT_EQ(out.find('\r'), std::string::npos);
+  const std::regex line("precompile: [0-9]+/3 done, 0 failed, 0 running, 0 locked, [0-9.]+ s(, ETA ([0-9.]+ s|\\?))?");
+  int progress_lines = 0;
+  size_t start = 0;
+  for (size_t nl = out.find('\n'); nl != std::string::npos; start = nl + 1, nl = out.find('\n', start)) {
+    const std::string l = out.substr(start, nl - start);
+    if (l == "precompile: FAILED x") continue;
+    EXPECT_TRUE(std::regex_match(l, line)) << l;
+    ++progress_lines;
+  }
+  EXPECT_EQ(progress_lines, 4) << out;
+  EXPECT_NE(out.find("precompile: 3/3 done"), std::string::npos);
+}
+
+TEST(PoolProgress, TerminalFormRewritesOneLine) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  PoolProgress progress(f, /*terminal=*/true);
+  const auto t0 = PoolProgress::Clock::now();
+  ProgressCounts c;
+  c.total = 2;
+  c.queued_here = 2;
+  progress.update(c, t0);
+  progress.message("precompile: FAILED x");
+  c.done = 2;
+  c.queued_here = 0;
+  progress.finish(c, t0 + std::chrono::seconds(2));
+  const std::string out = written(f);
+  std::fclose(f);
+  // The line, cleared for the message, then the last state and one newline.
+  EXPECT_EQ(out.rfind("\rprecompile: 0/2 done", 0), 0u) << out;
+  EXPECT_NE(out.find("\r\033[Kprecompile: FAILED x\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\rprecompile: 2/2 done, 0 failed, 0 running, 0 locked, 2.0 s\033[K\n"), std::string::npos) << out;
+}
+
+TEST(CompilePool, ParallelismForMemoryIsBoundedByCoresAndMemory) {
+  const int start = default_parallelism();
+  EXPECT_GE(start, 1);
+  // Unmeasured: the conservative start.
+  EXPECT_EQ(parallelism_for_memory(0, 0), start);
+  // A tiny worker: cores decide.
+  const int small = parallelism_for_memory(1 << 20, 0);
+  EXPECT_GE(small, start);
+  // A worker bigger than all the memory: one at a time.
+  EXPECT_EQ(parallelism_for_memory(available_memory_bytes() * 4, 0), 1);
+  EXPECT_GT(available_memory_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace kiln::compiler_cache
