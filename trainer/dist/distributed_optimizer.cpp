@@ -1,7 +1,6 @@
 #include "trainer/dist/distributed_optimizer.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "trainer/model/step_graphs.h"
 
@@ -10,7 +9,6 @@ namespace kiln::trainer::dist {
 DistributedOptimizer::DistributedOptimizer(Comm& dp_group, const ModelState& state, int64_t tensor_parallel,
                                            int64_t tp_rank)
     : group_(dp_group) {
-  size_t largest = 0;
   for (const ParamSpec& s : state.params()) {
     const int64_t numel = graph::numel(s.shape);
     const size_t size = static_cast<size_t>(shard_elements(numel, group_.size()));
@@ -19,21 +17,18 @@ DistributedOptimizer::DistributedOptimizer(Comm& dp_group, const ModelState& sta
                       &state.buffer(main_param_name(s.name)), &state.buffer(s.name), static_cast<size_t>(numel), size,
                       block_, sharded || tp_rank == 0});
     block_ += size;
-    largest = std::max(largest, static_cast<size_t>(numel));
   }
   all_.resize(block_ * static_cast<size_t>(group_.size()));
   mine_.resize(block_);
-  staging_.resize(largest);
 }
 
 void DistributedOptimizer::start_reduce_scatter() {
   // Part r of a parameter goes to block r; the end of the last part stays 0.
   for (const Part& p : parts_) {
-    p.grad->read(staging_.data(), p.numel * 4);
     for (size_t r = 0, first = 0; r < static_cast<size_t>(group_.size()); ++r, first += p.size) {
       float* block = all_.data() + r * block_ + p.offset;
       const size_t n = first < p.numel ? std::min(p.size, p.numel - first) : 0;
-      std::memcpy(block, staging_.data() + first, n * 4);
+      if (n > 0) p.grad->read(block, n * 4, first * 4);
       std::fill(block + n, block + p.size, 0.0f);
     }
   }
@@ -57,11 +52,9 @@ void DistributedOptimizer::gather_parameters(const std::string& what) {
   for (const Part& p : parts_) p.main->read(mine_.data() + p.offset, p.size * 4);
   group_.start_all_gather(mine_, all_);
   group_.wait(what);
-  for (const Part& p : parts_) {
+  for (const Part& p : parts_)
     for (size_t r = 0, first = 0; first < p.numel; ++r, first += p.size)
-      std::memcpy(staging_.data() + first, all_.data() + r * block_ + p.offset, std::min(p.size, p.numel - first) * 4);
-    p.param->write(staging_.data(), p.numel * 4);
-  }
+      p.param->write(all_.data() + r * block_ + p.offset, std::min(p.size, p.numel - first) * 4, first * 4);
 }
 
 }  // namespace kiln::trainer::dist
