@@ -3,7 +3,8 @@
 # 384, 6 heads, seq 256, vocab 50304, mock data): the same global batch of 8
 # sequences per step on 1 rank x 2 threads (2 micro-batches of 4) and on
 # 2 ranks x 1 thread (one micro-batch of 4 each, one gradient all-reduce of
-# the 30M-parameter gradients per step), and on 2 ranks as one
+# the 30M-parameter gradients per step; then with --use-distributed-optimizer),
+# and on 2 ranks as one
 # tensor-parallel model.
 #   usage: bench/train_data_parallel.sh [build-dir] [iters]
 set -euo pipefail
@@ -19,7 +20,7 @@ args=(--hidden-dropout 0 --attention-dropout 0 --mock-data --vocab-size 50304 --
 
 report() {  # name metrics-file: average of all steps but the first
   tail -n +2 "$2" | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 | awk -v name="$1" '
-    { s += $1; n++ } END { ms = s / n; printf "%-22s %8.1f ms/step %8.1f tokens/s\n", name, ms, 8 * 256 * 1000 / ms }'
+    { s += $1; n++ } END { ms = s / n; printf "%-42s %8.1f ms/step %8.1f tokens/s\n", name, ms, 8 * 256 * 1000 / ms }'
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$kiln" train "${args[@]}" --num-threads 2 --metrics-file "$tmp/one.jsonl" >/dev/null 2>&1
@@ -27,6 +28,11 @@ report "1 rank x 2 threads" "$tmp/one.jsonl"
 mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --metrics-file "$tmp/two.jsonl" \
   >/dev/null 2>&1
 report "2 ranks x 1 thread" "$tmp/two.jsonl"
+# The distributed optimizer: a reduce-scatter and an all-gather instead of
+# the all-reduce, and each rank runs AdamW on half the parameters.
+mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --use-distributed-optimizer \
+  --metrics-file "$tmp/zero.jsonl" >/dev/null 2>&1
+report "2 ranks x 1 thread, distributed optimizer" "$tmp/zero.jsonl"
 # Tensor parallel: the same 2 ranks holding one model split in two (4
 # all-reduces of [B*T, C] activations per layer per step instead of one
 # gradient all-reduce).

@@ -133,7 +133,13 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
              {"eval step", eval.get(), 0}});
 
   // ---- persistent state, resident on the device
-  state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get());
+  state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get(),
+                                       cfg.shards_optimizer() ? dp_group : nullptr);
+  // Measured from the buffers allocated, so the saving is visible in the log.
+  logger().info("optimizer state: {} bytes of AdamW moments on this rank{}", state->moment_bytes(),
+                cfg.shards_optimizer()
+                    ? ", sharded over " + std::to_string(dp) + " data-parallel ranks (--use-distributed-optimizer)"
+                    : std::string());
   progress.rng_seed = cfg.seed;
   if (!cfg.load.empty())
     progress = resume_from(resume, *state, cfg);
@@ -143,8 +149,12 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   if (next_micro_batch) state->bind(*next_micro_batch);
   if (eval) state->bind(*eval);
   if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
-  gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
-  if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
+  if (cfg.shards_optimizer()) {
+    distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, tp, at.tp_rank);
+  } else {
+    gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
+    if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
+  }
 }
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {

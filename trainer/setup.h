@@ -14,6 +14,7 @@
 #include "trainer/checkpoint/save_lock.h"
 #include "trainer/data/token_source.h"
 #include "trainer/dist/comm.h"
+#include "trainer/dist/distributed_optimizer.h"
 #include "trainer/dist/gradient_allreduce.h"
 #include "trainer/dist/group_collectives.h"
 #include "trainer/lr_schedule.h"
@@ -76,7 +77,11 @@ struct Setup {
   std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
 
   std::unique_ptr<ModelState> state;  // resident on the device
+  // One of the two: the all-reduce of gradients, or with
+  // --use-distributed-optimizer (and DP > 1) its reduce-scatter and the
+  // all-gather of parameters.
   std::unique_ptr<dist::GradientAllReduce> gradient_allreduce;
+  std::unique_ptr<dist::DistributedOptimizer> distributed_optimizer;
   Progress progress;
   Batch batch;  // host staging, shared by training and evaluation
 };

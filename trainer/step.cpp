@@ -60,17 +60,31 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
   double shared[1 + JobControl::kSlots] = {run_.at.tp_rank == 0 ? loss_sum : 0.0};
   control_.local_requests(result.iteration, std::span<double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
   run_.comm.start_sum(shared);
-  run_.gradient_allreduce->start();
+  if (run_.distributed_optimizer)
+    run_.distributed_optimizer->start_reduce_scatter();
+  else
+    run_.gradient_allreduce->start();
   const std::string at_iteration = " at iteration " + std::to_string(result.iteration);
   run_.comm.wait("loss all-reduce" + at_iteration);
   if (run_.dp_group != &run_.comm) run_.dp_group->wait("gradient all-reduce" + at_iteration);
-  run_.gradient_allreduce->finish();
+  if (run_.distributed_optimizer)
+    run_.distributed_optimizer->finish_reduce_scatter();
+  else
+    run_.gradient_allreduce->finish();
   result.loss = shared[0] / run_.batch_terms;
   result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 }
 
 // Gradients were summed over micro-batches: the norm of their mean.
 double Step::gradient_norm() {
+  if (run_.distributed_optimizer) {
+    // Each rank holds its part of the summed gradients: one all-reduce of
+    // the squares over the whole job.
+    double squares = run_.distributed_optimizer->local_grad_squares();
+    run_.comm.sum(std::span<double>(&squares, 1),
+                  "gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
+    return std::sqrt(squares) / run_.batch_terms;
+  }
   run_.grad_norm->run();
   return std::sqrt(static_cast<double>(read_scalar(*run_.grad_norm, "grad_sq"))) / run_.batch_terms;
 }
@@ -99,6 +113,9 @@ void Step::update(const StepResult& result) {
                             static_cast<float>(clip / run_.batch_terms)};
   run_.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
   run_.optimizer->run();
+  if (run_.distributed_optimizer)
+    run_.distributed_optimizer->gather_parameters("parameter all-gather at iteration " +
+                                                  std::to_string(result.iteration));
 }
 
 // Each data-parallel rank evaluates its share of eval_iters x DP

@@ -115,6 +115,12 @@ void TrainConfig::register_flags(Flags& f) {
         "end the job when a collective waits longer than this (a rank died or hangs)",
         Bounds::left_open(0, kMaxMinutes));
   f.add("--ddp-bucket-size", &ddp_bucket_size, "gradient all-reduce bucket size, in elements");
+  f.add("--use-distributed-optimizer", &use_distributed_optimizer,
+        "shard the AdamW moments and fp32 main parameters over the data-parallel ranks (ZeRO-1)");
+  f.add("--overlap-grad-reduce", &overlap_grad_reduce,
+        "overlap the gradient reduction with backward (not yet supported)");
+  f.add("--overlap-param-gather", &overlap_param_gather,
+        "overlap the distributed optimizer's parameter all-gather with forward (not yet supported)");
   f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
         "every N steps, check that parameters are bit-identical on all ranks (0: off)");
   f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)",
@@ -214,6 +220,12 @@ void TrainConfig::finalize(const Flags& f) {
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
   if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
+  if (overlap_grad_reduce)
+    throw Error("--overlap-grad-reduce is not yet supported: kiln reduces the gradients after backward; drop the flag");
+  if (overlap_param_gather)
+    throw Error(
+        "--overlap-param-gather is not yet supported: kiln gathers the parameters right after the optimizer step; "
+        "drop the flag");
   if (check_weight_hash_interval < 0)
     throw Error("--check-weight-hash-across-dp-replicas-interval must not be negative");
   if (exit_duration_in_mins < 0) throw Error("--exit-duration-in-mins must not be negative");

@@ -89,11 +89,17 @@ struct TrainConfig {
   double distributed_timeout_minutes = 10;  // a collective waiting longer ends the job
   int64_t ddp_bucket_size = 40000000;       // gradient all-reduce bucket, in elements
   int64_t check_weight_hash_interval = 0;   // compare parameter hashes across ranks every N steps
+  bool use_distributed_optimizer = false;   // shard the AdamW state over data-parallel ranks (ZeRO-1)
+  bool overlap_grad_reduce = false;         // refused: not yet supported
+  bool overlap_param_gather = false;        // refused: not yet supported
   double exit_duration_in_mins = 0;         // save and exit after this long (0: never)
   std::string save_trigger_file;            // default <save>/kiln-save-now
   std::string exit_trigger_file;            // default <save>/kiln-exit-now
   std::string tensorboard_dir;
 
+  // --use-distributed-optimizer with more than one data-parallel rank: each
+  // rank holds and updates only its part of the optimizer state.
+  bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
   void register_flags(Flags& flags);

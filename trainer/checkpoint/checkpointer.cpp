@@ -169,6 +169,10 @@ void Checkpointer::save(int64_t it) {
   // checks the full tensors, every rank learns the verdict, and all stop.
   const int rank = run_.comm.rank();
   std::string non_finite;
+  //
+  // With the distributed optimizer each data-parallel rank holds part of the
+  // moments: every rank joins their gather (ModelState::save_optimizer).
+  if (run_.at.dp_rank != 0 && run_.state->optimizer_sharded() && !cfg.no_save_optim) run_.state->save_optimizer();
   if (run_.at.dp_rank == 0) {
     std::map<std::string, SafeTensor> model_tensors = run_.state->save_model();
     std::map<std::string, SafeTensor> optimizer_tensors;  // none under --no-save-optim (every rank skips the gather)

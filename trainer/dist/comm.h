@@ -34,6 +34,13 @@ class Comm {
   // The same with the elementwise maximum.
   virtual void start_max(std::span<float> data) = 0;
   virtual void start_barrier() = 0;
+  // The distributed optimizer's pair (MPI_Reduce_scatter_block and
+  // MPI_Allgather): `all` holds size() equal blocks of mine.size() floats.
+  // reduce_scatter sums every rank's `all` and leaves block rank() of the
+  // sum in `mine`; all_gather puts every rank's `mine` into its block of
+  // `all`. Both buffers stay untouched until wait().
+  virtual void start_reduce_scatter(std::span<const float> all, std::span<float> mine) = 0;
+  virtual void start_all_gather(std::span<const float> mine, std::span<float> all) = 0;
   // Completes every started collective. `what` names them in the error if
   // the deadline passes (then the job is aborted; this does not return).
   virtual void wait(const std::string& what) = 0;

@@ -78,6 +78,18 @@ class MpiComm : public Comm {
     MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_MAX, collectives_,
                    &pending_.back());
   }
+  void start_reduce_scatter(std::span<const float> all, std::span<float> mine) override {
+    if (all.size() != mine.size() * static_cast<size_t>(size_)) abort("internal: reduce-scatter of unequal blocks");
+    pending_.emplace_back();
+    MPI_Ireduce_scatter_block(all.data(), mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, MPI_SUM, collectives_,
+                              &pending_.back());
+  }
+  void start_all_gather(std::span<const float> mine, std::span<float> all) override {
+    if (all.size() != mine.size() * static_cast<size_t>(size_)) abort("internal: all-gather of unequal blocks");
+    pending_.emplace_back();
+    MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
+                   MPI_FLOAT, collectives_, &pending_.back());
+  }
   void start_barrier() override {
     pending_.emplace_back();
     MPI_Ibarrier(collectives_, &pending_.back());

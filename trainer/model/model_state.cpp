@@ -1,5 +1,6 @@
 #include "trainer/model/model_state.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "trainer/model/position_inputs.h"
@@ -9,8 +10,14 @@
 
 namespace kiln::trainer {
 
-ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank, dist::Comm* tp_group)
-    : device_(device), cfg_(cfg), tp_rank_(tp_rank), tp_group_(tp_group), specs_(gpt_parameters(cfg)) {
+ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank, dist::Comm* tp_group,
+                       dist::Comm* dp_shard_group)
+    : device_(device),
+      cfg_(cfg),
+      tp_rank_(tp_rank),
+      tp_group_(tp_group),
+      dp_group_(with_optimizer && dp_shard_group && dp_shard_group->size() > 1 ? dp_shard_group : nullptr),
+      specs_(gpt_parameters(cfg)) {
   if (cfg.tensor_parallel > 1 && (!tp_group || tp_group->size() != cfg.tensor_parallel))
     throw Error("internal: a tensor-parallel model state needs its group of " + std::to_string(cfg.tensor_parallel) +
                 " ranks");
@@ -20,10 +27,18 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer
   };
   for (const auto& s : specs_) {
     add(s.name, s.shape);
-    if (with_optimizer) {
-      add(grad_name(s.name), s.shape);
+    if (with_optimizer) add(grad_name(s.name), s.shape);
+    if (with_optimizer && !dp_group_) {
       add(exp_avg_name(s.name), s.shape);
       add(exp_avg_sq_name(s.name), s.shape);
+    }
+    if (dp_group_) {
+      // Only this rank's part of the optimizer state (step_graphs.h).
+      const graph::Shape part = {shard_elements(graph::numel(s.shape), dp_group_->size())};
+      add(main_param_name(s.name), part);
+      add(grad_shard_name(s.name), part);
+      add(exp_avg_name(s.name), part);
+      add(exp_avg_sq_name(s.name), part);
     }
   }
   // Constant inputs (rotary tables, ALiBi slopes): written once, bound like parameters.
@@ -43,8 +58,38 @@ void ModelState::write(const std::string& port, const std::vector<float>& v) {
   buffers_.at(port)->write(v.data(), v.size() * 4);
 }
 
+std::vector<float> ModelState::read_local(const ParamSpec& spec, const std::string& port) const {
+  std::vector<float> part = read(port);
+  if (!holds_part(spec, port)) return part;
+  // A data-parallel part: gather every rank's, drop the padding.
+  const size_t local = static_cast<size_t>(graph::numel(spec.shape));
+  std::vector<float> all(part.size() * static_cast<size_t>(dp_group_->size()));
+  dp_group_->start_all_gather(part, all);
+  dp_group_->wait("data-parallel gather of " + port + " for a checkpoint");
+  all.resize(local);
+  return all;
+}
+
+void ModelState::write_local(const ParamSpec& spec, const std::string& port, const std::vector<float>& local) {
+  if (dp_group_ && port == spec.name) write(main_param_name(spec.name), dp_part(spec, local));
+  write(port, holds_part(spec, port) ? dp_part(spec, local) : local);
+}
+
+std::vector<float> ModelState::dp_part(const ParamSpec& spec, const std::vector<float>& local) const {
+  const size_t part = static_cast<size_t>(shard_elements(graph::numel(spec.shape), dp_group_->size()));
+  // This rank's elements, zero-padded at the end of the last part.
+  std::vector<float> mine(part, 0.0f);
+  const size_t first = part * static_cast<size_t>(dp_group_->rank());
+  for (size_t i = first; i < std::min(local.size(), first + part); ++i) mine[i - first] = local[i];
+  return mine;
+}
+
+bool ModelState::holds_part(const ParamSpec& spec, const std::string& port) const {
+  return dp_group_ && (port == exp_avg_name(spec.name) || port == exp_avg_sq_name(spec.name));
+}
+
 std::vector<float> ModelState::read_full(const ParamSpec& spec, const std::string& port) const {
-  std::vector<float> mine = read(port);
+  std::vector<float> mine = read_local(spec, port);
   if (spec.shard_dim < 0 || cfg_.tensor_parallel == 1) return mine;
   // Each rank fills its slice of a zero tensor; the group's sum is the
   // whole (exactly: every element is one rank's value plus zeros).
@@ -55,7 +100,7 @@ std::vector<float> ModelState::read_full(const ParamSpec& spec, const std::strin
 }
 
 void ModelState::write_shard(const ParamSpec& spec, const std::string& port, const std::vector<float>& full) {
-  write(port, take_shard(spec, full, cfg_.tensor_parallel, tp_rank_));
+  write_local(spec, port, take_shard(spec, full, cfg_.tensor_parallel, tp_rank_));
 }
 
 void ModelState::zero(const std::string& port) {
@@ -145,6 +190,14 @@ void ModelState::load_optimizer(const std::map<std::string, SafeTensor>& t) {
                 expect(t, s.name + ".exp_avg_sq", s.full_shape, "optimizer.safetensors").to_f32());
     zero(grad_name(s.name));
   }
+}
+
+uint64_t ModelState::moment_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& s : specs_)
+    for (const std::string& port : {exp_avg_name(s.name), exp_avg_sq_name(s.name)})
+      if (auto it = buffers_.find(port); it != buffers_.end()) bytes += it->second->size();
+  return bytes;
 }
 
 }  // namespace kiln::trainer

@@ -11,7 +11,9 @@ RunGraphs build_run_graphs(const TrainConfig& cfg) {
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
                    static_cast<float>(cfg.adam_eps)};
   RunGraphs g{build_train_step(cfg.model, B, GradMode::Overwrite), std::nullopt, build_grad_norm(cfg.model),
-              build_optimizer_step(cfg.model, adam), std::nullopt};
+              cfg.shards_optimizer() ? build_sharded_optimizer_step(cfg.model, adam, cfg.data_parallel_size)
+                                     : build_optimizer_step(cfg.model, adam),
+              std::nullopt};
   // Every micro-batch has B samples (the global batch is a multiple of
   // B x data-parallel size, checked by TrainConfig::finalize), so there is
   // no partial last micro-batch shape to build.

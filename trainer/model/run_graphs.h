@@ -1,6 +1,9 @@
 // The graphs one training run executes, from its config alone. `kiln train`
 // compiles exactly these and `kiln precompile` extracts exactly these, so
 // the two can never disagree about what a run needs.
+// (One exception: with --use-distributed-optimizer the optimizer graph
+// depends on the data-parallel size, which precompile does not know; it
+// builds the unsharded one.)
 #pragma once
 
 #include <optional>

@@ -65,6 +65,23 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
   return g;
 }
 
+Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam, int64_t data_parallel) {
+  Graph g;
+  ValueId hp = g.input("hparams", KILN_F32, {5});
+  for (const auto& s : gpt_parameters(cfg)) {
+    const graph::Shape part = {shard_elements(graph::numel(s.shape), data_parallel)};
+    ValueId p = g.input(main_param_name(s.name), KILN_F32, part);
+    ValueId grad = g.input(grad_shard_name(s.name), KILN_F32, part);
+    ValueId m = g.input(exp_avg_name(s.name), KILN_F32, part);
+    ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, part);
+    std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
+    g.output(updated(main_param_name(s.name)), out[0], main_param_name(s.name));
+    g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
+    g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
+  }
+  return g;
+}
+
 Graph build_generate(const GptConfig& cfg) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg.without_dropout(), 1);

@@ -27,6 +27,17 @@ inline std::string grad_name(const std::string& p) { return "grad." + p; }
 inline std::string exp_avg_name(const std::string& p) { return "exp_avg." + p; }
 inline std::string exp_avg_sq_name(const std::string& p) { return "exp_avg_sq." + p; }
 inline std::string updated(const std::string& port) { return port + ".out"; }
+// The distributed optimizer (--use-distributed-optimizer): data-parallel
+// rank r owns elements [r x c, (r+1) x c) of every parameter, c the
+// parameter's size divided by the data-parallel size, rounded up (the last
+// rank's part is zero-padded). It holds main.<param> (its part of the fp32
+// parameter), grad_shard.<param> (its part of the reduced gradient) and the
+// moments exp_avg.<param>, exp_avg_sq.<param> of that part only.
+inline std::string main_param_name(const std::string& p) { return "main." + p; }
+inline std::string grad_shard_name(const std::string& p) { return "grad_shard." + p; }
+inline int64_t shard_elements(int64_t numel, int64_t data_parallel) {
+  return (numel + data_parallel - 1) / data_parallel;
+}
 
 // How a micro-batch's gradients reach the grad.* buffers: the first
 // micro-batch of a step overwrites them (so nothing ever has to zero them),
@@ -47,6 +58,11 @@ graph::Graph build_grad_norm(const GptConfig& cfg);
 // AdamW on every parameter with hyper-parameters from the "hparams" input
 // ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}).
 graph::Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam);
+
+// The same on one data-parallel rank's part of every parameter (the ports
+// above, each of shard_elements(numel, data_parallel) elements). The graph
+// is the same on every rank, so they share compile-cache entries.
+graph::Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam, int64_t data_parallel);
 
 // Logits for one sequence: "tokens" [1, T] -> "logits" [T, V].
 graph::Graph build_generate(const GptConfig& cfg);
