@@ -80,7 +80,11 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
     for (ValueId v : node.outputs) {
       // Every consumer of v has added its part by now: v's gradient is whole.
       ValueId& dv = grad[static_cast<size_t>(v)];
-      if (dv != kNoGradient && all_reduce_gradient_of.count(v)) dv = g.all_reduce(dv);
+      if (dv != kNoGradient && all_reduce_gradient_of.count(v)) {
+        // ALL_REDUCE is f32 only: a 16-bit gradient is summed over the group in f32.
+        const kiln_dtype dtype = g.value(dv).dtype;
+        dv = dtype == KILN_F32 ? g.all_reduce(dv) : g.cast(g.all_reduce(g.cast(dv, KILN_F32)), dtype);
+      }
       dy.push_back(dv);
       any_dy = any_dy || dy.back() != kNoGradient;
     }

@@ -79,6 +79,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   // backend and device first, so a typo in them is reported before any
   // dataset index is built
   device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  check_device_stores(*device, cfg.precision);
   LoadedCheckpoint resume;
   if (!cfg.load.empty()) resume = load_and_check(cfg);
   if (!cfg.save.empty() && comm.rank() == 0) {
@@ -141,6 +142,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
                     ? ", sharded over " + std::to_string(dp) + " data-parallel ranks (--use-distributed-optimizer)"
                     : std::string());
   progress.rng_seed = cfg.seed;
+  progress.loss_scale = initial_loss_scale(cfg.precision);
   if (!cfg.load.empty())
     progress = resume_from(resume, *state, cfg);
   else
@@ -162,10 +164,11 @@ void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const La
     batch.token_mask.resize(batch.tokens.size());
     shard_input_ids(batch.tokens, batch.token_mask, model.local_vocab(), at.tp_rank);
     shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
-    exe.buffer("token_mask")->write(batch.token_mask.data(), batch.token_mask.size() * 4);
+    // An f32 input in every precision (the graph casts it to the compute dtype).
+    exe.buffer("token_mask")->write(batch.token_mask.data(), batch.token_mask.size() * sizeof(float));
   }
-  exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * 4);
-  exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * 4);
+  exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * sizeof(int32_t));
+  exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * sizeof(int32_t));
 }
 
 void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch) {

@@ -17,6 +17,7 @@
 #include "trainer/dist/distributed_optimizer.h"
 #include "trainer/dist/gradient_allreduce.h"
 #include "trainer/dist/group_collectives.h"
+#include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/model/model_state.h"
 #include "trainer/model/run_graphs.h"
@@ -44,6 +45,8 @@ struct Progress {
   int64_t optimizer_start = 0;
   // The dropout seed: --seed, or the saved one on resume (Megatron's RNG state).
   int64_t rng_seed = 0;
+  // --fp16's loss scale (1 otherwise), saved with the optimizer state.
+  LossScaleState loss_scale;
 };
 
 struct Setup {

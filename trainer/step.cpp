@@ -1,25 +1,63 @@
 #include "trainer/step.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <span>
 #include <string>
 
 #include "trainer/model/dropout_keys.h"
+#include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer {
+
+namespace {
+// The test hook (docs/MIXED_PRECISION.md): KILN_TEST_GRAD_OVERFLOW_AT=N makes
+// rank 0 overwrite one element of its gradients with +inf at iteration N,
+// after the gradient all-reduce, as an fp16 overflow on that rank would.
+int64_t overflow_test_iteration() {
+  const char* at = std::getenv("KILN_TEST_GRAD_OVERFLOW_AT");
+  if (!at || !*at) return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(at, &end, 10);
+  if (*end != '\0' || n <= 0)
+    throw Error(std::string("KILN_TEST_GRAD_OVERFLOW_AT=") + at + " is not a positive iteration number");
+  return n;
+}
+}  // namespace
+
+Step::Step(Setup& run, const JobControl& control)
+    : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {}
 
 StepResult Step::run() {
   StepResult result;
   result.iteration = run_.progress.iteration + 1;
-  const double loss_sum = forward_backward();
+  const MixedPrecision& precision = run_.cfg.precision;
+  // The scale this iteration's backward uses (updated at its end).
+  const double loss_scale = run_.progress.loss_scale.scale;
+  const double loss_sum = forward_backward(loss_scale);
   sum_across_ranks(loss_sum, result);
-  result.grad_norm = gradient_norm();
+  if (result.iteration == overflow_test_iteration_ && run_.comm.rank() == 0) poison_gradient();
+  result.grad_norm = gradient_norm(loss_scale);
   result.lr = run_.schedule->lr(run_.progress.iteration);
-  result.skipped = !std::isfinite(result.loss) || !std::isfinite(result.grad_norm);
+  const bool loss_finite = std::isfinite(result.loss);
+  bool hopeless = false;  // a skip that a smaller loss scale cannot cure
+  if (precision.scales_loss()) {
+    // Megatron: an inf or NaN in any rank's gradients skips the step and
+    // tells the scaler; only a non-finite loss counts as a nan iteration.
+    const bool found_inf = gradients_overflowed(std::isfinite(result.grad_norm), result.iteration);
+    result.skipped = found_inf || !loss_finite;
+    result.nan = !loss_finite;
+    hopeless = !loss_finite || !loss_scale_can_drop(run_.progress.loss_scale, precision);
+    update_loss_scale(run_.progress.loss_scale, precision, found_inf);
+  } else {
+    result.skipped = !loss_finite || !std::isfinite(result.grad_norm);
+    result.nan = hopeless = result.skipped;
+  }
   if (result.skipped)
-    skip(result);
+    skip(result, hopeless);
   else
-    update(result);
+    update(result, loss_scale);
   run_.progress.iteration = result.iteration;
   run_.progress.consumed += run_.cfg.global_batch_size;
   return result;
@@ -28,9 +66,10 @@ StepResult Step::run() {
 // Gradients accumulate in place in the grad.* buffers. As Megatron's
 // sampler, micro-batch m of the global batch is samples [m x B x DP, +B x DP),
 // and rank r takes the r-th B of them.
-double Step::forward_backward() {
+double Step::forward_backward(double loss_scale) {
   const TrainConfig& cfg = run_.cfg;
   const int64_t B = cfg.micro_batch_size;
+  const auto scale = static_cast<float>(loss_scale);
   double loss_sum = 0;
   for (int64_t m = 0; m < run_.micro_batches; ++m) {
     graph::Executable& train_step = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
@@ -38,6 +77,7 @@ double Step::forward_backward() {
     fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
     feed(train_step, run_.batch, cfg.model, run_.at);
     feed_dropout_keys(train_step, first_sample);
+    if (cfg.precision.scales_loss()) train_step.buffer(kLossScaleInput)->write(&scale, sizeof scale);
     train_step.run();
     loss_sum += read_scalar(train_step, "loss");
   }
@@ -75,33 +115,51 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
   result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 }
 
-// Gradients were summed over micro-batches: the norm of their mean.
-double Step::gradient_norm() {
+// Gradients were summed over micro-batches (and scaled by the loss scale):
+// the norm of their unscaled mean.
+double Step::gradient_norm(double loss_scale) {
   if (run_.distributed_optimizer) {
     // Each rank holds its part of the summed gradients: one all-reduce of
     // the squares over the whole job.
     double squares = run_.distributed_optimizer->local_grad_squares();
     run_.comm.sum(std::span<double>(&squares, 1),
                   "gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
-    return std::sqrt(squares) / run_.batch_terms;
+    return std::sqrt(squares) / run_.batch_terms / loss_scale;
   }
   run_.grad_norm->run();
-  return std::sqrt(static_cast<double>(read_scalar(*run_.grad_norm, "grad_sq"))) / run_.batch_terms;
+  return std::sqrt(static_cast<double>(read_scalar(*run_.grad_norm, "grad_sq"))) / run_.batch_terms / loss_scale;
+}
+
+// One all-reduce of a flag over every rank: an overflow seen by one rank
+// (its gradients, or a tensor-parallel shard's norm) skips the step on all.
+bool Step::gradients_overflowed(bool finite_here, int64_t iteration) {
+  double overflowed = finite_here ? 0.0 : 1.0;
+  if (run_.comm.size() > 1)
+    run_.comm.sum(std::span<double>(&overflowed, 1),
+                  "gradient overflow flag all-reduce at iteration " + std::to_string(iteration));
+  return overflowed > 0;
+}
+
+void Step::poison_gradient() {
+  const float inf = std::numeric_limits<float>::infinity();
+  run_.state->buffer(grad_name(run_.state->params().front().name)).write(&inf, sizeof inf);
 }
 
 // Skipping needs no clean-up: the next step's first micro-batch overwrites
-// the gradients.
-void Step::skip(const StepResult& result) {
-  ++run_.progress.nan_total;
+// the gradients. fp16 overflows that a smaller loss scale can cure do not
+// count towards giving up.
+void Step::skip(const StepResult& result, bool hopeless) {
+  if (result.nan) ++run_.progress.nan_total;
   ++run_.progress.skipped_total;
+  if (!hopeless) return;
   if (++nan_in_a_row_ >= 10)
     throw Error("loss or gradients were NaN/Inf for 10 iterations in a row (last at iteration " +
                 std::to_string(result.iteration) + "); lower --lr or check the data");
 }
 
 // AdamW with the gradients clipped to --clip-grad and divided by the number
-// of summed micro-batches.
-void Step::update(const StepResult& result) {
+// of summed micro-batches and by the loss scale (fp16).
+void Step::update(const StepResult& result, double loss_scale) {
   const TrainConfig& cfg = run_.cfg;
   nan_in_a_row_ = 0;
   const double norm = result.grad_norm;
@@ -110,7 +168,7 @@ void Step::update(const StepResult& result) {
   const float hparams[5] = {static_cast<float>(result.lr), static_cast<float>(cfg.weight_decay),
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
-                            static_cast<float>(clip / run_.batch_terms)};
+                            static_cast<float>(clip / run_.batch_terms / loss_scale)};
   run_.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
   run_.optimizer->run();
   if (run_.distributed_optimizer)

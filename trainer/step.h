@@ -15,27 +15,31 @@ struct StepResult {
   int64_t iteration = 0;  // the one just finished, 1-based
   double loss = 0, grad_norm = 0, lr = 0;
   bool skipped = false;          // non-finite loss or gradients: no optimizer step
+  bool nan = false;              // skipped for a non-finite loss or gradients, not an fp16 overflow
   JobControl::Decision request;  // a save or exit asked for by a signal or trigger file
 };
 
 class Step {
  public:
-  Step(Setup& run, const JobControl& control) : run_(run), control_(control) {}
+  Step(Setup& run, const JobControl& control);
   StepResult run();
 
  private:
-  double forward_backward();
+  double forward_backward(double loss_scale);
   void feed_dropout_keys(graph::Executable& train_step, int64_t first_sample);
   // Sums the loss (once per tensor-parallel group) and any save/exit request
   // over all ranks, then the gradients over data-parallel ranks.
   void sum_across_ranks(double loss_sum, StepResult& result);
-  double gradient_norm();
-  void skip(const StepResult& result);
-  void update(const StepResult& result);
+  double gradient_norm(double loss_scale);
+  bool gradients_overflowed(bool finite_here, int64_t iteration);
+  void poison_gradient();
+  void skip(const StepResult& result, bool hopeless);
+  void update(const StepResult& result, double loss_scale);
 
   Setup& run_;
   const JobControl& control_;
   int64_t nan_in_a_row_ = 0;
+  int64_t overflow_test_iteration_ = 0;  // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
 };
 
 // The mean validation loss over --eval-iters micro-batches per data-parallel

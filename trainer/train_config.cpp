@@ -83,6 +83,7 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--adam-eps", &adam_eps, "AdamW epsilon", Bounds::at_least(0));
   f.add("--init-method-std", &init_method_std, "std of the normal weight init", Bounds::at_least(0));
   f.add("--seed", &seed, "random seed (initialisation and data order)");
+  precision.register_flags(f);
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
   f.add("--finetune", &finetune,
@@ -194,6 +195,9 @@ void TrainConfig::finalize(const Flags& f) {
   if (save_interval < 0) throw Error("--save-interval must not be negative");
   if (save_interval > 0 && save.empty()) throw Error("--save-interval needs --save DIR");
   if (clip_grad < 0) throw Error("--clip-grad must not be negative");
+  precision.finalize();
+  model.compute_dtype = precision.compute_dtype();
+  model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||
                                !tokenizer_spec.merge_file.empty() || !tokenizer_spec.tokenizer_model.empty();
   if (!data_path.empty()) {

@@ -9,6 +9,7 @@
 
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
+#include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
@@ -61,6 +62,7 @@ struct TrainConfig {
   double adam_eps = 1e-8;
   double init_method_std = 0.02;
   int64_t seed = 1234;
+  MixedPrecision precision;  // --bf16, --fp16 and loss scaling
 
   std::string save;
   std::string load;

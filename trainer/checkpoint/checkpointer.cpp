@@ -64,6 +64,7 @@ Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainC
   state.load_model(ck.model);
   Progress p;
   p.rng_seed = cfg.seed;
+  p.loss_scale = initial_loss_scale(cfg.precision);
   if (cfg.finetune) {
     // Megatron's --finetune: the model only; iteration, samples and the
     // optimizer and RNG state start afresh.
@@ -96,6 +97,12 @@ Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainC
     const int64_t steps = opt.is_object() ? meta_integer(opt, "step", ck.iteration) : ck.iteration;
     check("optimizer.step", steps, ck.iteration);
     p.optimizer_start = ck.iteration - steps;
+    // Megatron restores its grad scaler with the optimizer. A checkpoint
+    // saved without --fp16 (or before loss scaling) has none: the dynamic
+    // scaler then starts afresh, as Megatron does with an old checkpoint.
+    if (dynamic_loss_scale(cfg.precision) && opt.is_object() && opt.contains("grad_scaler"))
+      p.loss_scale =
+          loss_scale_from_json(opt["grad_scaler"], "checkpoint " + ck.dir + "/meta.json optimizer.grad_scaler");
   }
   if (!cfg.no_load_rng) p.rng_seed = saved_rng_seed(ck);
   logger().info("resumed from {} at iteration {} ({} consumed samples)", ck.dir, p.iteration, p.consumed);
@@ -156,6 +163,7 @@ void Checkpointer::save(int64_t it) {
                            {"step", it - p.optimizer_start}}}};
   if (cfg.tokenizer) meta["tokenizer"] = tokenizer_record_json(cfg.tokenizer_spec, *cfg.tokenizer);
   if (cfg.no_save_optim) meta["optimizer"]["state_saved"] = false;
+  if (cfg.precision.scales_loss()) meta["optimizer"]["grad_scaler"] = loss_scale_json(p.loss_scale);
   meta["rng"] = cfg.no_save_rng ? nlohmann::json() : nlohmann::json{{"dropout_seed", p.rng_seed}};
   auto s0 = Clock::now();
   // Parameters and optimizer state are identical on every data-parallel

@@ -15,7 +15,7 @@ GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_
   const std::vector<ParamSpec>& params = state.params();
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     DeviceBuffer& grad = state.buffer(grad_name(it->name));
-    const size_t count = static_cast<size_t>(grad.size() / 4);
+    const size_t count = static_cast<size_t>(grad.size() / sizeof(float));  // f32 accumulators, any compute dtype
     if (buckets_.empty() || buckets_.back().host.size() + count > bucket_floats) buckets_.emplace_back();
     Bucket& b = buckets_.back();
     b.slices.push_back({&grad, b.host.size(), count});
@@ -26,7 +26,7 @@ GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_
 void GradientAllReduce::start() {
   if (comm_.size() == 1) return;
   for (Bucket& b : buckets_) {
-    for (const Slice& s : b.slices) s.buffer->read(b.host.data() + s.offset, s.count * 4);
+    for (const Slice& s : b.slices) s.buffer->read(b.host.data() + s.offset, s.count * sizeof(float));
     comm_.start_sum(b.host);
   }
 }
@@ -34,7 +34,7 @@ void GradientAllReduce::start() {
 void GradientAllReduce::finish() {
   if (comm_.size() == 1) return;
   for (Bucket& b : buckets_)
-    for (const Slice& s : b.slices) s.buffer->write(b.host.data() + s.offset, s.count * 4);
+    for (const Slice& s : b.slices) s.buffer->write(b.host.data() + s.offset, s.count * sizeof(float));
 }
 
 namespace {

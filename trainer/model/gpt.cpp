@@ -171,6 +171,21 @@ ValueId optional_param(const Params& p, const std::string& name) {
   return it == p.end() ? -1 : it->second;
 }
 
+// A constant in the model's compute dtype (FILL makes f32).
+ValueId fill_as(Graph& g, const GptConfig& c, const graph::Shape& shape, float value) {
+  ValueId v = g.fill(shape, value);
+  return c.compute_dtype == KILN_F32 ? v : g.cast(v, c.compute_dtype);
+}
+
+// ALL_REDUCE carries f32 only (the op table): a 16-bit value is widened for
+// the sum over the group and rounded back once, so the reduction itself is
+// exact to f32 as in Megatron with --accumulate-allreduce-grads-in-fp32.
+ValueId all_reduce_as(Graph& g, ValueId x, Graph::Reduction r = Graph::Reduction::Sum) {
+  const kiln_dtype dtype = g.value(x).dtype;
+  if (dtype == KILN_F32) return g.all_reduce(x, r);
+  return g.cast(g.all_reduce(g.cast(x, KILN_F32), r), dtype);
+}
+
 // y = x W^T (+ b), with W stored [out, in] as in Megatron and PyTorch.
 ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
   ValueId y = g.matmul(x, w, false, true);
@@ -182,7 +197,7 @@ ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
 // group, then the (replicated) bias is added once.
 ValueId row_parallel_linear(Graph& g, const GptConfig& c, ValueId x, ValueId w, ValueId b) {
   ValueId y = g.matmul(x, w, false, true);
-  if (c.tensor_parallel > 1) y = g.all_reduce(y);
+  if (c.tensor_parallel > 1) y = all_reduce_as(g, y);
   return b >= 0 ? g.add(y, b) : y;
 }
 
@@ -205,14 +220,14 @@ ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std
     return v;
   };
   ValueId w = param(".weight");
-  if (c.apply_layernorm_1p) w = g.add(g.fill(g.shape(w), 1.0f), w);
+  if (c.apply_layernorm_1p) w = g.add(fill_as(g, c, g.shape(w), 1.0f), w);
   if (c.normalization == Normalization::RMSNorm) return g.rmsnorm(x, w, c.layernorm_epsilon);
   // Without a bias, beta is a constant zero: LAYERNORM with a FILL input
   // costs one fill of C floats and leaves the op, its kernels and its
   // gradient as they are (the unused dbeta is one more row sum), where an
   // op attribute or a new op would touch every backend. The fill is no
   // parameter, so no optimizer state or checkpoint tensor comes with it.
-  const ValueId beta = c.add_bias_layernorm ? param(".bias") : g.fill(g.shape(w), 0.0f);
+  const ValueId beta = c.add_bias_layernorm ? param(".bias") : fill_as(g, c, g.shape(w), 0.0f);
   return g.layernorm(x, w, beta, c.layernorm_epsilon);
 }
 
@@ -277,16 +292,21 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
   if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
   const Qkv h = split_qkv(g, c, B, qkv, p, L, pos, reduce_gradients);
-  ValueId scores = g.matmul(h.q, h.k, false, true);  // [B*H, T, T]
+  // Query-key layer scaling: q / l makes the stored scores q k^T / l; the
+  // softmax's (or ALiBi's) scale multiplies l back.
+  const float coeff = c.query_key_layer_scaling && c.compute_dtype != KILN_F32 ? static_cast<float>(layer + 1) : 1.0f;
+  const ValueId q = coeff > 1.0f ? g.scale(h.q, 1.0f / coeff) : h.q;
+  ValueId scores = g.matmul(q, h.k, false, true);  // [B*H, T, T]
+  const float scale = coeff / std::sqrt(static_cast<float>(D));
   ValueId probs;
   if (c.position_embedding_type == PositionEmbedding::Alibi) {
     // MPT: the bias is added to the scaled scores, so scale first and
     // softmax with scale 1. Each rank's slopes are those of its heads.
-    scores = g.reshape(g.scale(scores, 1.0f / std::sqrt(static_cast<float>(D))), {B, H, T, T});
+    scores = g.reshape(g.scale(scores, scale), {B, H, T, T});
     scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
     probs = g.causal_softmax(scores, 1.0f);
   } else {
-    probs = g.causal_softmax(scores, 1.0f / std::sqrt(static_cast<float>(D)));
+    probs = g.causal_softmax(scores, scale);
   }
   if (c.attention_dropout > 0.0f)
     probs = g.dropout(probs, dropout_key, c.attention_dropout, attention_probs_dropout_site(layer), H * T * T,
@@ -321,7 +341,15 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   c.validate();
   const int64_t T = c.seq_length, C = c.hidden_size;
   GptForward f;
-  for (const ParamSpec& s : gpt_parameters(c)) f.params[s.name] = g.input(s.name, KILN_F32, s.shape);
+  if (!kiln_dtype_is_float(c.compute_dtype))
+    throw Error(std::string("internal: the model's compute dtype must be a float, got ") +
+                kiln_dtype_name(c.compute_dtype));
+  for (const ParamSpec& s : gpt_parameters(c)) {
+    const ValueId main = g.input(s.name, KILN_F32, s.shape);
+    f.param_inputs[s.name] = main;
+    // Megatron's mixed precision: the model's copy of each main parameter.
+    f.params[s.name] = c.compute_dtype == KILN_F32 ? main : g.cast(main, c.compute_dtype);
+  }
   f.tokens = g.input("tokens", KILN_I32, {B, T});
   const auto& p = f.params;
 
@@ -344,9 +372,10 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     // broadcasts over leading dims, hence the mask multiplies the rows
     // transposed.
     f.token_mask = g.input("token_mask", KILN_F32, {B * T});
+    const ValueId mask = c.compute_dtype == KILN_F32 ? f.token_mask : g.cast(f.token_mask, c.compute_dtype);
     ValueId rows = g.reshape(g.embedding(words, f.tokens), {B * T, C});
-    rows = g.permute(g.mul(g.permute(rows, {1, 0}), f.token_mask), {1, 0});
-    x = g.all_reduce(g.reshape(rows, {B, T, C}));
+    rows = g.permute(g.mul(g.permute(rows, {1, 0}), mask), {1, 0});
+    x = all_reduce_as(g, g.reshape(rows, {B, T, C}));
   }
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
     x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
@@ -387,7 +416,7 @@ ValueId gpt_loss(Graph& g, const GptForward& f, const GptConfig& c, int64_t B) {
   if (c.tensor_parallel == 1) return g.cross_entropy(f.logits, targets);
   // Megatron's vocab-parallel cross-entropy: the row max over the whole
   // vocab, then each shard's sum of exp and target logit, summed.
-  ValueId rowmax = g.all_reduce(g.row_max(f.logits), Graph::Reduction::Max);
+  ValueId rowmax = all_reduce_as(g, g.row_max(f.logits), Graph::Reduction::Max);
   ValueId sums = g.all_reduce(g.cross_entropy_shard(f.logits, targets, rowmax));
   return g.cross_entropy_from_sums(sums);
 }

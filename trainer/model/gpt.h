@@ -71,6 +71,17 @@ struct GptConfig {
   // --tensor-model-parallel-size). A layout, not part of the model: it is
   // not saved in checkpoints, which hold full tensors.
   int64_t tensor_parallel = 1;
+  // The dtype the model computes in (--bf16, --fp16): a training choice,
+  // not part of the model and not saved in checkpoints. The parameters stay
+  // f32 graph inputs (the optimizer's main copy); the forward casts them to
+  // this dtype, so activations and their gradients are stored in it, and
+  // CAST's gradient brings each parameter's gradient back to f32.
+  kiln_dtype compute_dtype = KILN_F32;
+  // --apply-query-key-layer-scaling, which applies with a 16-bit compute
+  // dtype only: layer l's attention scores are stored divided by l and
+  // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's
+  // guard against fp16 scores overflowing); the same function, other roundings.
+  bool query_key_layer_scaling = false;
 
   int64_t ffn_hidden() const;
   int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
@@ -129,9 +140,10 @@ double flops_per_token(const GptConfig& cfg);
 // column-parallel layers and of the LM head get their gradients all-reduced
 // in backward (2 per layer).
 struct GptForward {
-  std::map<std::string, graph::ValueId> params;
+  std::map<std::string, graph::ValueId> param_inputs;  // the f32 graph inputs, to differentiate against
+  std::map<std::string, graph::ValueId> params;        // what the model computes with (cast to compute_dtype)
   graph::ValueId tokens = -1;
-  graph::ValueId token_mask = -1;                   // "token_mask" [B*T] f32, tensor parallelism only
+  graph::ValueId token_mask = -1;                   // "token_mask" [B*T] f32 input, tensor parallelism only
   graph::ValueId logits = -1;                       // [B*T, V / tensor_parallel]
   std::set<graph::ValueId> all_reduce_gradient_of;  // for graph::backward
 };

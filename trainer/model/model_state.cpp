@@ -21,9 +21,13 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer
   if (cfg.tensor_parallel > 1 && (!tp_group || tp_group->size() != cfg.tensor_parallel))
     throw Error("internal: a tensor-parallel model state needs its group of " + std::to_string(cfg.tensor_parallel) +
                 " ranks");
+  // Every persistent tensor is f32 whatever the compute dtype (--bf16/--fp16
+  // cast copies inside the step graphs): main parameters, gradient
+  // accumulators, moments, position tables.
   auto add = [&](const std::string& port, const graph::Shape& shape) {
     shapes_[port] = shape;
-    buffers_[port] = std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * 4);
+    buffers_[port] =
+        std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * sizeof(float));
   };
   for (const auto& s : specs_) {
     add(s.name, s.shape);
@@ -50,12 +54,12 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer
 
 std::vector<float> ModelState::read(const std::string& port) const {
   std::vector<float> v(static_cast<size_t>(graph::numel(shapes_.at(port))));
-  buffers_.at(port)->read(v.data(), v.size() * 4);
+  buffers_.at(port)->read(v.data(), v.size() * sizeof(float));
   return v;
 }
 
 void ModelState::write(const std::string& port, const std::vector<float>& v) {
-  buffers_.at(port)->write(v.data(), v.size() * 4);
+  buffers_.at(port)->write(v.data(), v.size() * sizeof(float));
 }
 
 std::vector<float> ModelState::read_local(const ParamSpec& spec, const std::string& port) const {

@@ -11,10 +11,17 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
   ValueId loss = gpt_loss(g, f, cfg, B);
+  // fp16 loss scaling: backward starts from loss x scale, so small
+  // gradients stay above f16's subnormals; the f32 accumulators hold the
+  // scaled sums and the optimizer divides the scale out.
+  ValueId objective = loss;
+  if (cfg.compute_dtype == KILN_F16) objective = g.mul(loss, g.input(kLossScaleInput, KILN_F32, {1}));
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   std::vector<ValueId> wrt;
-  for (const auto& s : specs) wrt.push_back(f.params.at(s.name));
-  std::vector<ValueId> grads = graph::backward(g, loss, wrt, f.all_reduce_gradient_of);
+  // The f32 main parameters: with a 16-bit compute dtype the gradient passes
+  // back through the forward's CAST, so it arrives (and accumulates) in f32.
+  for (const auto& s : specs) wrt.push_back(f.param_inputs.at(s.name));
+  std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of);
   g.output("loss", loss);
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);

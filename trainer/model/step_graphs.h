@@ -44,9 +44,13 @@ inline int64_t shard_elements(int64_t numel, int64_t data_parallel) {
 // later ones add to them.
 enum class GradMode { Overwrite, Accumulate };
 
+// The loss scale input [1] f32 of an fp16 train step (cfg.compute_dtype f16).
+inline constexpr const char* kLossScaleInput = "loss_scale";
+
 // Forward + backward of one micro-batch: inputs params, "tokens" [B, T],
-// "targets" [B, T], grad buffers; outputs "loss" [1] and every grad buffer
-// updated in place (grad = or += d loss / d param).
+// "targets" [B, T], grad buffers, and with f16 compute "loss_scale" [1];
+// outputs "loss" [1] (unscaled) and every grad buffer updated in place
+// (grad = or += d (loss x loss_scale) / d param, in f32).
 graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch, GradMode mode = GradMode::Accumulate);
 
 // Forward only: "loss" [1].

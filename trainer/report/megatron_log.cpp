@@ -32,6 +32,7 @@ std::string format_iteration(const IterationLog& l) {
   s += printf_string(" learning rate: %.6E |", l.learning_rate);
   s += printf_string(" global batch size: %5ld |", static_cast<long>(l.global_batch_size));
   if (l.lm_loss) s += printf_string(" lm loss: %.6E |", *l.lm_loss);
+  if (l.loss_scale) s += printf_string(" loss scale: %.1f |", *l.loss_scale);
   if (l.grad_norm) s += printf_string(" grad norm: %.3f |", *l.grad_norm);
   s += printf_string(" number of skipped iterations: %3ld |", static_cast<long>(l.skipped));
   s += printf_string(" number of nan iterations: %3ld |", static_cast<long>(l.nan));
@@ -46,6 +47,7 @@ nlohmann::json iteration_json(const IterationLog& l) {
                       {"learning_rate", l.learning_rate},
                       {"global_batch_size", l.global_batch_size}};
   if (l.lm_loss) j["lm_loss"] = *l.lm_loss;
+  if (l.loss_scale) j["loss_scale"] = *l.loss_scale;
   if (l.grad_norm) j["grad_norm"] = *l.grad_norm;
   j["skipped_iterations"] = l.skipped;
   j["nan_iterations"] = l.nan;

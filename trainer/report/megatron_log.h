@@ -21,6 +21,9 @@ struct IterationLog {
   // Absent when every iteration of the interval was skipped: Megatron then
   // leaves the fields out, and a 0 would read as a perfect loss.
   std::optional<double> lm_loss;
+  // With --bf16 or --fp16 (Megatron prints it for every run; kiln's fp32 line
+  // stays as it was): the loss scale after the last iteration, 1 for bf16.
+  std::optional<double> loss_scale;
   std::optional<double> grad_norm;
   int64_t skipped = 0;
   int64_t nan = 0;

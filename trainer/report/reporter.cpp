@@ -16,7 +16,7 @@ void Reporter::log(const StepResult& step) {
   const TrainConfig& cfg = run_.cfg;
   if (step.skipped) {
     ++stats_.skipped;
-    ++stats_.nan;
+    if (step.nan) ++stats_.nan;
   } else {
     stats_.add(step.loss, step.grad_norm);
   }
@@ -35,6 +35,7 @@ void Reporter::log(const StepResult& step) {
   line.global_batch_size = cfg.global_batch_size;
   line.lm_loss = stats_.mean_loss();
   line.grad_norm = stats_.mean_norm();
+  if (cfg.precision.compute_dtype() != KILN_F32) line.loss_scale = run_.progress.loss_scale.scale;
   line.skipped = stats_.skipped;
   line.nan = stats_.nan;
   if (prints_) {

@@ -1,0 +1,71 @@
+#include "trainer/mixed_precision.h"
+
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "graph/memory_plan.h"
+#include "graph/serialize.h"
+
+namespace kiln::trainer {
+
+void MixedPrecision::register_flags(Flags& f) {
+  f.add("--bf16", &bf16,
+        "compute in bf16: bf16 weights and activations, fp32 main parameters, gradients and AdamW moments");
+  f.add("--fp16", &fp16, "compute in fp16 (as --bf16) with loss scaling (--loss-scale or the dynamic scaler)");
+  f.add("--loss-scale", &loss_scale, "fp16: a static loss scale (a power of 2 is best); default: dynamic scaling",
+        Bounds::above(0));
+  f.add("--initial-loss-scale", &initial_loss_scale, "fp16 dynamic loss scaling: the initial scale (2^32)",
+        Bounds::above(0));
+  f.add("--min-loss-scale", &min_loss_scale, "fp16 dynamic loss scaling: the smallest scale", Bounds::above(0));
+  f.add("--loss-scale-window", &loss_scale_window,
+        "fp16 dynamic loss scaling: clean iterations before the scale doubles");
+  f.add("--hysteresis", &hysteresis, "fp16 dynamic loss scaling: overflows in a row before the scale halves");
+  f.add("--attention-softmax-in-fp32", &attention_softmax_in_fp32,
+        "accepted for Megatron's scripts: kiln's softmax always computes in fp32");
+  f.add("--accumulate-allreduce-grads-in-fp32", &accumulate_allreduce_grads_in_fp32,
+        "accepted for Megatron's scripts: kiln always accumulates and all-reduces gradients in fp32");
+  f.add("--apply-query-key-layer-scaling", &apply_query_key_layer_scaling,
+        "with --fp16/--bf16: divide layer l's attention scores by l before they are stored, and multiply back "
+        "inside the fp32 softmax (keeps fp16 scores from overflowing)");
+}
+
+void MixedPrecision::finalize() const {
+  if (bf16 && fp16) throw Error("--bf16 and --fp16 choose different compute dtypes; give one of them");
+  const bool scaling_flag = loss_scale > 0 || initial_loss_scale != 4294967296.0 || min_loss_scale != 1.0 ||
+                            loss_scale_window != 1000 || hysteresis != 2;
+  if (scaling_flag && !fp16)
+    throw Error(
+        "--loss-scale, --initial-loss-scale, --min-loss-scale, --loss-scale-window and --hysteresis apply to --fp16 "
+        "only (bf16 and fp32 need no loss scaling)");
+  if (loss_scale_window <= 0)
+    throw Error("--loss-scale-window must be positive, got " + std::to_string(loss_scale_window));
+  if (hysteresis <= 0) throw Error("--hysteresis must be positive, got " + std::to_string(hysteresis));
+  if (min_loss_scale > initial_loss_scale)
+    throw Error("--min-loss-scale is above --initial-loss-scale; the scale starts at or above its floor");
+}
+
+void check_device_stores(Device& device, const MixedPrecision& precision) {
+  const kiln_dtype dtype = precision.compute_dtype();
+  if (dtype == KILN_F32) return;
+  // The smallest graph that stores the dtype: x f32 -> dtype -> f32. A plugin
+  // that cannot store 16-bit values refuses it at compile, in milliseconds.
+  graph::Graph g;
+  g.output("y", g.cast(g.cast(g.input("x", KILN_F32, {1}), dtype), KILN_F32));
+  try {
+    device.plugin().compile(graph::serialize(g, graph::plan_memory(g)), device.index());
+  } catch (const PluginError& e) {
+    std::string why = precision.flag();
+    why += ": the ";
+    why += device.backend();
+    why += " backend cannot store ";
+    why += kiln_dtype_name(dtype);
+    why += " values (";
+    why += e.what();
+    why += "); train with --backend cpu or without ";
+    why += precision.flag();
+    throw Error(why);
+  }
+}
+
+}  // namespace kiln::trainer

@@ -1,0 +1,49 @@
+// Megatron-LM's mixed-precision flags (--bf16, --fp16 and fp16's loss
+// scaling), and what they make of the model: a compute dtype for the
+// forward and backward. Main parameters, gradients and AdamW moments stay
+// f32 whatever the flags (docs/MIXED_PRECISION.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/backend.h"
+#include "kiln/ir.h"
+#include "trainer/flags.h"
+
+namespace kiln::trainer {
+
+struct MixedPrecision {
+  bool bf16 = false;
+  bool fp16 = false;
+  // fp16 loss scaling, Megatron's defaults. loss_scale > 0: a static scale.
+  double loss_scale = 0;
+  double initial_loss_scale = 4294967296.0;  // 2^32
+  double min_loss_scale = 1.0;
+  int64_t loss_scale_window = 1000;
+  int64_t hysteresis = 2;
+  // Accepted for Megatron's scripts: kiln always does what they ask (see
+  // register_flags for each one's meaning here).
+  bool attention_softmax_in_fp32 = false;
+  bool accumulate_allreduce_grads_in_fp32 = false;
+  bool apply_query_key_layer_scaling = false;
+
+  void register_flags(Flags& flags);
+  // Throws kiln::Error naming the flag for a bad combination or value.
+  void finalize() const;
+
+  // f32, bf16 or f16.
+  kiln_dtype compute_dtype() const { return bf16 ? KILN_BF16 : fp16 ? KILN_F16 : KILN_F32; }
+  // The flag that chose a 16-bit dtype ("--bf16"), or "" for f32.
+  const char* flag() const { return bf16 ? "--bf16" : fp16 ? "--fp16" : ""; }
+  // fp16 multiplies the loss by a scale before backward (bf16 has fp32's
+  // exponent range and needs none, as in Megatron).
+  bool scales_loss() const { return fp16; }
+};
+
+// Refuses a device that cannot store the run's compute dtype, with one line
+// naming the backend and the flag: called at setup, before any work, so a
+// 16-bit run never reaches a compile error mid-run or a silent cpu fallback.
+void check_device_stores(Device& device, const MixedPrecision& precision);
+
+}  // namespace kiln::trainer
