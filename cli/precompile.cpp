@@ -108,6 +108,7 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   const int cached = result.count(compiler_cache::TaskResult::Cached);
   const int compiled = result.count(compiler_cache::TaskResult::Compiled);
   const int failed = result.count(compiler_cache::TaskResult::Failed);
+  const int fallbacks = result.count(compiler_cache::TaskResult::Fallback);
 
   std::printf("precompile: %d worker process%s, %.2f s compiling, %.2f s in all\n", parallel, parallel == 1 ? "" : "es",
               result.compile_seconds, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -115,6 +116,7 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   std::printf("Already cached: %d\n", cached);
   std::printf("Total successful compilations: %d\n", compiled);
   std::printf("Total failed compilations: %d\n", failed);
+  if (fallbacks > 0) std::printf("Unsupported by the backend (run on the cpu fallback): %d\n", fallbacks);
   std::fflush(stdout);
   return std::min(failed, 255);
 }

@@ -227,7 +227,7 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
     compile_and_publish(&store, parts, key, r);
   } catch (const CompileError& e) {
     *message = e.what();
-    return Outcome::Failed;
+    return e.code == KILN_ERR_UNSUPPORTED ? Outcome::Unsupported : Outcome::Failed;
   }
   if (!exists(entry_path)) {
     *message = "compiled, but the entry could not be stored";

@@ -83,7 +83,9 @@ class Extraction {
 std::vector<uint8_t> obtain(const CompileRequest& request);
 
 // A precompile worker's job: make the entry for `request` exist.
-enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore };
+// Unsupported: the plugin refused the graph with KILN_ERR_UNSUPPORTED, so it
+// runs on the cpu fallback (no entry, no failure marker, not a failure).
+enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore, Unsupported };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.

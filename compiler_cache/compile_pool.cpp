@@ -244,6 +244,12 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
       } else if (code == kWorkerAlreadyCached) {
         out.results[r.index] = TaskResult::Cached;
         ++done;
+      } else if (code == kWorkerUnsupported) {
+        out.results[r.index] = TaskResult::Fallback;
+        ++done;
+        std::printf("precompile: unsupported, runs on the cpu fallback: %s (key %s): %s\n",
+                    tasks[r.index].label.c_str(), tasks[r.index].work.key.substr(0, 16).c_str(),
+                    last_line_of_file(r.dir + "/worker.log").c_str());
       } else {
         ++failed;
         std::printf("precompile: FAILED %s (key %s): %s\n", tasks[r.index].label.c_str(),

@@ -15,6 +15,7 @@ inline constexpr int kWorkerCompiled = 0;
 inline constexpr int kWorkerFailed = 1;
 inline constexpr int kWorkerAlreadyCached = 10;
 inline constexpr int kWorkerFailedBefore = 11;
+inline constexpr int kWorkerUnsupported = 12;  // the graph runs on the cpu fallback
 
 // Writes `dir`/task.json and `dir`/graph.ir for `work` (creating `dir`);
 // returns the task file's path.
