@@ -467,6 +467,13 @@ class ProfileTable {
 // (cheap: no driver initialisation). The kit checks every args struct, NULL handle, transfer
 // range and execute slot before calling these, and device_close deletes
 // the device.
+// T, named through P: a type the compiler looks at only where the kit's
+// code is instantiated, in the plugin after it has defined its handles.
+template <class P, class T>
+struct Dependent {
+  using type = T;
+};
+
 template <class P>
 struct PluginApi {
   static constexpr const char* name = P::kName;
@@ -510,7 +517,9 @@ struct PluginApi {
     });
   }
 
-  static void device_close(kiln_device* device) { delete device; }
+  static void device_close(kiln_device* device) {
+    delete static_cast<typename Dependent<P, kiln_device>::type*>(device);  // the plugin's complete type
+  }
 
   static kiln_error* buffer_alloc(kiln_buffer_alloc_args* args) {
     return guard("buffer_alloc", [&] {
