@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/registry.h"
 #include "graph/conformance/isolated.h"
+#include "graph/conformance/large_cases.h"
 #include "graph/conformance/perf.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
@@ -59,7 +60,10 @@ constexpr const char* kUsage =
     "                    GPT-2-small shapes (hidden 768, seq 1024), median us per run,\n"
     "                    GFLOP/s (matmul) or GB/s, and the speed relative to the cpu backend\n"
     "                    (run in this process; check conformance first)\n"
-    "  --perf-runs N     timed runs per case and device (default 10)\n";
+    "  --perf-runs N     timed runs per case and device (default 10)\n"
+    "  --large           add cases above 2^20 elements (gelu, scale, add, permute,\n"
+    "                    layernorm, matmul, cross entropy; named \"<op> large ...\"):\n"
+    "                    slower, so not in the default run\n";
 
 // Small and odd-sized: every dim is off any tile, and the step runs in well
 // under a second on the reference interpreter.
@@ -173,7 +177,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   int64_t device_index = 0, num_threads = 0, batch = 1;
   std::string filter;
   std::vector<std::string> hints;
-  bool list = false, verbose = false, repeat = false, in_process = false, perf = false;
+  bool list = false, verbose = false, repeat = false, in_process = false, perf = false, large = false;
   int64_t perf_runs = 10;
   double case_timeout_s = 120;
   trainer::Flags flags("check-backend");
@@ -192,12 +196,14 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--perf", &perf, "time each op and GPT-2-small shapes instead of checking them");
   flags.add("--perf-runs", &perf_runs, "timed runs per case (the median is reported)",
             trainer::Bounds::closed(1, 100000));
+  flags.add("--large", &large, "add the cases above 2^20 elements");
   flags.parse(rest);
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
 
   conformance::Suite suite = conformance::Suite::builtin();
   add_model_cases(suite);
+  if (large) conformance::add_large_cases(suite);
   const std::vector<std::string> filters = split_commas(filter);
 
   if (list) {

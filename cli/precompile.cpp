@@ -164,8 +164,12 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   summary.cached = result.count(compiler_cache::TaskResult::Cached);
   summary.compiled = result.count(compiler_cache::TaskResult::Compiled);
   summary.failed = result.count(compiler_cache::TaskResult::Failed);
+  // Units placed on the fallback device at extraction, and units the plugin
+  // refused at compile (UNSUPPORTED: they run on the cpu fallback).
   summary.fell_back = static_cast<int>(std::count_if(
-      tasks.begin(), tasks.end(), [&](const compiler_cache::PoolTask& t) { return t.work.backend != cfg.backend; }));
+                          tasks.begin(), tasks.end(),
+                          [&](const compiler_cache::PoolTask& t) { return t.work.backend != cfg.backend; })) +
+                      result.count(compiler_cache::TaskResult::Fallback);
   summary.retried_for_memory = result.retried_for_memory;
   summary.workers = result.max_running;
   summary.stored = compiler_cache::writable();

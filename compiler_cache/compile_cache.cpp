@@ -261,6 +261,7 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
     compile_and_publish(&store, parts, key, r);
   } catch (const CompileError& e) {
     *message = e.what();
+    if (e.code == KILN_ERR_UNSUPPORTED) return Outcome::Unsupported;
     return e.code == KILN_ERR_OUT_OF_MEMORY ? Outcome::OutOfMemory : Outcome::Failed;
   }
   if (!exists(entry_path)) {

@@ -91,7 +91,9 @@ std::vector<uint8_t> obtain(const CompileRequest& request);
 // read-only cache it compiles without storing (Compiled: the unit compiles)
 // and writes nothing. OutOfMemory: the plugin reported
 // KILN_ERR_OUT_OF_MEMORY (no failure marker; may pass with fewer workers).
-enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore, OutOfMemory };
+// Unsupported: the plugin refused the graph with KILN_ERR_UNSUPPORTED, so it
+// runs on the cpu fallback (no entry, no failure marker, not a failure).
+enum class Outcome { AlreadyCached, Compiled, Failed, FailedBefore, OutOfMemory, Unsupported };
 Outcome compile_into_cache(const CompileRequest& request, std::string* message);
 
 // The plugin's compile, nothing else. Throws CompileError.

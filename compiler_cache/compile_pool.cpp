@@ -316,6 +316,11 @@ PoolResult run_compile_pool(const Store& store, const std::vector<PoolTask>& tas
         progress.message("precompile: " + tasks[r.index].label + " (key " + tasks[r.index].work.key.substr(0, 16) +
                          ") ran out of memory: " + why_failed(r, status, options.timeout_s) +
                          "; retrying it once with at most " + std::to_string(limit) + " worker(s) at a time");
+      } else if (code == kWorkerUnsupported) {
+        out.results[r.index] = TaskResult::Fallback;
+        ++done;
+        progress.message("precompile: unsupported, runs on the cpu fallback: " + tasks[r.index].label + " (key " +
+                         tasks[r.index].work.key.substr(0, 16) + "): " + last_line_of_file(r.dir + "/worker.log"));
       } else {
         ++failed;
         progress.message("precompile: FAILED " + tasks[r.index].label + " (key " +

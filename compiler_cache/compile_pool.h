@@ -39,7 +39,9 @@ struct PoolOptions {
   StartWorker start_worker;
 };
 
-enum class TaskResult { Cached, Compiled, Failed };
+// Fallback: the plugin refused the graph as unsupported; it runs on the cpu
+// fallback, which is not a failure.
+enum class TaskResult { Cached, Compiled, Failed, Fallback };
 
 struct PoolResult {
   std::vector<TaskResult> results;  // one per task, in the tasks' order

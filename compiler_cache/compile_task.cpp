@@ -1,9 +1,10 @@
 // `kiln precompile --worker TASK.json`: one compilation in its own process,
 // so a crashing driver or a timeout kills one task, not the precompile run.
 // Exit status: 0 compiled, 10 already cached (by another process), 11 a
-// cached failure marker (no --retry-failed), 12 out of memory, 1 the
-// compile failed (marker written when the error is deterministic); a signal
-// means it crashed.
+// cached failure marker (no --retry-failed), 12 out of memory, 13 the
+// plugin refused the graph as unsupported (it runs on the cpu fallback), 1
+// the compile failed (marker written when the error is deterministic); a
+// signal means it crashed.
 #include "compiler_cache/compile_task.h"
 
 #include <sys/resource.h>
@@ -90,6 +91,7 @@ int run_task(const std::string& task_file, const CacheConfig& config) {
     case Outcome::AlreadyCached: return kWorkerAlreadyCached;
     case Outcome::FailedBefore: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailedBefore;
     case Outcome::Failed: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerFailed;
+    case Outcome::Unsupported: std::fprintf(stderr, "%s\n", message.c_str()); return kWorkerUnsupported;
   }
   return kWorkerFailed;
 }

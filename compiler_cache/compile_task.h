@@ -18,6 +18,7 @@ inline constexpr int kWorkerFailedBefore = 11;
 // Out of memory (std::bad_alloc, or the plugin's KILN_ERR_OUT_OF_MEMORY):
 // the pool runs it once more at lower parallelism.
 inline constexpr int kWorkerOutOfMemory = 12;
+inline constexpr int kWorkerUnsupported = 13;  // the graph runs on the cpu fallback
 
 // Writes `dir`/task.json and `dir`/graph.ir for `work` (creating `dir`);
 // returns the task file's path.

@@ -8,14 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "failure.h"
 #include "kiln/ir.h"
 #include "kiln/ir_decode.hpp"
+#include "kiln/plugin_kit.hpp"
 #include "node_sizes.h"
 
 #pragma GCC visibility push(hidden)
 
 namespace kiln::backend {
+
+using plugin_kit::fail;
+using plugin_kit::Failure;
 
 // A plugin's support list: the ops its compile accepts and its op_supported
 // claims (a host collective is never in one).

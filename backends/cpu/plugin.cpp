@@ -7,8 +7,9 @@
 // execute binds value addresses from the slot buffers and runs the nodes in
 // order on the device's thread pool, synchronously.
 //
-// Nothing may throw across the C boundary: every entry point runs inside
-// guarded(), which turns exceptions into kiln_error objects.
+// The C boundary (argument checks, errors, the function table, the
+// executable container) is the plugin kit's (kiln/plugin_kit.hpp): this file
+// is the device part, the CpuPlugin class at the end.
 #include <sched.h>
 #include <unistd.h>
 
@@ -28,21 +29,16 @@
 #include <thread>
 #include <vector>
 
-#include "fingerprint.h"
 #include "kernels.h"
 #include "kiln/ir_decode.hpp"
 #include "kiln/plugin.h"
+#include "kiln/plugin_kit.hpp"
 #include "plan.h"
 #include "thread_pool.h"
 
 // Bump whenever generated code or the executable format changes: it keys the
 // compile cache.
-#define KILN_CPU_COMPILER_VERSION "cpu-2"  // 2: the tensor-parallel ops
-
-struct kiln_error {
-  int32_t code;
-  std::string message;
-};
+#define KILN_CPU_COMPILER_VERSION "cpu-3"  // 2: the tensor-parallel ops; 3: the kit's container
 
 struct kiln_device {
   int threads = 1;
@@ -58,15 +54,10 @@ struct kiln_device {
   std::mutex mutex;
   void* scratch = nullptr;
   uint64_t scratch_bytes = 0;
-  // KILN_CPU_PROFILE=1: time spent per op, printed to stderr at close.
+  // KILN_CPU_PROFILE=1: time spent per op (and per matmul shape, with its
+  // GFLOP/s), printed to stderr at close.
   bool profile = false;
-  double op_seconds[KILN_OP_COUNT_] = {};
-  uint64_t op_calls[KILN_OP_COUNT_] = {};
-  struct ShapeTime {
-    double seconds = 0.0, flops = 0.0;
-    uint64_t calls = 0;
-  };
-  std::map<std::string, ShapeTime> matmul_shapes;  // by "batch x m x n x k"
+  kiln::plugin_kit::ProfileTable times;
   ~kiln_device();
 };
 
@@ -88,75 +79,12 @@ namespace {
 
 using kiln::cpu::NodePlan;
 
-void print_profile(const kiln_device& d) {
-  double total = 0.0;
-  for (double s : d.op_seconds) total += s;
-  std::fprintf(stderr, "kiln cpu profile (%d threads, %s kernels): %.3f s in kernels\n", d.threads,
-               d.avx2 ? "avx2" : "baseline", total);
-  for (int op = 0; op < KILN_OP_COUNT_; ++op)
-    if (d.op_calls[op] != 0)
-      std::fprintf(stderr, "  %-20s %10llu calls %10.3f s %6.1f%%\n", kiln::cpu::op_name(static_cast<kiln_op>(op)),
-                   static_cast<unsigned long long>(d.op_calls[op]), d.op_seconds[op],
-                   total > 0 ? 100.0 * d.op_seconds[op] / total : 0.0);
-  for (const auto& [shape, t] : d.matmul_shapes)
-    std::fprintf(stderr, "    matmul %-30s %8llu calls %10.3f s %7.1f GFLOP/s\n", shape.c_str(),
-                 static_cast<unsigned long long>(t.calls), t.seconds, t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0.0);
-}
+using kiln::plugin_kit::fail;
 
-constexpr char kExeMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', 'U', '1'};
-constexpr uint32_t kExeFormat = 1;
+constexpr kiln::plugin_kit::ContainerFormat kFormat{
+    {'K', 'I', 'L', 'N', 'C', 'P', 'U', '1'}, 2, "cpu", KILN_CPU_COMPILER_VERSION};
 enum : uint32_t { kSectionIR = 1 };
 constexpr uint64_t kAlign = 64;
-
-// ---------------------------------------------------------------- errors
-
-// Handed out when even an error object cannot be allocated; never freed.
-kiln_error* static_oom_error() {
-  static kiln_error oom{KILN_ERR_OUT_OF_MEMORY, "out of host memory"};
-  return &oom;
-}
-
-kiln_error* make_error(int32_t code, std::string message) {
-  try {
-    return new kiln_error{code, std::move(message)};
-  } catch (...) {
-    return static_oom_error();
-  }
-}
-
-struct Failure {
-  int32_t code;
-  std::string message;
-};
-
-[[noreturn]] void fail(int32_t code, std::string message) { throw Failure{code, std::move(message)}; }
-
-template <class F>
-kiln_error* guarded(F&& f) {
-  try {
-    f();
-    return nullptr;
-  } catch (const Failure& e) {
-    return make_error(e.code, e.message);
-  } catch (const std::bad_alloc&) {
-    return make_error(KILN_ERR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return make_error(KILN_ERR_INTERNAL, e.what());
-  } catch (...) {
-    return make_error(KILN_ERR_INTERNAL, "unknown exception in the cpu backend");
-  }
-}
-
-// Every args struct must at least hold the fields of ABI 1.0.
-template <class Args>
-// `min_size` is the size of the struct's first version: fields appended
-// later are optional and checked with KILN_STRUCT_HAS where they are used.
-void check_args(const Args* args, const char* what, size_t min_size = sizeof(Args)) {
-  if (args == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args is NULL");
-  if (args->struct_size < min_size)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args struct_size " + std::to_string(args->struct_size) +
-                                        " is smaller than " + std::to_string(min_size));
-}
 
 void check_device_index(int32_t index) {
   if (index != 0)
@@ -237,14 +165,8 @@ bool use_avx2() {
 }
 
 std::string device_fingerprint() {
-  return kiln::backend::fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" +
-                                        KILN_CPU_COMPILER_VERSION);
-}
-
-void copy_str(char* dst, size_t cap, const std::string& s) {
-  size_t n = std::min(cap - 1, s.size());
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
+  return kiln::plugin_kit::fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" +
+                                           KILN_CPU_COMPILER_VERSION);
 }
 
 void* aligned_bytes(uint64_t bytes) {
@@ -252,50 +174,6 @@ void* aligned_bytes(uint64_t bytes) {
   if (rounded < bytes) return nullptr;  // overflow
   return std::aligned_alloc(kAlign, rounded);
 }
-
-// ---------------------------------------------------------------- executable format
-//   char magic[8] "KILNCPU1" | u32 format | u32 len, compiler version |
-//   u32 sections | { u32 tag, u64 size, bytes }...
-
-class Writer {
- public:
-  template <class T>
-  void put(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
-  }
-  void put_bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    bytes_.insert(bytes_.end(), b, b + n);
-  }
-  std::vector<uint8_t>& bytes() { return bytes_; }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  template <class T>
-  T get() {
-    T v;
-    std::memcpy(&v, take(sizeof(T)), sizeof(T));
-    return v;
-  }
-  const uint8_t* take(uint64_t n) {
-    if (n > n_ - pos_) fail(KILN_ERR_CORRUPT, "cpu executable is truncated");
-    const uint8_t* at = p_ + pos_;
-    pos_ += n;
-    return at;
-  }
-  bool done() const { return pos_ == n_; }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 // The one list op_supported and compile read: kernels_dispatch.cpp's, where
 // each op's kernel is called.
@@ -354,80 +232,50 @@ void check_ids(const NodePlan& p, size_t node, void* const* values) {
                                           " is out of range [0, " + std::to_string(limit) + ")");
 }
 
-// ---------------------------------------------------------------- ABI functions
-
-void error_destroy(kiln_error* e) {
-  if (e != nullptr && e != static_oom_error()) delete e;
-}
-const char* error_message(const kiln_error* e) { return e ? e->message.c_str() : ""; }
-int32_t error_code(const kiln_error* e) { return e ? e->code : KILN_OK; }
-const char* compiler_version() { return KILN_CPU_COMPILER_VERSION; }
-
 void record_profile(kiln_device* dev, const NodePlan& node, double seconds) {
-  dev->op_seconds[node.op] += seconds;
-  dev->op_calls[node.op] += 1;
+  dev->times.add(kiln::cpu::op_name(node.op), seconds);
   if (node.op != KILN_OP_MATMUL) return;
-  auto& t =
-      dev->matmul_shapes[std::to_string(node.batch) + "x" + std::to_string(node.m) + "x" + std::to_string(node.n) +
-                         "x" + std::to_string(node.k) + (node.trans_a ? " ta" : "") + (node.trans_b ? " tb" : "")];
-  t.seconds += seconds;
-  t.flops += 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) * static_cast<double>(node.n) *
-             static_cast<double>(node.k);
-  t.calls += 1;
+  std::string shape = "matmul " + std::to_string(node.batch) + "x" + std::to_string(node.m) + "x";
+  shape += std::to_string(node.n) + "x" + std::to_string(node.k) + (node.trans_a ? " ta" : "");
+  shape += node.trans_b ? " tb" : "";
+  dev->times.add(shape, seconds,
+                 2.0 * static_cast<double>(node.batch) * static_cast<double>(node.m) * static_cast<double>(node.n) *
+                     static_cast<double>(node.k));
 }
 
 }  // namespace
 
 kiln_device::~kiln_device() {
-  if (profile) print_profile(*this);
+  if (profile) {
+    const std::string title = "kiln cpu profile (" + std::to_string(threads) + " threads, ";
+    times.print(stderr, title + (avx2 ? "avx2" : "baseline") + " kernels)", "calls");
+  }
   std::free(scratch);
 }
 
 namespace {
 
-kiln_error* device_count(kiln_device_count_args* args) {
-  return guarded([&] {
-    check_args(args, "device_count", offsetof(kiln_device_count_args, no_devices_reason));
-    args->count = 1;
-  });
-}
+// The device part; the kit (kiln/plugin_kit.hpp) makes the C entry points.
+struct CpuPlugin {
+  static constexpr const char* kName = "cpu";
+  static constexpr const char* kCompilerVersion = KILN_CPU_COMPILER_VERSION;
 
-kiln_error* device_properties(kiln_device_properties_args* args) {
-  return guarded([&] {
-    check_args(args, "device_properties");
-    check_device_index(args->device_index);
-    kiln_device_properties* out = args->properties;
-    if (out == nullptr || out->struct_size < sizeof(size_t))
-      fail(KILN_ERR_INVALID_ARGUMENT, "device_properties: properties is NULL or has no struct_size");
+  static int32_t device_count() { return 1; }
+
+  static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
+    check_device_index(index);
     const HostInfo& h = host_info();
-    kiln_device_properties p{};
-    copy_str(p.name, sizeof(p.name), h.model);
-    copy_str(p.vendor, sizeof(p.vendor), h.vendor);
-    copy_str(p.driver_version, sizeof(p.driver_version), KILN_CPU_COMPILER_VERSION);
-    p.kind = KILN_DEVICE_CPU;
-    p.memory_bytes = h.memory;
-    p.compute_units = h.threads;
-    copy_str(p.fingerprint, sizeof(p.fingerprint), device_fingerprint());
-    // An older host knows a shorter struct: fill only what it has room for
-    // and leave its struct_size as it set it.
-    const size_t caller_size = out->struct_size;
-    p.struct_size = caller_size;
-    std::memcpy(out, &p, std::min(caller_size, sizeof(p)));
-  });
-}
+    return {h.model, h.vendor, KILN_CPU_COMPILER_VERSION, KILN_DEVICE_CPU, h.memory, h.threads, device_fingerprint()};
+  }
 
-kiln_error* device_open(kiln_device_open_args* args) {
-  return guarded([&] {
-    check_args(args, "device_open");
-    check_device_index(args->device_index);
-    if (args->num_threads < 0)
-      fail(KILN_ERR_INVALID_ARGUMENT, "num_threads must be >= 0, got " + std::to_string(args->num_threads));
+  static kiln_device* device_open(int32_t index, int32_t num_threads) {
+    check_device_index(index);
+    if (num_threads < 0)
+      fail(KILN_ERR_INVALID_ARGUMENT, "num_threads must be >= 0, got " + std::to_string(num_threads));
     auto dev = std::make_unique<kiln_device>();
-    const HostInfo& h = host_info();
-    dev->threads = args->num_threads > 0 ? args->num_threads : h.threads;
+    dev->threads = num_threads > 0 ? num_threads : host_info().threads;
     dev->avx2 = use_avx2();
-    const char* profile = std::getenv("KILN_CPU_PROFILE");
-    dev->profile = profile != nullptr && *profile != '\0' && std::strcmp(profile, "0") != 0;
+    dev->profile = kiln::plugin_kit::env_flag("KILN_CPU_PROFILE");
     dev->run_node = dev->avx2 ? &kiln::cpu::avx2::run_node : &kiln::cpu::base::run_node;
     try {
       dev->pool = std::make_unique<kiln::cpu::ThreadPool>(dev->threads);
@@ -438,166 +286,68 @@ kiln_error* device_open(kiln_device_open_args* args) {
       dev->solo.push_back(std::make_unique<kiln::cpu::ThreadPool>(1));
       dev->solo_ptrs.push_back(dev->solo.back().get());
     }
-    args->device = dev.release();
-  });
-}
+    return dev.release();
+  }
 
-void device_close(kiln_device* device) { delete device; }
-
-kiln_error* buffer_alloc(kiln_buffer_alloc_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_alloc");
-    if (args->device == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_alloc: device is NULL");
-    void* data = aligned_bytes(args->size_bytes);
-    if (data == nullptr)
-      fail(KILN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer of " + std::to_string(args->size_bytes) + " bytes");
-    args->buffer = new kiln_buffer{data, args->size_bytes};
-  });
-}
-
-void buffer_free(kiln_device*, kiln_buffer* buffer) {
-  if (buffer == nullptr) return;
-  std::free(buffer->data);
-  delete buffer;
-}
-
-void check_range(const char* what, const kiln_buffer* b, uint64_t offset, uint64_t size) {
-  if (b == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
-  if (offset > b->size || size > b->size - offset)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(size) + " bytes at offset " +
-                                        std::to_string(offset) + " overrun a buffer of " + std::to_string(b->size) +
-                                        " bytes");
-}
-
-kiln_error* buffer_write(kiln_buffer_transfer_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_write");
-    check_range("buffer_write", args->buffer, args->offset, args->size_bytes);
-    if (args->size_bytes == 0) return;
-    if (args->host == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_write: host is NULL");
-    std::memcpy(static_cast<uint8_t*>(args->buffer->data) + args->offset, args->host, args->size_bytes);
-  });
-}
-
-kiln_error* buffer_read(kiln_buffer_transfer_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_read");
-    check_range("buffer_read", args->buffer, args->offset, args->size_bytes);
-    if (args->size_bytes == 0) return;
-    if (args->host == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "buffer_read: host is NULL");
-    std::memcpy(args->host, static_cast<const uint8_t*>(args->buffer->data) + args->offset, args->size_bytes);
-  });
-}
-
-kiln_error* buffer_copy(kiln_buffer_copy_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_copy");
-    check_range("buffer_copy (source)", args->src, args->src_offset, args->size_bytes);
-    check_range("buffer_copy (destination)", args->dst, args->dst_offset, args->size_bytes);
-    if (args->size_bytes == 0) return;
+  static kiln_buffer* buffer_alloc(kiln_device*, uint64_t size) {
+    void* data = aligned_bytes(size);
+    if (data == nullptr) fail(KILN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer of " + std::to_string(size) + " bytes");
+    return new kiln_buffer{data, size};
+  }
+  static void buffer_free(kiln_device*, kiln_buffer* buffer) {
+    std::free(buffer->data);
+    delete buffer;
+  }
+  static uint64_t buffer_size(const kiln_buffer* b) { return b->size; }
+  static void buffer_write(kiln_device*, kiln_buffer* b, uint64_t offset, const void* host, uint64_t size) {
+    std::memcpy(static_cast<uint8_t*>(b->data) + offset, host, size);
+  }
+  static void buffer_read(kiln_device*, kiln_buffer* b, uint64_t offset, void* host, uint64_t size) {
+    std::memcpy(host, static_cast<const uint8_t*>(b->data) + offset, size);
+  }
+  static void buffer_copy(kiln_device*, kiln_buffer* src, uint64_t src_offset, kiln_buffer* dst, uint64_t dst_offset,
+                          uint64_t size) {
     // memmove: source and destination may be ranges of one buffer.
-    std::memmove(static_cast<uint8_t*>(args->dst->data) + args->dst_offset,
-                 static_cast<const uint8_t*>(args->src->data) + args->src_offset, args->size_bytes);
-  });
-}
+    std::memmove(static_cast<uint8_t*>(dst->data) + dst_offset, static_cast<const uint8_t*>(src->data) + src_offset,
+                 size);
+  }
 
-kiln_error* compile(kiln_compile_args* args) {
-  return guarded([&] {
-    check_args(args, "compile");
-    check_device_index(args->device_index);
-    if (args->ir == nullptr && args->ir_size != 0) fail(KILN_ERR_INVALID_ARGUMENT, "compile: ir is NULL");
+  // The CPU has nothing to precompute yet: the executable is the checked IR
+  // (a kernel-plan section can be appended later).
+  static std::vector<uint8_t> compile(const kiln_compile_args& args) {
+    check_device_index(args.device_index);
     kiln::ir::DecodedGraph g;
     std::vector<NodePlan> plans;
-    decode_and_plan(args->ir, args->ir_size, &g, &plans);
+    decode_and_plan(args.ir, args.ir_size, &g, &plans);
+    kiln::plugin_kit::Container c{{KILN_CPU_COMPILER_VERSION, device_fingerprint(), host_info().model},
+                                  {{kSectionIR, args.ir, args.ir_size}}};
+    return kiln::plugin_kit::write_container(kFormat, c);
+  }
 
-    Writer w;
-    w.put_bytes(kExeMagic, sizeof(kExeMagic));
-    w.put<uint32_t>(kExeFormat);
-    const std::string version = KILN_CPU_COMPILER_VERSION;
-    w.put<uint32_t>(static_cast<uint32_t>(version.size()));
-    w.put_bytes(version.data(), version.size());
-    w.put<uint32_t>(1);  // sections
-    w.put<uint32_t>(kSectionIR);
-    w.put<uint64_t>(args->ir_size);
-    w.put_bytes(args->ir, args->ir_size);
-
-    auto* out = static_cast<uint8_t*>(std::malloc(std::max<size_t>(w.bytes().size(), 1)));
-    if (out == nullptr) throw std::bad_alloc();
-    std::memcpy(out, w.bytes().data(), w.bytes().size());
-    args->executable = out;
-    args->executable_size = w.bytes().size();
-  });
-}
-
-void executable_bytes_free(uint8_t* bytes) { std::free(bytes); }
-
-kiln_error* load(kiln_load_args* args) {
-  return guarded([&] {
-    check_args(args, "load");
-    if (args->device == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "load: device is NULL");
-    if (args->executable == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "load: executable is NULL");
-    Reader r(args->executable, args->executable_size);
-    if (args->executable_size < sizeof(kExeMagic) ||
-        std::memcmp(r.take(sizeof(kExeMagic)), kExeMagic, sizeof(kExeMagic)) != 0)
-      fail(KILN_ERR_CORRUPT, "not a cpu executable (bad magic)");
-    const auto format = r.get<uint32_t>();
-    if (format != kExeFormat)
-      fail(KILN_ERR_CORRUPT, "cpu executable format " + std::to_string(format) + " is not supported (want " +
-                                 std::to_string(kExeFormat) + ")");
-    const auto vlen = r.get<uint32_t>();
-    const std::string version(reinterpret_cast<const char*>(r.take(vlen)), vlen);
-    if (version != KILN_CPU_COMPILER_VERSION)
-      fail(KILN_ERR_CORRUPT, "executable was compiled by " + version + ", this plugin is " + KILN_CPU_COMPILER_VERSION +
-                                 "; recompile it");
-    const auto sections = r.get<uint32_t>();
-    const uint8_t* ir = nullptr;
-    uint64_t ir_size = 0;
-    for (uint32_t s = 0; s < sections; ++s) {
-      const auto tag = r.get<uint32_t>();
-      const auto size = r.get<uint64_t>();
-      const uint8_t* data = r.take(size);
-      if (tag == kSectionIR) ir = data, ir_size = size;  // unknown sections: later additions
-    }
-    if (!r.done()) fail(KILN_ERR_CORRUPT, "cpu executable has trailing bytes");
+  static kiln_loaded_executable* load(kiln_device* device, const uint8_t* bytes, size_t size) {
+    const kiln::plugin_kit::Container c = kiln::plugin_kit::read_container(kFormat, bytes, size);
+    const kiln::plugin_kit::Section* ir = c.find(kSectionIR);
     if (ir == nullptr) fail(KILN_ERR_CORRUPT, "cpu executable has no IR section");
-
     auto loaded = std::make_unique<kiln_loaded_executable>();
-    decode_and_plan(ir, ir_size, &loaded->graph, &loaded->plans);
+    decode_and_plan(ir->data, ir->size, &loaded->graph, &loaded->plans);
     const auto& g = loaded->graph;
     loaded->slot_bytes.assign(g.num_slots, 0);
     for (const auto& v : g.values)
       loaded->slot_bytes[v.slot] = std::max(loaded->slot_bytes[v.slot], v.offset + v.bytes());
     for (const auto& p : loaded->plans)
-      loaded->scratch_bytes = std::max(loaded->scratch_bytes, p.scratch_bytes(args->device->threads));
+      loaded->scratch_bytes = std::max(loaded->scratch_bytes, p.scratch_bytes(device->threads));
     loaded->addresses.assign(g.values.size(), nullptr);
-    loaded->device = args->device;
-    args->loaded = loaded.release();
-  });
-}
+    loaded->device = device;
+    return loaded.release();
+  }
+  static void loaded_free(kiln_device*, kiln_loaded_executable* loaded) { delete loaded; }
+  static const kiln_device* loaded_device(const kiln_loaded_executable* exe) { return exe->device; }
+  static const std::vector<uint64_t>& slot_bytes(const kiln_loaded_executable* exe) { return exe->slot_bytes; }
 
-void loaded_free(kiln_device*, kiln_loaded_executable* loaded) { delete loaded; }
-
-kiln_error* execute(kiln_execute_args* args) {
-  return guarded([&] {
-    check_args(args, "execute");
-    kiln_device* dev = args->device;
-    kiln_loaded_executable* exe = args->loaded;
-    if (dev == nullptr || exe == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "execute: device or executable is NULL");
-    if (exe->device != dev) fail(KILN_ERR_INVALID_ARGUMENT, "execute: the executable was loaded on another device");
+  // Binds value addresses from the slot buffers and runs the nodes in order
+  // on the device's thread pool, synchronously.
+  static void execute(kiln_device* dev, kiln_loaded_executable* exe, kiln_buffer* const* slots) {
     const auto& g = exe->graph;
-    if (args->num_slots < 0 || static_cast<uint32_t>(args->num_slots) < g.num_slots)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: the graph addresses " + std::to_string(g.num_slots) + " slots, " +
-                                          std::to_string(args->num_slots) + " bound");
-    if (args->slots == nullptr && g.num_slots > 0) fail(KILN_ERR_INVALID_ARGUMENT, "execute: slots is NULL");
-    for (uint32_t s = 0; s < g.num_slots; ++s) {
-      if (exe->slot_bytes[s] == 0) continue;
-      const kiln_buffer* b = args->slots[s];
-      if (b == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " is not bound");
-      if (b->size < exe->slot_bytes[s])
-        fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " holds " + std::to_string(b->size) +
-                                            " bytes; the graph needs " + std::to_string(exe->slot_bytes[s]));
-    }
-
     std::lock_guard<std::mutex> lock(dev->mutex);
     if (dev->scratch_bytes < exe->scratch_bytes) {
       std::free(dev->scratch);
@@ -611,7 +361,7 @@ kiln_error* execute(kiln_execute_args* args) {
     }
     for (size_t v = 0; v < g.values.size(); ++v) {
       const auto& val = g.values[v];
-      exe->addresses[v] = static_cast<uint8_t*>(args->slots[val.slot]->data) + val.offset;
+      exe->addresses[v] = static_cast<uint8_t*>(slots[val.slot]->data) + val.offset;
     }
     kiln::cpu::Ctx ctx;
     ctx.pool = dev->pool.get();
@@ -634,55 +384,15 @@ kiln_error* execute(kiln_execute_args* args) {
         dev->run_node(after_staging, node, values);
         kiln::cpu::stage_out(node.staging, values, saved);
       }
-      if (dev->profile)
-        record_profile(dev, node, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (dev->profile) record_profile(dev, node, kiln::plugin_kit::seconds_since(t0));
     }
-  });
-}
+  }
 
-kiln_error* synchronize(kiln_device*) { return nullptr; }  // execute is synchronous
-
-kiln_error* op_supported(kiln_op_supported_args* args) {
-  return guarded([&] {
-    check_args(args, "op_supported");
-    args->supported = is_supported(args->op) ? 1 : 0;
-  });
-}
-
-const kiln_plugin_api kApi = {
-    sizeof(kiln_plugin_api),
-    KILN_ABI_MAJOR,
-    KILN_ABI_MINOR,
-    "cpu",
-    error_destroy,
-    error_message,
-    error_code,
-    compiler_version,
-    device_count,
-    device_properties,
-    device_open,
-    device_close,
-    buffer_alloc,
-    buffer_free,
-    buffer_write,
-    buffer_read,
-    buffer_copy,
-    compile,
-    executable_bytes_free,
-    load,
-    loaded_free,
-    execute,
-    synchronize,
-    op_supported,
-    nullptr,  // op_supported_node (ABI 1.2): the per-op answer holds for every shape
+  static void synchronize(kiln_device*) {}  // execute is synchronous
+  static bool op_supported(int32_t op) { return is_supported(op); }
 };
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &kApi; }
-
 // Any CPU can run this plugin (AVX2 is chosen at device open, not required).
-extern "C" __attribute__((visibility("default"))) int kiln_plugin_probe(char* reason, size_t reason_size) {
-  if (reason != nullptr && reason_size > 0) reason[0] = '\0';
-  return 1;
-}
+KILN_PLUGIN_KIT_EXPORT(CpuPlugin)

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "failure.h"
 #include "kiln/plugin.h"
+#include "kiln/plugin_kit.hpp"
 
 // Internal to the plugin: keep these out of its dynamic symbol table.
 #pragma GCC visibility push(hidden)
@@ -19,8 +19,8 @@
 namespace kiln::ocl {
 
 // Thrown anywhere in the plugin; plugin.cpp turns it into a kiln_error.
-using backend::fail;
-using backend::Failure;
+using plugin_kit::fail;
+using plugin_kit::Failure;
 
 // "CL_OUT_OF_RESOURCES (-5)" for a status code.
 std::string cl_status_name(cl_int status);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common.h"
-#include "fingerprint.h"
+#include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
 
@@ -54,7 +54,7 @@ class ScopedContext {
   cl_context ctx_ = nullptr;
 };
 
-using backend::fingerprint_hex;
+using plugin_kit::fingerprint_hex;
 
 }  // namespace kiln::ocl
 

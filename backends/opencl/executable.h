@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/plugin_kit.hpp"
 #include "schedule.h"
 
 #pragma GCC visibility push(hidden)
@@ -20,9 +21,7 @@
 namespace kiln::ocl {
 
 struct ExecutableImage {
-  std::string compiler_version;
-  std::string fingerprint;  // of the device compiled for
-  std::string device_name;
+  plugin_kit::ContainerStamp stamp;  // compiler version, device compiled for
   std::string source;
   std::vector<uint8_t> binary;
   Schedule schedule;

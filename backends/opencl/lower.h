@@ -2,9 +2,9 @@
 // the names the OpenCL code generator uses.
 #pragma once
 
-#include "bytes.h"
 #include "common.h"
 #include "ir_check.h"
+#include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
 
@@ -14,8 +14,8 @@ using backend::analyze;
 using backend::NodeInfo;
 using backend::op_name;
 using backend::PermutePlan;
-using backend::Reader;
-using backend::Writer;
+using plugin_kit::Reader;
+using plugin_kit::Writer;
 
 inline void decode_ir(const uint8_t* bytes, size_t size, ir::DecodedGraph* g) {
   backend::decode_ir(bytes, size, g, "opencl");

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "bytes.h"
 #include "common.h"
+#include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
 
 namespace kiln::ocl {
 
-using backend::Reader;
-using backend::Writer;
+using plugin_kit::Reader;
+using plugin_kit::Writer;
 
 // Where an operand's memory is at execute time.
 enum class Mem : uint8_t {

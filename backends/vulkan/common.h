@@ -1,5 +1,5 @@
-// What every file of the Vulkan plugin shares: the Failure exception (from
-// backends/common), the byte reader/writer, and checks on VkResult codes.
+// What every file of the Vulkan plugin shares: the Failure exception and
+// the byte reader/writer (from the plugin kit, kiln/plugin_kit.hpp), and checks on VkResult codes.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -7,18 +7,17 @@
 #include <cstdint>
 #include <string>
 
-#include "bytes.h"
-#include "failure.h"
 #include "kiln/plugin.h"
+#include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
 
 namespace kiln::vk {
 
-using backend::fail;
-using backend::Failure;
-using backend::Reader;
-using backend::Writer;
+using plugin_kit::fail;
+using plugin_kit::Failure;
+using plugin_kit::Reader;
+using plugin_kit::Writer;
 
 // "VK_ERROR_DEVICE_LOST (-4)".
 std::string vk_result_name(VkResult r);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common.h"
-#include "fingerprint.h"
+#include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
 
@@ -54,7 +54,7 @@ struct LogicalDevice {
   LogicalDevice& operator=(const LogicalDevice&) = delete;
 };
 
-using backend::fingerprint_hex;
+using plugin_kit::fingerprint_hex;
 
 }  // namespace kiln::vk
 

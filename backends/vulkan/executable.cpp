@@ -8,14 +8,8 @@ namespace kiln::vk {
 
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'V', 'K', '0', '1'};
-constexpr uint32_t kFormat = 1;
-
-void section(Writer& w, uint32_t tag, const std::vector<uint8_t>& data) {
-  w.put<uint32_t>(tag);
-  w.put<uint64_t>(data.size());
-  w.put_bytes(data.data(), data.size());
-}
+// The plugin kit's container (kiln/plugin_kit.hpp), unchanged since format 1.
+constexpr plugin_kit::ContainerFormat kFormat{{'K', 'I', 'L', 'N', 'V', 'K', '0', '1'}, 1, "vulkan", kCompilerVersion};
 
 uint32_t read_u32(const uint8_t* p) {
   uint32_t v;
@@ -35,13 +29,8 @@ uint64_t checksum(const std::vector<uint8_t>& data) {
 }
 
 std::vector<uint8_t> encode_executable(const ExecutableImage& image) {
-  Writer w;
-  w.put_bytes(kMagic, sizeof(kMagic));
-  w.put<uint32_t>(kFormat);
-  w.put_string(image.compiler_version);
-  w.put_string(image.fingerprint);
-  w.put_string(image.device_name);
-  w.put<uint32_t>(3);
+  // Each section views its writer's bytes, alive until the container is written.
+  plugin_kit::Container c{image.stamp, {}};
   Writer spirv;
   spirv.put<uint64_t>(image.spirv.size());
   for (size_t i = 0; i < image.spirv.size(); ++i) {
@@ -49,39 +38,26 @@ std::vector<uint8_t> encode_executable(const ExecutableImage& image) {
     spirv.put<uint64_t>(image.spirv[i].size());
     spirv.put_bytes(image.spirv[i].data(), image.spirv[i].size() * 4);
   }
-  section(w, kSectionSpirv, spirv.bytes());
+  c.sections.push_back({kSectionSpirv, spirv.bytes().data(), spirv.bytes().size()});
   Writer sched;
   image.schedule.write(sched);
-  section(w, kSectionSchedule, sched.bytes());
+  c.sections.push_back({kSectionSchedule, sched.bytes().data(), sched.bytes().size()});
   Writer cache;
   cache.put<uint64_t>(checksum(image.pipeline_cache));
   cache.put_bytes(image.pipeline_cache.data(), image.pipeline_cache.size());
-  section(w, kSectionPipelineCache, cache.bytes());
-  return std::move(w.bytes());
+  c.sections.push_back({kSectionPipelineCache, cache.bytes().data(), cache.bytes().size()});
+  return plugin_kit::write_container(kFormat, c);
 }
 
 ExecutableImage decode_executable(const uint8_t* bytes, size_t size) {
-  Reader r(bytes, size, "vulkan executable");
-  if (std::memcmp(r.take(sizeof(kMagic)), kMagic, sizeof(kMagic)) != 0)
-    fail(KILN_ERR_CORRUPT, "not a vulkan executable (bad magic)");
-  const auto format = r.get<uint32_t>();
-  if (format != kFormat) fail(KILN_ERR_CORRUPT, "vulkan executable format " + std::to_string(format) + " unknown");
-  ExecutableImage image;
-  image.compiler_version = r.get_string();
-  if (image.compiler_version != kCompilerVersion)
-    fail(KILN_ERR_CORRUPT, "vulkan executable from compiler " + image.compiler_version + ", this plugin is " +
-                               kCompilerVersion + ": recompile it");
-  image.fingerprint = r.get_string();
-  image.device_name = r.get_string();
-  const auto nsections = r.get<uint32_t>();
+  const plugin_kit::Container c = plugin_kit::read_container(kFormat, bytes, size);
   bool have_spirv = false, have_schedule = false;
   std::vector<std::string> spirv_names;
-  for (uint32_t i = 0; i < nsections; ++i) {
-    const auto tag = r.get<uint32_t>();
-    const auto length = r.get<uint64_t>();
-    const uint8_t* data = r.take(length);
-    Reader sr(data, length, "vulkan executable section");
-    if (tag == kSectionSpirv) {
+  ExecutableImage image;
+  image.stamp = c.stamp;
+  for (const plugin_kit::Section& section : c.sections) {
+    Reader sr(section.data, section.size, "vulkan executable section");
+    if (section.tag == kSectionSpirv) {
       const uint64_t n = sr.get_count(16);
       for (uint64_t k = 0; k < n; ++k) {
         spirv_names.push_back(sr.get_string());
@@ -91,19 +67,19 @@ ExecutableImage decode_executable(const uint8_t* bytes, size_t size) {
         image.spirv.push_back(std::move(code));
       }
       have_spirv = true;
-    } else if (tag == kSectionSchedule) {
+    } else if (section.tag == kSectionSchedule) {
       image.schedule = Schedule::read(sr);
       have_schedule = true;
-    } else if (tag == kSectionPipelineCache) {
+    } else if (section.tag == kSectionPipelineCache) {
       image.pipeline_cache_checksum = sr.get<uint64_t>();
-      const uint8_t* blob = sr.take(length - 8);
-      image.pipeline_cache.assign(blob, blob + (length - 8));
+      const uint8_t* blob = sr.take(section.size - 8);
+      image.pipeline_cache.assign(blob, blob + (section.size - 8));
     } else {
-      continue;
+      continue;  // a later version's section
     }
-    if (!sr.done()) fail(KILN_ERR_CORRUPT, "vulkan executable section " + std::to_string(tag) + " has trailing bytes");
+    if (!sr.done())
+      fail(KILN_ERR_CORRUPT, "vulkan executable section " + std::to_string(section.tag) + " has trailing bytes");
   }
-  if (!r.done()) fail(KILN_ERR_CORRUPT, "vulkan executable has trailing bytes");
   if (!have_spirv || !have_schedule) fail(KILN_ERR_CORRUPT, "vulkan executable lacks its SPIR-V or schedule");
   if (spirv_names != image.schedule.shaders)
     fail(KILN_ERR_CORRUPT, "vulkan executable's SPIR-V does not match its schedule's shaders");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device.h"
+#include "kiln/plugin_kit.hpp"
 #include "schedule.h"
 
 #pragma GCC visibility push(hidden)
@@ -27,9 +28,7 @@ inline constexpr uint32_t kSectionSchedule = 2;
 inline constexpr uint32_t kSectionPipelineCache = 3;
 
 struct ExecutableImage {
-  std::string compiler_version;
-  std::string fingerprint;  // of the device compiled for
-  std::string device_name;
+  plugin_kit::ContainerStamp stamp;          // compiler version, device compiled for
   std::vector<std::vector<uint32_t>> spirv;  // one per Schedule::shaders entry
   Schedule schedule;
   std::vector<uint8_t> pipeline_cache;

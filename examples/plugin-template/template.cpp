@@ -7,27 +7,30 @@
 // GELU_GRAD); op_supported says no to every other op, so kiln runs those on
 // its cpu backend and copies tensors across, and a model still trains.
 //
-// Rules every plugin follows (kiln/plugin.h): no C++ exception crosses the
-// C boundary (each entry point catches and returns a kiln_error), every args
-// struct is checked for struct_size, and nothing trusts the IR bytes until
+// The C boundary of kiln/plugin.h (argument checks, errors that never let
+// an exception cross it, the function table, the executable container) is
+// the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
+// the TemplatePlugin class at the end. Nothing trusts the IR bytes until
+// they are decoded and validated.
+// The C boundary of kiln/plugin.h (argument checks, errors that never let
+// an exception cross it, the function table, the executable container) is
+// the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
+// the TemplatePlugin class at the end. Nothing trusts the IR bytes until
 // they are decoded and validated.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <new>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kiln/ir_decode.hpp"
 #include "kiln/op_rules.hpp"
 #include "kiln/plugin.h"
+#include "kiln/plugin_kit.hpp"
 
 // The handle types are opaque to kiln; each plugin defines them.
-struct kiln_error {
-  int32_t code;
-  std::string message;
-};
 struct kiln_device {
   int index;
 };
@@ -36,64 +39,26 @@ struct kiln_buffer {
   uint64_t size;            // bytes asked for
 };
 struct kiln_loaded_executable {
+  const kiln_device* device;  // the device it was loaded on
   kiln::ir::DecodedGraph graph;
   std::vector<uint64_t> slot_bytes;  // how much each bound buffer must hold
 };
 
 namespace {
 
+using kiln::plugin_kit::fail;
+
 // Part of every compile-cache key: bump it when execute's behaviour changes.
-const char kCompilerVersion[] = "template-1";
-const char kExecutableMagic[8] = {'K', 'T', 'M', 'P', 'L', '0', '0', '1'};
+const char kCompilerVersion[] = "template-2";  // 2: the kit's executable container
 
-// ---------------------------------------------------------------- errors
+// The executable: the kit's container (magic, format, compiler version)
+// around one section, the IR, decoded again at load.
+constexpr kiln::plugin_kit::ContainerFormat kFormat{
+    {'K', 'T', 'M', 'P', 'L', '0', '0', '1'}, 2, "template", kCompilerVersion};
+enum : uint32_t { kSectionIR = 1 };
 
-struct Failure {
-  int32_t code;
-  std::string message;
-};
-
-[[noreturn]] void fail(int32_t code, std::string message) { throw Failure{code, std::move(message)}; }
-
-// Handed out when even an error cannot be allocated; never freed.
-kiln_error* out_of_memory() {
-  static kiln_error oom{KILN_ERR_OUT_OF_MEMORY, "out of host memory"};
-  return &oom;
-}
-
-kiln_error* make_error(int32_t code, std::string message) {
-  try {
-    return new kiln_error{code, std::move(message)};
-  } catch (...) {
-    return out_of_memory();
-  }
-}
-
-// Runs f, turning any exception into a kiln_error (NULL on success).
-template <class F>
-kiln_error* guarded(F&& f) {
-  try {
-    f();
-    return nullptr;
-  } catch (const Failure& e) {
-    return make_error(e.code, e.message);
-  } catch (const std::bad_alloc&) {
-    return make_error(KILN_ERR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return make_error(KILN_ERR_INTERNAL, e.what());
-  } catch (...) {
-    return make_error(KILN_ERR_INTERNAL, "unknown error in the template backend");
-  }
-}
-
-// An args struct from an older host may be shorter than ours. `needed` is
-// the size of the fields this call cannot do without (the whole struct,
-// unless fields appended in a later minor version are optional: those are
-// then used only where KILN_STRUCT_HAS says the host's struct holds them).
-template <class Args>
-void check_args(const Args* args, const char* what, size_t needed = sizeof(Args)) {
-  if (args == nullptr || args->struct_size < needed)
-    fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": args missing or too short");
+void check_device_index(int32_t index) {
+  if (index != 0) fail(KILN_ERR_INVALID_ARGUMENT, "the template backend has one device, 0");
 }
 
 // ---------------------------------------------------------------- the ops
@@ -175,104 +140,6 @@ void run_node(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, k
   }
 }
 
-// ---------------------------------------------------------------- the ABI
-
-void error_destroy(kiln_error* e) {
-  if (e != out_of_memory()) delete e;
-}
-const char* error_message(const kiln_error* e) { return e ? e->message.c_str() : ""; }
-int32_t error_code(const kiln_error* e) { return e ? e->code : KILN_OK; }
-const char* compiler_version() { return kCompilerVersion; }
-
-kiln_error* device_count(kiln_device_count_args* args) {
-  return guarded([&] {
-    // Only `count` is needed: a 1.0 host's struct ends right after it (the
-    // ABI 1.1 no_devices_reason is only for a plugin that finds no device).
-    check_args(args, "device_count", offsetof(kiln_device_count_args, count) + sizeof(args->count));
-    args->count = 1;
-  });
-}
-
-kiln_error* device_properties(kiln_device_properties_args* args) {
-  return guarded([&] {
-    check_args(args, "device_properties");
-    if (args->device_index != 0) fail(KILN_ERR_INVALID_ARGUMENT, "the template backend has one device, 0");
-    kiln_device_properties* out = args->properties;
-    if (out == nullptr || out->struct_size < sizeof(size_t)) fail(KILN_ERR_INVALID_ARGUMENT, "no properties struct");
-    // Fill our own copy, then give the host as much as its struct holds: an
-    // older host knows fewer fields.
-    kiln_device_properties p{};
-    std::strcpy(p.name, "template (host memory)");
-    std::strcpy(p.vendor, "kiln example");
-    std::strcpy(p.driver_version, kCompilerVersion);
-    p.kind = KILN_DEVICE_CPU;
-    p.memory_bytes = uint64_t{1} << 30;
-    p.compute_units = 1;
-    std::strcpy(p.fingerprint, "template-1-host");
-    const size_t size = out->struct_size < sizeof(p) ? out->struct_size : sizeof(p);
-    p.struct_size = out->struct_size;
-    std::memcpy(out, &p, size);
-  });
-}
-
-kiln_error* device_open(kiln_device_open_args* args) {
-  return guarded([&] {
-    check_args(args, "device_open");
-    if (args->device_index != 0) fail(KILN_ERR_INVALID_ARGUMENT, "the template backend has one device, 0");
-    args->device = new kiln_device{args->device_index};
-  });
-}
-
-void device_close(kiln_device* device) { delete device; }
-
-kiln_error* buffer_alloc(kiln_buffer_alloc_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_alloc");
-    auto* b = new kiln_buffer;
-    b->size = args->size_bytes;
-    try {
-      b->data.resize((args->size_bytes + 3) / 4);
-    } catch (...) {
-      delete b;
-      throw;
-    }
-    args->buffer = b;
-  });
-}
-
-void buffer_free(kiln_device*, kiln_buffer* buffer) { delete buffer; }
-
-unsigned char* range(kiln_buffer* b, uint64_t offset, uint64_t size) {
-  if (b == nullptr || offset > b->size || size > b->size - offset)
-    fail(KILN_ERR_INVALID_ARGUMENT, "transfer outside the buffer");
-  return reinterpret_cast<unsigned char*>(b->data.data()) + offset;
-}
-
-kiln_error* buffer_write(kiln_buffer_transfer_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_write");
-    unsigned char* dst = range(args->buffer, args->offset, args->size_bytes);
-    if (args->size_bytes > 0) std::memcpy(dst, args->host, args->size_bytes);
-  });
-}
-
-kiln_error* buffer_read(kiln_buffer_transfer_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_read");
-    unsigned char* src = range(args->buffer, args->offset, args->size_bytes);
-    if (args->size_bytes > 0) std::memcpy(args->host, src, args->size_bytes);
-  });
-}
-
-kiln_error* buffer_copy(kiln_buffer_copy_args* args) {
-  return guarded([&] {
-    check_args(args, "buffer_copy");
-    unsigned char* src = range(args->src, args->src_offset, args->size_bytes);
-    unsigned char* dst = range(args->dst, args->dst_offset, args->size_bytes);
-    if (args->size_bytes > 0) std::memmove(dst, src, args->size_bytes);
-  });
-}
-
 // Decodes and validates; the error code says whether the bytes are broken
 // or merely ask for more than this backend does.
 void decode_ir(const uint8_t* bytes, size_t size, kiln::ir::DecodedGraph* g) {
@@ -281,115 +148,90 @@ void decode_ir(const uint8_t* bytes, size_t size, kiln::ir::DecodedGraph* g) {
   validate(*g);
 }
 
-// compile is pure: no device, no global state. The executable is the magic,
-// the compiler version and the IR, to be decoded again at load.
-kiln_error* compile(kiln_compile_args* args) {
-  return guarded([&] {
-    check_args(args, "compile");
+// ---------------------------------------------------------------- the device part
+
+// What the kit's C entry points call (kiln/plugin_kit.hpp lists them). The
+// kit has already checked every args struct, NULL handle, transfer range and
+// execute slot.
+struct TemplatePlugin {
+  static constexpr const char* kName = "template";
+  static constexpr const char* kCompilerVersion = ::kCompilerVersion;
+
+  static int32_t device_count() { return 1; }
+
+  static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
+    check_device_index(index);
+    return {"template (host memory)", "kiln example", kCompilerVersion, KILN_DEVICE_CPU, uint64_t{1} << 30, 1,
+            "template-1-host"};
+  }
+
+  static kiln_device* device_open(int32_t index, int32_t) {
+    check_device_index(index);
+    return new kiln_device{index};
+  }
+
+  static kiln_buffer* buffer_alloc(kiln_device*, uint64_t size) {
+    auto b = std::make_unique<kiln_buffer>();
+    b->size = size;
+    b->data.resize((size + 3) / 4);
+    return b.release();
+  }
+  static void buffer_free(kiln_device*, kiln_buffer* buffer) { delete buffer; }
+  static uint64_t buffer_size(const kiln_buffer* b) { return b->size; }
+  static unsigned char* bytes(kiln_buffer* b, uint64_t offset) {
+    return reinterpret_cast<unsigned char*>(b->data.data()) + offset;
+  }
+  static void buffer_write(kiln_device*, kiln_buffer* b, uint64_t offset, const void* host, uint64_t size) {
+    std::memcpy(bytes(b, offset), host, size);
+  }
+  static void buffer_read(kiln_device*, kiln_buffer* b, uint64_t offset, void* host, uint64_t size) {
+    std::memcpy(host, bytes(b, offset), size);
+  }
+  static void buffer_copy(kiln_device*, kiln_buffer* src, uint64_t src_offset, kiln_buffer* dst, uint64_t dst_offset,
+                          uint64_t size) {
+    std::memmove(bytes(dst, dst_offset), bytes(src, src_offset), size);  // the ranges may overlap
+  }
+
+  // Pure: no device, no global state.
+  static std::vector<uint8_t> compile(const kiln_compile_args& args) {
+    check_device_index(args.device_index);
     kiln::ir::DecodedGraph g;
-    decode_ir(args->ir, args->ir_size, &g);
-    const size_t header = sizeof(kExecutableMagic) + sizeof(kCompilerVersion);
-    auto* out = new uint8_t[header + args->ir_size];
-    std::memcpy(out, kExecutableMagic, sizeof(kExecutableMagic));
-    std::memcpy(out + sizeof(kExecutableMagic), kCompilerVersion, sizeof(kCompilerVersion));
-    std::memcpy(out + header, args->ir, args->ir_size);
-    args->executable = out;
-    args->executable_size = header + args->ir_size;
-  });
-}
+    decode_ir(args.ir, args.ir_size, &g);
+    kiln::plugin_kit::Container c;
+    c.sections.push_back({kSectionIR, args.ir, args.ir_size});
+    return kiln::plugin_kit::write_container(kFormat, c);
+  }
 
-void executable_bytes_free(uint8_t* bytes) { delete[] bytes; }
-
-kiln_error* load(kiln_load_args* args) {
-  return guarded([&] {
-    check_args(args, "load");
-    const size_t header = sizeof(kExecutableMagic) + sizeof(kCompilerVersion);
-    if (args->executable == nullptr || args->executable_size < header ||
-        std::memcmp(args->executable, kExecutableMagic, sizeof(kExecutableMagic)) != 0)
-      fail(KILN_ERR_CORRUPT, "not a template executable");
-    if (std::memcmp(args->executable + sizeof(kExecutableMagic), kCompilerVersion, sizeof(kCompilerVersion)) != 0)
-      fail(KILN_ERR_CORRUPT, "executable was compiled by another template version; recompile it");
-    auto* loaded = new kiln_loaded_executable;
-    try {
-      decode_ir(args->executable + header, args->executable_size - header, &loaded->graph);
-      loaded->slot_bytes.assign(loaded->graph.num_slots, 0);
-      for (const kiln::ir::DecodedValue& v : loaded->graph.values) {
-        uint64_t& need = loaded->slot_bytes[v.slot];
-        if (v.offset + v.bytes() > need) need = v.offset + v.bytes();
-      }
-    } catch (...) {
-      delete loaded;
-      throw;
+  static kiln_loaded_executable* load(kiln_device* device, const uint8_t* bytes, size_t size) {
+    const kiln::plugin_kit::Container c = kiln::plugin_kit::read_container(kFormat, bytes, size);
+    const kiln::plugin_kit::Section* ir = c.find(kSectionIR);
+    if (ir == nullptr) fail(KILN_ERR_CORRUPT, "template executable has no IR section");
+    auto loaded = std::make_unique<kiln_loaded_executable>();
+    loaded->device = device;
+    decode_ir(ir->data, ir->size, &loaded->graph);
+    loaded->slot_bytes.assign(loaded->graph.num_slots, 0);
+    for (const kiln::ir::DecodedValue& v : loaded->graph.values) {
+      uint64_t& need = loaded->slot_bytes[v.slot];
+      if (v.offset + v.bytes() > need) need = v.offset + v.bytes();
     }
-    args->loaded = loaded;
-  });
-}
+    return loaded.release();
+  }
+  static void loaded_free(kiln_device*, kiln_loaded_executable* loaded) { delete loaded; }
+  static const kiln_device* loaded_device(const kiln_loaded_executable* exe) { return exe->device; }
+  static const std::vector<uint64_t>& slot_bytes(const kiln_loaded_executable* exe) { return exe->slot_bytes; }
 
-void loaded_free(kiln_device*, kiln_loaded_executable* loaded) { delete loaded; }
+  static void execute(kiln_device*, kiln_loaded_executable* exe, kiln_buffer* const* slots) {
+    for (const kiln::ir::DecodedNode& n : exe->graph.nodes) run_node(exe->graph, n, slots);
+  }
 
-kiln_error* execute(kiln_execute_args* args) {
-  return guarded([&] {
-    check_args(args, "execute");
-    const kiln_loaded_executable* exe = args->loaded;
-    if (exe == nullptr || args->slots == nullptr || args->num_slots < 0 ||
-        static_cast<uint32_t>(args->num_slots) < exe->graph.num_slots)
-      fail(KILN_ERR_INVALID_ARGUMENT, "execute: missing executable or slots");
-    for (uint32_t s = 0; s < exe->graph.num_slots; ++s)
-      if (exe->slot_bytes[s] > 0 && (args->slots[s] == nullptr || args->slots[s]->size < exe->slot_bytes[s]))
-        fail(KILN_ERR_INVALID_ARGUMENT, "execute: slot " + std::to_string(s) + " is missing or too small");
-    for (const kiln::ir::DecodedNode& n : exe->graph.nodes) run_node(exe->graph, n, args->slots);
-  });
-}
+  static void synchronize(kiln_device*) {}  // execute returns when done
+  static bool op_supported(int32_t op) { return supported(op); }
 
-kiln_error* synchronize(kiln_device*) { return nullptr; }  // execute returns when done
-
-kiln_error* op_supported(kiln_op_supported_args* args) {
-  return guarded([&] {
-    check_args(args, "op_supported");
-    args->supported = supported(args->op) ? 1 : 0;
-  });
-}
-
-// Filled by name, so the template builds against any plugin.h of ABI 1.x:
-// fields a newer header appends stay NULL ("not supported"), e.g.
-// op_supported_node (ABI 1.2), since op_supported's per-op answer holds for
-// every shape here.
-kiln_plugin_api make_api() {
-  kiln_plugin_api api{};
-  api.struct_size = sizeof(kiln_plugin_api);
-  api.abi_major = KILN_ABI_MAJOR;
-  api.abi_minor = KILN_ABI_MINOR;
-  api.name = "template";
-  api.error_destroy = error_destroy;
-  api.error_message = error_message;
-  api.error_code = error_code;
-  api.compiler_version = compiler_version;
-  api.device_count = device_count;
-  api.device_properties = device_properties;
-  api.device_open = device_open;
-  api.device_close = device_close;
-  api.buffer_alloc = buffer_alloc;
-  api.buffer_free = buffer_free;
-  api.buffer_write = buffer_write;
-  api.buffer_read = buffer_read;
-  api.buffer_copy = buffer_copy;
-  api.compile = compile;
-  api.executable_bytes_free = executable_bytes_free;
-  api.load = load;
-  api.loaded_free = loaded_free;
-  api.execute = execute;
-  api.synchronize = synchronize;
-  api.op_supported = op_supported;
-  return api;
-}
-const kiln_plugin_api kApi = make_api();
+  // Optional: cheap, side-effect free. A GPU plugin would check for a driver
+  // here and say what to install in `reason`.
+  static bool probe(std::string*) { return true; }
+};
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) { return &kApi; }
-
-// Optional: cheap, side-effect free. A GPU plugin would check for a driver here.
-extern "C" __attribute__((visibility("default"))) int kiln_plugin_probe(char* reason, size_t reason_size) {
-  if (reason != nullptr && reason_size > 0) reason[0] = '\0';
-  return 1;
-}
+KILN_PLUGIN_KIT_EXPORT(TemplatePlugin)

@@ -35,6 +35,16 @@ void reshape_cases(CaseMaker& m) {
       m.add(KILN_OP_RESHAPE, str(from) + " -> " + str(to) + " " + dtype_name(dt), std::move(g),
             {{"x", data(m, dt, from)}});
     }
+  // Between two nodes the RESHAPE's input and output are arena values, and
+  // the memory planner gives them the same bytes (docs/PLUGIN_GUIDE.md,
+  // section 5): a plugin that copies, or assumes outputs never alias, is
+  // caught here. Scaling by powers of two keeps the result exact.
+  for (const auto& [from, to] : shapes) {
+    Graph g;
+    g.output("y", g.scale(g.reshape(g.scale(g.input("x", KILN_F32, from), 0.5f), to), 4.0f));
+    m.add(KILN_OP_RESHAPE, "aliased in the arena " + str(from) + " -> " + str(to) + " f32", std::move(g),
+          {{"x", data(m, KILN_F32, from)}});
+  }
 }
 
 void permute_cases(CaseMaker& m) {

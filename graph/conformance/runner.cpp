@@ -54,9 +54,13 @@ Guarded guarded(Device& device, uint64_t bytes, const void* data) {
 std::string guard_damage(const Guarded& g) {
   std::vector<uint8_t> guard(kGuardBytes);
   g.buffer->read(guard.data(), kGuardBytes, g.bytes);
-  for (uint64_t i = 0; i < kGuardBytes; ++i)
-    if (guard[i] != kGuardByte) return fmt::format("wrote {} bytes past its end", i + 1);
-  return {};
+  // The overrun reaches the last changed byte (a written byte may happen to
+  // equal the guard's, so the first changed one understates it).
+  uint64_t reach = kGuardBytes;
+  while (reach > 0 && guard[reach - 1] == kGuardByte) --reach;
+  if (reach == 0) return {};
+  if (reach == kGuardBytes) return fmt::format("wrote at least {} bytes past its end", kGuardBytes);
+  return fmt::format("wrote {} bytes past its end", reach);
 }
 
 std::set<kiln_op> missing_ops(const Plugin& plugin, const graph::Graph& g) {

@@ -247,6 +247,22 @@ typedef struct kiln_plugin_api {
   kiln_error* (*op_supported_node)(kiln_node_supported_args* args);
 } kiln_plugin_api;
 
+/* The size of each struct's ABI 1.0 fields: the least struct_size a callee
+ * accepts from an older caller (fields appended later are optional and
+ * read with KILN_STRUCT_HAS). Append-only, like the structs. */
+#define KILN_DEVICE_COUNT_ARGS_SIZE_1_0 offsetof(kiln_device_count_args, no_devices_reason)
+#define KILN_DEVICE_PROPERTIES_SIZE_1_0 sizeof(kiln_device_properties)
+#define KILN_DEVICE_PROPERTIES_ARGS_SIZE_1_0 sizeof(kiln_device_properties_args)
+#define KILN_DEVICE_OPEN_ARGS_SIZE_1_0 sizeof(kiln_device_open_args)
+#define KILN_BUFFER_ALLOC_ARGS_SIZE_1_0 sizeof(kiln_buffer_alloc_args)
+#define KILN_BUFFER_TRANSFER_ARGS_SIZE_1_0 sizeof(kiln_buffer_transfer_args)
+#define KILN_BUFFER_COPY_ARGS_SIZE_1_0 sizeof(kiln_buffer_copy_args)
+#define KILN_COMPILE_ARGS_SIZE_1_0 sizeof(kiln_compile_args)
+#define KILN_LOAD_ARGS_SIZE_1_0 sizeof(kiln_load_args)
+#define KILN_EXECUTE_ARGS_SIZE_1_0 sizeof(kiln_execute_args)
+#define KILN_OP_SUPPORTED_ARGS_SIZE_1_0 sizeof(kiln_op_supported_args)
+#define KILN_PLUGIN_API_SIZE_1_0 offsetof(kiln_plugin_api, op_supported_node)
+
 /* Required export. Returns a table with static storage duration. */
 typedef const kiln_plugin_api* (*kiln_plugin_get_api_fn)(void);
 #define KILN_PLUGIN_GET_API_SYMBOL "kiln_plugin_get_api"

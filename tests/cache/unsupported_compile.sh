@@ -2,7 +2,8 @@
 # Plugin ABI 1.2's support answers and compile refusals (issue 19):
 # - a compile that returns KILN_ERR_UNSUPPORTED runs that piece on the cpu
 #   fallback: train succeeds, loses nothing against cpu, and no .failed
-#   marker is left (a capability gap is not a failure);
+#   marker is left (a capability gap is not a failure), and precompile
+#   counts it as a fallback, not a failed compilation;
 # - an empty executable returned as success is a plugin error naming the
 #   plugin, and never a cache entry;
 # - op_supported_node sees shapes: a matmul limit sends just the large
@@ -21,6 +22,16 @@ grep -q "faults: a graph piece of [0-9]* nodes runs on the cpu fallback: .*canno
 [ "$(count_files "$tmp/unsup" '*.failed')" = 0 ] || fail "a refused compile left a failure marker"
 [ "$(metrics "$tmp/unsup.jsonl")" = "$(metrics "$tmp/cpu.jsonl")" ] ||
   fail "losses on the fallback ($(metrics "$tmp/unsup.jsonl")) differ from cpu's ($(metrics "$tmp/cpu.jsonl"))"
+
+# precompile counts such refusals as fallbacks, not failures, and exits 0.
+KILN_TEST_COMPILE_UNSUPPORTED=1 "$kiln" precompile "${model[@]}" --backend faults --cache-dir "$tmp/pre" \
+  >"$tmp/pre.log" 2>&1 || { cat "$tmp/pre.log"; fail "precompile must not fail on unsupported graphs"; }
+grep -q "^Total failed compilations: 0$" "$tmp/pre.log" || { cat "$tmp/pre.log"; fail "refusals counted as failures"; }
+grep -Eq "^Unsupported by the backend \(run on the cpu fallback\): [1-9][0-9]*$" "$tmp/pre.log" ||
+  { cat "$tmp/pre.log"; fail "precompile does not count the fallbacks"; }
+grep -q "^precompile: unsupported, runs on the cpu fallback: .*cannot run this graph" "$tmp/pre.log" ||
+  { cat "$tmp/pre.log"; fail "no line naming the refused graph"; }
+[ "$(count_files "$tmp/pre" '*.failed')" = 0 ] || fail "a refused precompile left a failure marker"
 
 set +e
 KILN_TEST_COMPILE_EMPTY=1 "$kiln" train "${model[@]}" --backend faults --cache-dir "$tmp/empty" >"$tmp/empty.log" 2>&1

@@ -68,6 +68,17 @@ expect_error() {  # expect_error <words> <args...>: one line on stderr, status 1
   check "check-backend $* says '$want' in one line (got: $err)" \
     test "$(grep -c . <<<"$err")" -eq 1 -a -n "$(grep -F -- "$want" <<<"$err")"
 }
+# --large adds the cases above 2^20 elements; they stay out of the default
+# run. One of them runs here on cpu (well under a second).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$kiln" check-backend --list >"$tmp/list.txt" 2>&1
+"$kiln" check-backend --list --large >"$tmp/list_large.txt" 2>&1
+check "the default suite has no large cases" test "$(grep -Ec ' large (\[|N=)' "$tmp/list.txt")" -eq 0
+check "--large lists cases above 2^20 elements" grep -q '^gelu .* gelu large \[1048577\]$' "$tmp/list_large.txt"
+"$kiln" check-backend cpu --large --filter "gelu large" >"$tmp/large.txt" 2>&1
+check "check-backend cpu --large passes its gelu case" grep -Eq '^PASS +gelu +1 case ' "$tmp/large.txt"
+
 expect_error "no backend 'nosuch'" nosuch
 expect_error "needs a backend name" --filter gelu
 expect_error "no conformance case matches" cpu --filter no-such-op

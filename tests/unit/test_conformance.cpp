@@ -265,6 +265,26 @@ TEST_F(FaultyBackend, WritesPastTheEndFail) {
   EXPECT_NE(r.cases[0].detail.find("guard"), std::string::npos) << r.cases[0].detail;
 }
 
+TEST_F(FaultyBackend, OverrunSizeIsTheWholeWrite) {
+  // One float just past the output: 4 bytes, the first of which (1.0f is
+  // 00 00 80 3f) differs from the guard pattern like the rest.
+  testing::wrapped_hooks().after_execute = [](const kiln_plugin_api* api, kiln_execute_args* a, auto& sizes) {
+    const float one = 1.0f;
+    kiln_buffer_transfer_args t{};
+    t.struct_size = sizeof(t);
+    t.device = a->device;
+    t.buffer = a->slots[a->num_slots - 1];
+    t.offset = sizes.back() - 256;  // the runner's guard is 256 bytes
+    t.size_bytes = sizeof(one);
+    t.host = const_cast<float*>(&one);
+    api->buffer_write(&t);
+  };
+  Report r = run_filtered("gelu_grad [33, 65]");
+  ASSERT_GE(r.cases.size(), 1u);
+  EXPECT_EQ(r.cases[0].status, Status::Fail);
+  EXPECT_NE(r.cases[0].detail.find("wrote 4 bytes past its end"), std::string::npos) << r.cases[0].detail;
+}
+
 TEST_F(FaultyBackend, ModifiedInputsFail) {
   testing::wrapped_hooks().after_execute = [](const kiln_plugin_api* api, kiln_execute_args* a, auto&) {
     float x = 42.0f;

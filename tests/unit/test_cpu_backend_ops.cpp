@@ -236,9 +236,10 @@ TEST(CpuPlugin, LoadRefusesOtherCompilerVersions) {
   ASSERT_EQ(compile_code(w.bytes(3, 0), nullptr, &exe), KILN_OK);
   Device& d = device("avx2");
   const std::string version = d.plugin().raw_table()->compiler_version();
-  // The version string follows magic (8), format (4) and its length (4).
-  ASSERT_EQ(std::string(exe.begin() + 16, exe.begin() + 16 + static_cast<long>(version.size())), version);
-  exe[16 + version.size() - 1] ^= 1;
+  // The version string follows magic (8), format (4) and its u64 length (8):
+  // the plugin kit's container (kiln/plugin_kit.hpp).
+  ASSERT_EQ(std::string(exe.begin() + 20, exe.begin() + 20 + static_cast<long>(version.size())), version);
+  exe[20 + version.size() - 1] ^= 1;
   kiln_load_args l{};
   l.struct_size = sizeof(l);
   l.device = d.handle();

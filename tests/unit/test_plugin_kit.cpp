@@ -1,0 +1,171 @@
+// The plugin kit's pieces on their own (kiln/plugin_kit.hpp); the entry
+// points it builds are exercised through the real plugins (conformance,
+// tests/abi).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/plugin_kit.hpp"
+
+namespace kit = kiln::plugin_kit;
+
+namespace {
+
+struct Caught {
+  int32_t code = KILN_OK;
+  std::string message;
+};
+
+template <class F>
+Caught guard(F&& f) {
+  kiln_error* e = kit::guarded("mine", "execute", std::forward<F>(f));
+  Caught c;
+  if (e != nullptr) c = {e->code, e->message};
+  if (e != kit::out_of_memory_error()) delete e;
+  return c;
+}
+
+const kit::ContainerFormat kFormat{{'K', 'I', 'T', 'T', 'E', 'S', 'T', '1'}, 3, "mine", "mine-7"};
+
+std::vector<uint8_t> sample_container() {
+  static const uint8_t a[] = {1, 2, 3}, b[] = {9};
+  kit::Container c{{"ignored", "fp", "device"}, {{1, a, sizeof(a)}, {77, b, sizeof(b)}}};
+  return kit::write_container(kFormat, c);
+}
+
+TEST(PluginKit, GuardKeepsFailuresAndNamesTheFunctionForOtherExceptions) {
+  EXPECT_EQ(guard([] {}).code, KILN_OK);
+  Caught f = guard([] { kit::fail(KILN_ERR_DEVICE, "lost the device"); });
+  EXPECT_EQ(f.code, KILN_ERR_DEVICE);
+  EXPECT_EQ(f.message, "lost the device");
+  Caught s = guard([] { throw std::runtime_error("boom"); });
+  EXPECT_EQ(s.code, KILN_ERR_INTERNAL);
+  EXPECT_EQ(s.message, "execute: boom");
+  Caught n = guard([] { throw 42; });
+  EXPECT_EQ(n.code, KILN_ERR_INTERNAL);
+  EXPECT_EQ(n.message, "unknown exception in the mine backend's execute");
+  EXPECT_EQ(guard([] { throw std::bad_alloc(); }).code, KILN_ERR_OUT_OF_MEMORY);
+}
+
+TEST(PluginKit, ArgsMustHoldTheirAbi10Fields) {
+  Caught null = guard([] { kit::check_args(static_cast<kiln_load_args*>(nullptr), "load"); });
+  EXPECT_EQ(null.message, "load: args is NULL");
+  kiln_load_args l{};
+  l.struct_size = sizeof(l) - 1;
+  Caught short_args = guard([&] { kit::check_args(&l, "load"); });
+  EXPECT_EQ(short_args.code, KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(short_args.message, "load: args struct_size " + std::to_string(sizeof(l) - 1) + " is smaller than " +
+                                    std::to_string(sizeof(l)));
+  // A 1.0 host's device_count args end before the 1.1 no_devices_reason.
+  kiln_device_count_args d{};
+  d.struct_size = KILN_DEVICE_COUNT_ARGS_SIZE_1_0;
+  EXPECT_EQ(guard([&] { kit::check_args(&d, "device_count"); }).code, KILN_OK);
+  d.struct_size = KILN_DEVICE_COUNT_ARGS_SIZE_1_0 - 1;
+  EXPECT_EQ(guard([&] { kit::check_args(&d, "device_count"); }).code, KILN_ERR_INVALID_ARGUMENT);
+}
+
+TEST(PluginKit, PropertiesFillOnlyWhatTheCallersStructHolds) {
+  kiln_device_properties p{};
+  std::memset(&p, 0x5a, sizeof(p));
+  p.struct_size = offsetof(kiln_device_properties, fingerprint);  // a host that knows no fingerprint
+  kit::DeviceProperties d;
+  d.name = std::string(300, 'n');  // longer than the array: cut, NUL-terminated
+  d.kind = KILN_DEVICE_GPU;
+  d.fingerprint = "abc";
+  ASSERT_EQ(guard([&] { kit::fill_properties(&p, d); }).code, KILN_OK);
+  EXPECT_EQ(p.struct_size, offsetof(kiln_device_properties, fingerprint));
+  EXPECT_EQ(std::string(p.name), std::string(sizeof(p.name) - 1, 'n'));
+  EXPECT_EQ(p.kind, KILN_DEVICE_GPU);
+  EXPECT_EQ(static_cast<unsigned char>(p.fingerprint[0]), 0x5a);
+}
+
+TEST(PluginKit, RangesAndSlotsAreCheckedWithOneLineErrors) {
+  int buffer = 0;
+  EXPECT_EQ(guard([&] { kit::check_range("buffer_read", &buffer, 16, 8, 8); }).code, KILN_OK);
+  EXPECT_EQ(guard([&] { kit::check_range("buffer_read", &buffer, 16, 12, 8); }).message,
+            "buffer_read: 8 bytes at offset 12 overrun a buffer of 16 bytes");
+  EXPECT_EQ(guard([&] { kit::check_range("buffer_read", nullptr, 0, 0, 0); }).message, "buffer_read: buffer is NULL");
+
+  auto size_of = [](const int* b) { return static_cast<uint64_t>(*b); };
+  int small = 8, big = 64;
+  const std::vector<uint64_t> need = {0, 32, 16};
+  int* ok[] = {nullptr, &big, &big};
+  EXPECT_EQ(guard([&] { kit::check_slots(ok, 3, need, size_of); }).code, KILN_OK);
+  EXPECT_EQ(guard([&] { kit::check_slots(ok, 2, need, size_of); }).message,
+            "execute: the graph addresses 3 slots, 2 bound");
+  int* unbound[] = {nullptr, nullptr, &big};
+  EXPECT_EQ(guard([&] { kit::check_slots(unbound, 3, need, size_of); }).message, "execute: slot 1 is not bound");
+  int* too_small[] = {nullptr, &big, &small};
+  EXPECT_EQ(guard([&] { kit::check_slots(too_small, 3, need, size_of); }).message,
+            "execute: slot 2 holds 8 bytes; the graph needs 16");
+}
+
+TEST(PluginKit, ContainerRoundTripsAndRefusesEverythingElse) {
+  const std::vector<uint8_t> bytes = sample_container();
+  kit::Container c = kit::read_container(kFormat, bytes.data(), bytes.size());
+  EXPECT_EQ(c.stamp.compiler_version, "mine-7");  // the format's, not the stamp's
+  EXPECT_EQ(c.stamp.fingerprint, "fp");
+  EXPECT_EQ(c.stamp.device_name, "device");
+  ASSERT_NE(c.find(1), nullptr);
+  EXPECT_EQ(std::vector<uint8_t>(c.find(1)->data, c.find(1)->data + c.find(1)->size), (std::vector<uint8_t>{1, 2, 3}));
+  ASSERT_NE(c.find(77), nullptr);  // a tag this reader does not know is kept, not refused
+  EXPECT_EQ(c.find(2), nullptr);
+
+  auto refusal = [&](std::vector<uint8_t> b) {
+    return guard([&] { kit::read_container(kFormat, b.data(), b.size()); });
+  };
+  std::vector<uint8_t> magic = bytes;
+  magic[0] = 'X';
+  EXPECT_EQ(refusal(magic).message, "not a mine executable (bad magic)");
+  std::vector<uint8_t> format = bytes;
+  format[8] = 2;
+  EXPECT_EQ(refusal(format).message, "mine executable format 2 is not supported (want 3)");
+  kit::ContainerFormat other = kFormat;
+  other.compiler_version = "mine-8";
+  Caught version = guard([&] { kit::read_container(other, bytes.data(), bytes.size()); });
+  EXPECT_EQ(version.code, KILN_ERR_CORRUPT);
+  EXPECT_EQ(version.message, "executable was compiled by mine-7, this plugin is mine-8; recompile it");
+  std::vector<uint8_t> trailing = bytes;
+  trailing.push_back(0);
+  EXPECT_EQ(refusal(trailing).message, "mine executable has trailing bytes");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Caught cut = refusal(std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+    EXPECT_EQ(cut.code, KILN_ERR_CORRUPT) << n << " bytes";
+  }
+}
+
+TEST(PluginKit, ProfileTablePrintsSlowestFirstWithGflops) {
+  kit::ProfileTable t;
+  t.add("fast", 0.5);
+  t.add("slow", 1.0, 4e9);
+  t.add("slow", 1.0, 4e9);
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  t.print(f, "kiln mine profile", "calls");
+  std::rewind(f);
+  char buf[4096] = {};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  const std::string out(buf, n);
+  EXPECT_EQ(out.rfind("kiln mine profile: 2.500 s in calls\n", 0), 0u) << out;
+  const size_t slow = out.find("slow"), fast = out.find("fast");
+  ASSERT_NE(slow, std::string::npos);
+  ASSERT_NE(fast, std::string::npos);
+  EXPECT_LT(slow, fast);
+  EXPECT_NE(out.find("       2 calls  slow  4.0 GFLOP/s"), std::string::npos) << out;
+}
+
+TEST(PluginKit, FingerprintIs64HexDigitsAndSensitive) {
+  const std::string a = kit::fingerprint_hex("device|driver 1"), b = kit::fingerprint_hex("device|driver 2");
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, kit::fingerprint_hex("device|driver 1"));
+}
+
+}  // namespace
