@@ -4,9 +4,10 @@
 // progress_lines,worker_memory,read_only}.sh.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdio>
-#include <regex>
 #include <string>
+#include <string_view>
 
 #include "compiler_cache/compile_pool.h"
 #include "compiler_cache/pool_progress.h"
@@ -69,6 +70,31 @@ TEST(PrecompileSummary, TextIsNpcsBlock) {
             "Total graphs: 6\nAlready cached: 2\nTotal successful compilations: 3\nTotal failed compilations: 1\n");
 }
 
+// "precompile: N/3 done, 0 failed, 0 running, 0 locked, T s" with an optional
+// ", ETA T s" or ", ETA ?". Matched by hand: GCC 12's <regex> trips
+// -Wmaybe-uninitialized under the ASan preset's -O2.
+bool skip_number(std::string_view& s) {
+  size_t n = 0;
+  while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) != 0 || s[n] == '.')) ++n;
+  s.remove_prefix(n);
+  return n > 0;
+}
+
+bool skip_text(std::string_view& s, std::string_view text) {
+  if (!s.starts_with(text)) return false;
+  s.remove_prefix(text.size());
+  return true;
+}
+
+bool is_progress_line(std::string_view s) {
+  if (!skip_text(s, "precompile: ") || !skip_number(s)) return false;
+  if (!skip_text(s, "/3 done, 0 failed, 0 running, 0 locked, ") || !skip_number(s) || !skip_text(s, " s")) return false;
+  if (s.empty()) return true;
+  if (!skip_text(s, ", ETA ")) return false;
+  if (s == "?") return true;
+  return skip_number(s) && s == " s";
+}
+
 TEST(PoolProgress, LineHasCountsElapsedAndEta) {
   ProgressCounts c;
   c.total = 10;
@@ -116,13 +142,12 @@ TEST(PoolProgress, PlainFormPrintsOnChangeAtMostOnceASecond) {
   const std::string out = written(f);
   std::fclose(f);
   EXPECT_EQ(out.find('\r'), std::string::npos);
-  const std::regex line("precompile: [0-9]+/3 done, 0 failed, 0 running, 0 locked, [0-9.]+ s(, ETA ([0-9.]+ s|\\?))?");
   int progress_lines = 0;
   size_t start = 0;
   for (size_t nl = out.find('\n'); nl != std::string::npos; start = nl + 1, nl = out.find('\n', start)) {
     const std::string l = out.substr(start, nl - start);
     if (l == "precompile: FAILED x") continue;
-    EXPECT_TRUE(std::regex_match(l, line)) << l;
+    EXPECT_TRUE(is_progress_line(l)) << l;
     ++progress_lines;
   }
   EXPECT_EQ(progress_lines, 4) << out;
