@@ -27,7 +27,8 @@ std::string summary_text(const PrecompileSummary& s) {
   out += "Total successful compilations: " + std::to_string(s.compiled) + "\n";
   out += "Total failed compilations: " + std::to_string(s.failed) + "\n";
   // Ops the backend lacks and graphs its compile refused: not failures.
-  if (s.fell_back > 0) out += "Unsupported by the backend (run on the cpu fallback): " + std::to_string(s.fell_back) + "\n";
+  if (s.fell_back > 0)
+    out += "Unsupported by the backend (run on the cpu fallback): " + std::to_string(s.fell_back) + "\n";
   return out;
 }
 
