@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
 #include "version.h"
 
@@ -91,41 +90,14 @@ std::vector<DeviceInfo> enumerate(std::string* why_none) {
 
 }  // namespace
 
-namespace {
-std::string why_none_;  // written once, under devices()' lock
-}
-
-const std::vector<DeviceInfo>& devices() {
-  // A function-local static would cache a failure's absence forever; this
-  // retries enumeration until it succeeds once.
-  static std::mutex mutex;
-  static std::vector<DeviceInfo> list;
-  static bool done = false;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!done) {
-    list = enumerate(&why_none_);
-    if (list.empty() && why_none_.empty())
-      why_none_ = "the OpenCL platforms found have no devices (clinfo lists what the ICD loader sees)";
-    done = true;
-  }
+kiln::plugin_kit::DeviceList<DeviceInfo>& device_list() {
+  static kiln::plugin_kit::DeviceList<DeviceInfo> list(
+      "opencl", enumerate, "the OpenCL platforms found have no devices (clinfo lists what the ICD loader sees)");
   return list;
 }
 
-std::string no_devices_reason() {
-  devices();
-  return why_none_;
-}
-
-const DeviceInfo& device_at(int32_t index) {
-  const auto& list = devices();
-  if (index < 0 || static_cast<size_t>(index) >= list.size())
-    fail(KILN_ERR_INVALID_ARGUMENT, "device index " + std::to_string(index) + " out of range (the opencl backend has " +
-                                        std::to_string(list.size()) + " device" + (list.size() == 1 ? "" : "s") + ")");
-  return list[static_cast<size_t>(index)];
-}
-
 ScopedContext::ScopedContext(int32_t index) {
-  const DeviceInfo& info = device_at(index);
+  const DeviceInfo& info = device_list().at(index);
   cl_int status = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info.platform), 0};
   ctx_ = clCreateContext(props, 1, &info.id, nullptr, nullptr, &status);

@@ -30,14 +30,10 @@ struct DeviceInfo {
   std::string fingerprint;
 };
 
-// Enumerated once. No platform at all (no ICD, or OCL_ICD_VENDORS pointing
-// at an empty directory) is an empty list, not an error.
-const std::vector<DeviceInfo>& devices();
-// Why devices() is empty, in one line naming the fix; empty when it is not.
-std::string no_devices_reason();
-
-// Throws KILN_ERR_INVALID_ARGUMENT for an index outside devices().
-const DeviceInfo& device_at(int32_t index);
+// The devices, enumerated once. No platform at all (no ICD, or
+// OCL_ICD_VENDORS pointing at an empty directory) is an empty list, with
+// why_none() saying so, not an error.
+kiln::plugin_kit::DeviceList<DeviceInfo>& device_list();
 
 // A context of its own on one device, for compile: compiles need no opened
 // kiln_device and may run concurrently. Released at the end of the compile

@@ -115,17 +115,17 @@ struct OpenclPlugin {
   static constexpr const char* kName = "opencl";
   static constexpr const char* kCompilerVersion = kiln::ocl::kCompilerVersion;
 
-  static int32_t device_count() { return static_cast<int32_t>(kiln::ocl::devices().size()); }
-  static std::string no_devices_reason() { return kiln::ocl::no_devices_reason(); }
+  static int32_t device_count() { return kiln::ocl::device_list().count(); }
+  static std::string no_devices_reason() { return kiln::ocl::device_list().why_none(); }
 
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
-    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_at(index);
+    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_list().at(index);
     return {d.name,          d.vendor,     d.platform_name + " " + d.driver_version, d.kind, d.memory_bytes,
             d.compute_units, d.fingerprint};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {
-    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_at(index);
+    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_list().at(index);
     auto dev = std::make_unique<kiln_device>();
     dev->index = index;
     dev->info = &d;
@@ -187,7 +187,7 @@ struct OpenclPlugin {
   // Decode + check the IR, fuse, generate one OpenCL C program for the
   // whole graph and build it in a context of its own on the target device.
   static std::vector<uint8_t> compile(const kiln_compile_args& args) {
-    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_at(args.device_index);
+    const kiln::ocl::DeviceInfo& d = kiln::ocl::device_list().at(args.device_index);
     kiln::ir::DecodedGraph g;
     kiln::ocl::decode_ir(args.ir, args.ir_size, &g);
     kiln::backend::require_supported(g, supported());

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include "version.h"
 
@@ -10,10 +9,7 @@ namespace kiln::vk {
 
 namespace {
 
-std::mutex g_mutex;
 VkInstance g_instance = VK_NULL_HANDLE;
-std::vector<DeviceInfo>* g_devices = nullptr;
-std::string g_why_none;
 
 std::string version_string(uint32_t v) {
   return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
@@ -107,8 +103,9 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   return d;
 }
 
-void enumerate() {
-  g_devices = new std::vector<DeviceInfo>();
+// Creates the instance (kept for the process) and lists the usable devices.
+std::vector<DeviceInfo> enumerate(std::string* why_none) {
+  std::vector<DeviceInfo> list;
   VkApplicationInfo app{};
   app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
   app.pApplicationName = "kiln";
@@ -120,19 +117,19 @@ void enumerate() {
   VkResult r = vkCreateInstance(&ci, nullptr, &g_instance);
   if (r != VK_SUCCESS) {
     g_instance = VK_NULL_HANDLE;
-    g_why_none = r == VK_ERROR_INCOMPATIBLE_DRIVER
-                     ? "no Vulkan driver (ICD) found: install mesa-vulkan-drivers (lavapipe) or a GPU driver, "
-                       "or check VK_DRIVER_FILES/VK_ICD_FILENAMES"
-                     : "creating a Vulkan instance failed: " + vk_result_name(r);
-    return;
+    *why_none = r == VK_ERROR_INCOMPATIBLE_DRIVER
+                    ? "no Vulkan driver (ICD) found: install mesa-vulkan-drivers (lavapipe) or a GPU driver, "
+                      "or check VK_DRIVER_FILES/VK_ICD_FILENAMES"
+                    : "creating a Vulkan instance failed: " + vk_result_name(r);
+    return list;
   }
   uint32_t n = 0;
   r = vkEnumeratePhysicalDevices(g_instance, &n, nullptr);
   std::vector<VkPhysicalDevice> pds(n);
   if (r == VK_SUCCESS && n > 0) r = vkEnumeratePhysicalDevices(g_instance, &n, pds.data());
   if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-    g_why_none = "enumerating Vulkan devices failed: " + vk_result_name(r);
-    return;
+    *why_none = "enumerating Vulkan devices failed: " + vk_result_name(r);
+    return list;
   }
   std::string skipped;
   for (uint32_t i = 0; i < n; ++i) {
@@ -141,37 +138,23 @@ void enumerate() {
       skipped += (skipped.empty() ? "" : ", ") + d.name;
       continue;
     }
-    g_devices->push_back(std::move(d));
+    list.push_back(std::move(d));
   }
-  if (g_devices->empty())
-    g_why_none = skipped.empty() ? "the Vulkan loader found no device: install mesa-vulkan-drivers (lavapipe) or a "
-                                   "GPU driver"
-                                 : "no Vulkan 1.1 device with a compute queue (skipped: " + skipped + ")";
+  if (list.empty() && !skipped.empty())
+    *why_none = "no Vulkan 1.1 device with a compute queue (skipped: " + skipped + ")";
+  return list;
 }
 
 }  // namespace
 
-const std::vector<DeviceInfo>& devices() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_devices == nullptr) enumerate();
-  return *g_devices;
-}
-
-std::string no_devices_reason() {
-  devices();
-  return g_why_none;
-}
-
-const DeviceInfo& device_at(int32_t index) {
-  const auto& all = devices();
-  if (index < 0 || static_cast<size_t>(index) >= all.size())
-    fail(KILN_ERR_INVALID_ARGUMENT,
-         "vulkan device index " + std::to_string(index) + " out of range (" + std::to_string(all.size()) + " devices)");
-  return all[static_cast<size_t>(index)];
+kiln::plugin_kit::DeviceList<DeviceInfo>& device_list() {
+  static kiln::plugin_kit::DeviceList<DeviceInfo> list(
+      "vulkan", enumerate, "the Vulkan loader found no device: install mesa-vulkan-drivers (lavapipe) or a GPU driver");
+  return list;
 }
 
 VkInstance instance() {
-  devices();
+  device_list().all();
   return g_instance;
 }
 

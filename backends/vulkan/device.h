@@ -34,12 +34,9 @@ struct DeviceInfo {
   std::string fingerprint;
 };
 
-// Enumerated once. No loader, no ICD or no device is an empty list.
-const std::vector<DeviceInfo>& devices();
-// Why devices() is empty, in one line naming the fix; empty when it is not.
-std::string no_devices_reason();
-// Throws KILN_ERR_INVALID_ARGUMENT for an index outside devices().
-const DeviceInfo& device_at(int32_t index);
+// The devices, enumerated once. No loader, no ICD or no device is an empty
+// list, with why_none() saying so, not an error.
+kiln::plugin_kit::DeviceList<DeviceInfo>& device_list();
 
 VkInstance instance();
 

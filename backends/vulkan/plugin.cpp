@@ -189,16 +189,16 @@ struct VulkanPlugin {
   static constexpr const char* kName = "vulkan";
   static constexpr const char* kCompilerVersion = kiln::vk::kCompilerVersion;
 
-  static int32_t device_count() { return static_cast<int32_t>(kiln::vk::devices().size()); }
-  static std::string no_devices_reason() { return kiln::vk::no_devices_reason(); }
+  static int32_t device_count() { return kiln::vk::device_list().count(); }
+  static std::string no_devices_reason() { return kiln::vk::device_list().why_none(); }
 
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
-    const kiln::vk::DeviceInfo& d = kiln::vk::device_at(index);
+    const kiln::vk::DeviceInfo& d = kiln::vk::device_list().at(index);
     return {d.name, d.vendor, d.driver_version, d.kind, d.memory_bytes, 0, d.fingerprint};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {
-    const kiln::vk::DeviceInfo& d = kiln::vk::device_at(index);
+    const kiln::vk::DeviceInfo& d = kiln::vk::device_list().at(index);
     auto dev = std::make_unique<kiln_device>();
     dev->rt = std::make_unique<kiln::vk::Runtime>(d);
     dev->profile = kiln::plugin_kit::env_flag("KILN_VULKAN_PROFILE");
@@ -237,7 +237,7 @@ struct VulkanPlugin {
   // Decode + check the IR, lower every node to dispatches and build the
   // pipelines once on a device of its own to fill a VkPipelineCache.
   static std::vector<uint8_t> compile(const kiln_compile_args& args) {
-    const kiln::vk::DeviceInfo& d = kiln::vk::device_at(args.device_index);
+    const kiln::vk::DeviceInfo& d = kiln::vk::device_list().at(args.device_index);
     kiln::ir::DecodedGraph g;
     kiln::backend::decode_ir(args.ir, args.ir_size, &g, "vulkan");
     kiln::backend::require_supported(g, kiln::vk::kSupported);

@@ -10,6 +10,7 @@
 //     ABI function (kit::fail throws the code and message of your choice);
 //   - struct-size-aware argument checks (the ABI 1.0 sizes in plugin.h);
 //   - fixed-string copying and device_properties for a host of any minor;
+//   - the device list, enumerated once (DeviceList);
 //   - buffer range checks and execute-slot validation;
 //   - the executable container (magic, format, compiler version, device,
 //     tagged sections) and the byte writer/reader for a plugin's sections;
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -196,6 +198,64 @@ inline std::string fingerprint_hex(const std::string& data) {
   }
   return out;
 }
+
+// ---------------------------------------------------------------- the device list
+
+// The devices a plugin finds, enumerated on first use and kept for the
+// process. `enumerate` returns them, or an empty list and (in *why_none)
+// one line naming the fix; if it throws, the next call tries again, so a
+// transient driver failure is not remembered as "no devices".
+template <class Info>
+class DeviceList {
+ public:
+  using Enumerate = std::vector<Info> (*)(std::string* why_none);
+
+  // `backend` names the plugin in errors; `no_devices` is the reason given
+  // when enumerate finds nothing and does not say why.
+  DeviceList(const char* backend, Enumerate enumerate, const char* no_devices)
+      : backend_(backend), enumerate_(enumerate), no_devices_(no_devices) {}
+
+  const std::vector<Info>& all() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      std::string why;
+      list_ = enumerate_(&why);
+      why_none_ = list_.empty() ? (why.empty() ? std::string(no_devices_) : why) : std::string();
+      done_ = true;
+    }
+    return list_;
+  }
+
+  int32_t count() { return static_cast<int32_t>(all().size()); }
+
+  // Why all() is empty; empty when it is not.
+  std::string why_none() {
+    all();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return why_none_;
+  }
+
+  // KILN_ERR_INVALID_ARGUMENT for an index outside all().
+  const Info& at(int32_t index) {
+    const std::vector<Info>& list = all();
+    if (index < 0 || static_cast<size_t>(index) >= list.size()) {
+      std::string message = "device index " + std::to_string(index) + " out of range (the ";
+      message += backend_;
+      message += " backend has " + std::to_string(list.size()) + (list.size() == 1 ? " device)" : " devices)");
+      fail(KILN_ERR_INVALID_ARGUMENT, std::move(message));
+    }
+    return list[static_cast<size_t>(index)];
+  }
+
+ private:
+  const char* backend_;
+  Enumerate enumerate_;
+  const char* no_devices_;
+  std::mutex mutex_;
+  bool done_ = false;
+  std::vector<Info> list_;
+  std::string why_none_;
+};
 
 // ---------------------------------------------------------------- buffers and slots
 

@@ -168,4 +168,44 @@ TEST(PluginKit, FingerprintIs64HexDigitsAndSensitive) {
   EXPECT_EQ(a, kit::fingerprint_hex("device|driver 1"));
 }
 
+// Enumeration for the DeviceList test: throws on its first call (a driver
+// hiccup), then finds the devices `found` says, counting its calls.
+int g_enumerations = 0;
+int g_found = 0;
+std::vector<int> enumerate_flaky(std::string* why_none) {
+  if (g_enumerations++ == 0) throw std::runtime_error("driver hiccup");
+  if (g_found == 0) return {};
+  if (g_found < 0) {
+    *why_none = "no driver: install one";
+    return {};
+  }
+  return std::vector<int>(static_cast<size_t>(g_found), 7);
+}
+
+TEST(PluginKit, DeviceListEnumeratesOnceAfterItSucceeds) {
+  g_enumerations = 0;
+  g_found = 2;
+  kit::DeviceList<int> list("mine", enumerate_flaky, "found nothing");
+  EXPECT_EQ(guard([&] { list.all(); }).message, "execute: driver hiccup");
+  EXPECT_EQ(list.count(), 2);  // the failure was not remembered
+  EXPECT_EQ(list.count(), 2);
+  EXPECT_EQ(g_enumerations, 2);
+  EXPECT_EQ(list.why_none(), "");
+  EXPECT_EQ(list.at(1), 7);
+  EXPECT_EQ(guard([&] { list.at(2); }).message, "device index 2 out of range (the mine backend has 2 devices)");
+  EXPECT_EQ(guard([&] { list.at(-1); }).code, KILN_ERR_INVALID_ARGUMENT);
+}
+
+TEST(PluginKit, DeviceListSaysWhyItIsEmpty) {
+  g_enumerations = 1;  // past the hiccup
+  g_found = 0;
+  kit::DeviceList<int> none("mine", enumerate_flaky, "found nothing");
+  EXPECT_EQ(none.count(), 0);
+  EXPECT_EQ(none.why_none(), "found nothing");
+  EXPECT_EQ(guard([&] { none.at(0); }).message, "device index 0 out of range (the mine backend has 0 devices)");
+  g_found = -1;
+  kit::DeviceList<int> explained("mine", enumerate_flaky, "found nothing");
+  EXPECT_EQ(explained.why_none(), "no driver: install one");
+}
+
 }  // namespace
