@@ -69,6 +69,8 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::closed(0, kMaxBatch));
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
+  f.add("--pipeline-model-parallel-size", &pipeline_model_parallel_size,
+        "pipeline stages, each holding an equal share of the layers (1F1B schedule)");
   f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
@@ -237,7 +239,39 @@ void TrainConfig::finalize(const Flags& f) {
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
   model.validate();
+  check_pipeline_layout();
   check_tensor_sizes();
+}
+
+// What pipeline parallelism supports today; anything else is refused before
+// any work, with the flag to drop.
+void TrainConfig::check_pipeline_layout() const {
+  const int64_t P = pipeline_model_parallel_size;
+  if (P <= 0) throw Error("--pipeline-model-parallel-size must be positive, got " + std::to_string(P));
+  if (P == 1) return;
+  const std::string pp = "--pipeline-model-parallel-size " + std::to_string(P);
+  if (model.num_layers % P != 0)
+    throw Error("--num-layers " + std::to_string(model.num_layers) + " is not divisible by " + pp +
+                "; each stage holds an equal share of the layers");
+  if (precision.compute_dtype() != KILN_F32)
+    throw Error(pp + " with --bf16 or --fp16 is not yet supported; drop one of them");
+  if (use_distributed_optimizer)
+    throw Error(pp + " with --use-distributed-optimizer is not yet supported; drop one of them");
+  if (!save.empty() || !load.empty())
+    throw Error(pp + " with --save or --load is not yet supported (checkpoints need every stage's layers); " +
+                "drop them or train with one stage");
+}
+
+GptConfig TrainConfig::stage_model(int64_t stage) const {
+  GptConfig m = model;
+  const int64_t P = pipeline_model_parallel_size;
+  if (P == 1) return m;
+  const int64_t per_stage = model.num_layers / P;
+  m.first_layer = stage * per_stage;
+  m.end_layer = (stage + 1) * per_stage;
+  m.pre_process = stage == 0;
+  m.post_process = stage == P - 1;
+  return m;
 }
 
 void TrainConfig::check_tensor_sizes() const {

@@ -48,6 +48,7 @@ struct TrainConfig {
   int64_t train_iters = 300;
   int64_t data_parallel_size = 1;
   int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;  // pipeline stages (docs/DISTRIBUTED.md)
 
   double lr = 3e-3;
   double min_lr = 3e-4;
@@ -104,6 +105,10 @@ struct TrainConfig {
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
+  // The model part pipeline stage `stage` holds (the whole model without
+  // pipeline parallelism): Megatron's even split of the layers.
+  GptConfig stage_model(int64_t stage) const;
+
   void register_flags(Flags& flags);
   // Fills defaults that depend on other flags and throws kiln::Error for any
   // inconsistent combination, before any device or file is touched.
@@ -119,6 +124,7 @@ struct TrainConfig {
   void load_tokenizer(const Flags& flags);
   // Throws naming the flags when an activation would exceed the IR's limit.
   void check_tensor_sizes() const;
+  void check_pipeline_layout() const;
 };
 
 }  // namespace kiln::trainer

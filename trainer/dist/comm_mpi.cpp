@@ -90,6 +90,14 @@ class MpiComm : public Comm {
     MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
                    MPI_FLOAT, collectives_, &pending_.back());
   }
+  void start_send(std::span<const float> data, int peer, int tag) override {
+    pending_.emplace_back();
+    MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
+  }
+  void start_recv(std::span<float> data, int peer, int tag) override {
+    pending_.emplace_back();
+    MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
+  }
   void start_barrier() override {
     pending_.emplace_back();
     MPI_Ibarrier(collectives_, &pending_.back());
