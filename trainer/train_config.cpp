@@ -257,9 +257,6 @@ void TrainConfig::check_pipeline_layout() const {
     throw Error(pp + " with --bf16 or --fp16 is not yet supported; drop one of them");
   if (use_distributed_optimizer)
     throw Error(pp + " with --use-distributed-optimizer is not yet supported; drop one of them");
-  if (!save.empty() || !load.empty())
-    throw Error(pp + " with --save or --load is not yet supported (checkpoints need every stage's layers); " +
-                "drop them or train with one stage");
 }
 
 GptConfig TrainConfig::stage_model(int64_t stage) const {

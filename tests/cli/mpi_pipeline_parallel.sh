@@ -58,8 +58,6 @@ expect_error "pipeline-model-parallel-size 2 x --tensor-model-parallel-size 1 do
   mpi 3 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2
 expect_error "pipeline-model-parallel-size 2 with --bf16 or --fp16 is not yet supported" \
   mpi 2 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --bf16
-expect_error "pipeline-model-parallel-size 2 with --save or --load is not yet supported" \
-  mpi 2 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --save "$tmp/ckpt"
 expect_error "unknown flag --num-layers-per-virtual-pipeline-stage" \
   "$kiln" train "${common[@]}" --num-layers-per-virtual-pipeline-stage 1
 expect_error "precompile does not yet build pipeline stages" \
