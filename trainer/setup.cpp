@@ -134,9 +134,15 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   if (tp > 1)
     logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", tp,
                   model.local_heads(), model.local_vocab());
-  if (pp > 1)
-    logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, model.num_layers / pp,
-                  micro_batches, micro_batches == 1 ? "" : "es");
+  if (pp > 1) {
+    std::string split;  // layers per stage, first to last
+    for (int64_t s = 0; s < pp; ++s) {
+      if (s > 0) split += "+";
+      split += std::to_string(cfg.stage_layers(s));
+    }
+    logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
+                  micro_batches == 1 ? "" : "es");
+  }
 
   auto t0 = Clock::now();
   graphs = std::make_unique<const RunGraphs>(build_run_graphs(cfg, stage_model));
