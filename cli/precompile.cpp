@@ -215,6 +215,12 @@ int run_precompile(const std::vector<std::string>& args) {
   flags.add("--json", &json, "print the summary as one JSON object on stdout (human lines go to stderr)");
   if (!flags.parse(args)) return 0;
   cfg.finalize(flags);
+  // Each stage runs other graphs than one process; precompile builds the
+  // one-process set, so it refuses rather than warm the cache with the wrong ones.
+  if (cfg.pipeline_model_parallel_size > 1)
+    throw Error(
+        "kiln precompile does not yet build pipeline stages' graphs; drop --pipeline-model-parallel-size "
+        "(the first training run compiles them)");
   if (num_parallel < 0) throw Error("--num-parallel must be >= 0 (0: choose from cores and memory)");
   return run_parent(cfg, cache_flags, num_parallel, timeout_s, json);
 }

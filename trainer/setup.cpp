@@ -56,21 +56,42 @@ void log_split(const std::vector<StepGraph>& graphs) {
 
 }  // namespace
 
+bool has_input(const graph::Executable& exe, const std::string& port) {
+  for (const auto& p : exe.graph().inputs())
+    if (p.name == port) return true;
+  return false;
+}
+
 Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(world) {
   const GptConfig& model = cfg.model;
   const int64_t B = cfg.micro_batch_size, T = model.seq_length;
   micro_batches = cfg.num_micro_batches();
-  const int64_t rank = comm.rank(), tp = model.tensor_parallel;
-  at = Layout{comm.size() / tp, rank / tp, tp, rank % tp};
-  const int64_t dp = at.dp;
+  const int64_t rank = comm.rank(), tp = model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
+  const int64_t dp = comm.size() / (tp * pp);
+  at = Layout{dp, (rank / tp) % dp, tp, rank % tp, pp, rank / (tp * dp)};
   batch_terms = static_cast<double>(micro_batches * dp);
-  if (dp != cfg.data_parallel_size || comm.size() % tp != 0)
+  if (dp != cfg.data_parallel_size || comm.size() % (tp * pp) != 0)
     throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
-                std::to_string(tp) + " but " + std::to_string(comm.size()) + " ranks");
+                std::to_string(tp) + " x pipeline-parallel " + std::to_string(pp) + " but " +
+                std::to_string(comm.size()) + " ranks");
   comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
-  if (tp > 1) {
-    tp_owned = comm.split(static_cast<int>(at.dp_rank), static_cast<int>(at.tp_rank));
-    dp_owned = comm.split(static_cast<int>(at.tp_rank), static_cast<int>(at.dp_rank));
+  stage_model = cfg.stage_model(at.pp_rank);
+  // Groups as colours: a tensor-parallel group shares (pipeline, data) ranks,
+  // a data-parallel group (pipeline, tensor) ranks, a pipeline (data, tensor).
+  const int replica = static_cast<int>(at.pp_rank * dp + at.dp_rank);
+  const int dp_color = static_cast<int>(at.pp_rank * tp + at.tp_rank);
+  const int pp_color = static_cast<int>(at.dp_rank * tp + at.tp_rank);
+  if (tp > 1 || pp > 1) {
+    tp_owned = comm.split(replica, static_cast<int>(at.tp_rank));
+    dp_owned = comm.split(dp_color, static_cast<int>(at.dp_rank));
+  }
+  if (pp > 1) {
+    pp_group = comm.split(pp_color, static_cast<int>(at.pp_rank));
+    // Middle stages each form a group of their own, which they never use.
+    const bool holds_tied = !model.untie_embeddings_and_output_weights && (at.first_stage() || at.last_stage());
+    embedding_group = comm.split(holds_tied ? pp_color : static_cast<int>(dp * tp) + static_cast<int>(rank),
+                                 static_cast<int>(at.pp_rank));
+    if (!holds_tied) embedding_group.reset();
   }
   dp_group = dp_owned ? dp_owned.get() : &comm;
   tp_collectives = std::make_unique<dist::GroupCollectives>(tp_owned ? *tp_owned : comm);
@@ -113,18 +134,31 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   if (tp > 1)
     logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", tp,
                   model.local_heads(), model.local_vocab());
+  if (pp > 1) {
+    std::string split;  // layers per stage, first to last
+    for (int64_t s = 0; s < pp; ++s) {
+      if (s > 0) split += "+";
+      split += std::to_string(cfg.stage_layers(s));
+    }
+    logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
+                  micro_batches == 1 ? "" : "es");
+  }
 
   auto t0 = Clock::now();
-  graphs = std::make_unique<const RunGraphs>(build_run_graphs(cfg));
+  graphs = std::make_unique<const RunGraphs>(build_run_graphs(cfg, stage_model));
   first_micro_batch = std::make_unique<graph::Executable>(*device, graphs->first_micro_batch, &fallback);
   if (graphs->next_micro_batch)
     next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs->next_micro_batch, &fallback);
   grad_norm = std::make_unique<graph::Executable>(*device, graphs->grad_norm, &fallback);
   optimizer = std::make_unique<graph::Executable>(*device, graphs->optimizer, &fallback);
   if (graphs->eval) eval = std::make_unique<graph::Executable>(*device, *graphs->eval, &fallback);
-  for (graph::Executable* exe : {first_micro_batch.get(), next_micro_batch.get(), grad_norm.get(), eval.get()})
+  if (graphs->stage_forward)
+    stage_forward = std::make_unique<graph::Executable>(*device, *graphs->stage_forward, &fallback);
+  for (graph::Executable* exe :
+       {first_micro_batch.get(), next_micro_batch.get(), grad_norm.get(), eval.get(), stage_forward.get()})
     if (exe) exe->set_collectives(tp_collectives.get());
-  logger().info("compiled {} step graphs in {:.2f} s", 3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0),
+  logger().info("compiled {} step graphs in {:.2f} s",
+                3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0) + (stage_forward ? 1 : 0),
                 std::chrono::duration<double>(Clock::now() - t0).count());
   log_compile_cache_use();
   log_split({{"train step (first micro-batch)", first_micro_batch.get(), 1},
@@ -134,7 +168,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
              {"eval step", eval.get(), 0}});
 
   // ---- persistent state, resident on the device
-  state = std::make_unique<ModelState>(*device, model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get(),
+  state = std::make_unique<ModelState>(*device, stage_model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get(),
                                        cfg.shards_optimizer() ? dp_group : nullptr);
   // Measured from the buffers allocated, so the saving is visible in the log.
   logger().info("optimizer state: {} bytes of AdamW moments on this rank{}", state->moment_bytes(),
@@ -150,6 +184,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);
   if (next_micro_batch) state->bind(*next_micro_batch);
   if (eval) state->bind(*eval);
+  if (stage_forward) state->bind(*stage_forward);
   if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
   if (cfg.shards_optimizer()) {
     distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, tp, at.tp_rank);
@@ -160,15 +195,17 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
 }
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
-  if (at.tp > 1) {
+  if (at.tp > 1 && has_input(exe, "targets")) shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
+  if (at.tp > 1 && has_input(exe, "token_mask")) {
     batch.token_mask.resize(batch.tokens.size());
     shard_input_ids(batch.tokens, batch.token_mask, model.local_vocab(), at.tp_rank);
-    shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
     // An f32 input in every precision (the graph casts it to the compute dtype).
     exe.buffer("token_mask")->write(batch.token_mask.data(), batch.token_mask.size() * sizeof(float));
   }
-  exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * sizeof(int32_t));
-  exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * sizeof(int32_t));
+  // A pipeline stage's graph reads the tokens (first stage) or the targets (last) only.
+  if (has_input(exe, "tokens")) exe.buffer("tokens")->write(batch.tokens.data(), batch.tokens.size() * sizeof(int32_t));
+  if (has_input(exe, "targets"))
+    exe.buffer("targets")->write(batch.targets.data(), batch.targets.size() * sizeof(int32_t));
 }
 
 void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch) {

@@ -25,10 +25,13 @@
 
 namespace kiln::trainer {
 
-// Where this rank sits in the job: world rank = dp_rank x tp + tp_rank
-// (Megatron's order: a tensor-parallel group is consecutive ranks).
+// Where this rank sits in the job: world rank =
+// (pp_rank x dp + dp_rank) x tp + tp_rank (Megatron's order: a
+// tensor-parallel group is consecutive ranks, then data, then pipeline).
 struct Layout {
-  int64_t dp = 1, dp_rank = 0, tp = 1, tp_rank = 0;
+  int64_t dp = 1, dp_rank = 0, tp = 1, tp_rank = 0, pp = 1, pp_rank = 0;
+  bool first_stage() const { return pp_rank == 0; }
+  bool last_stage() const { return pp_rank == pp - 1; }
 };
 
 // One micro-batch on the host, before it is written to a step graph.
@@ -67,6 +70,11 @@ struct Setup {
   std::unique_ptr<dist::Comm> tp_owned, dp_owned;
   dist::Comm* dp_group = nullptr;
   std::unique_ptr<dist::GroupCollectives> tp_collectives;
+  // Pipeline parallelism: the stages of this rank's pipeline (rank = stage),
+  // and with a tied embedding the first and last stage's pair, which sums
+  // the word embedding's gradient. Null without pipeline parallelism.
+  std::unique_ptr<dist::Comm> pp_group, embedding_group;
+  GptConfig stage_model;  // this rank's part of the model (all of it without pipeline parallelism)
 
   std::unique_ptr<Device> device;
   FallbackDevice fallback;                 // runs the ops the backend lacks; outlives the executables
@@ -78,6 +86,7 @@ struct Setup {
   // first micro-batch of a step writes the gradients, later ones add.
   std::unique_ptr<const RunGraphs> graphs;
   std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
+  std::unique_ptr<graph::Executable> stage_forward;  // a pipeline stage before the last
 
   std::unique_ptr<ModelState> state;  // resident on the device
   // One of the two: the all-reduce of gradients, or with
@@ -90,10 +99,12 @@ struct Setup {
 };
 
 // Writes a micro-batch to a step graph's inputs, as ids of this rank's
-// vocab shard under tensor parallelism.
+// vocab shard under tensor parallelism (a pipeline stage's graph takes the
+// tokens on the first stage, the targets on the last).
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at);
 // Fills one micro-batch with samples [first, first + B) of a split.
 void fill_batch(const TokenSource& data, Split split, int64_t first, int64_t B, int64_t T, Batch& batch);
+bool has_input(const graph::Executable& exe, const std::string& port);
 float read_scalar(graph::Executable& exe, const std::string& port);
 
 }  // namespace kiln::trainer

@@ -27,7 +27,11 @@ int64_t overflow_test_iteration() {
 }  // namespace
 
 Step::Step(Setup& run, const JobControl& control)
-    : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {}
+    : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {
+  if (run_.at.pp > 1)
+    pipeline_ = std::make_unique<PipelineSchedule>(
+        run_, [this](graph::Executable& exe, int64_t m) { prepare_micro_batch(exe, m, loss_scale_); });
+}
 
 StepResult Step::run() {
   StepResult result;
@@ -67,21 +71,41 @@ StepResult Step::run() {
 // sampler, micro-batch m of the global batch is samples [m x B x DP, +B x DP),
 // and rank r takes the r-th B of them.
 double Step::forward_backward(double loss_scale) {
-  const TrainConfig& cfg = run_.cfg;
-  const int64_t B = cfg.micro_batch_size;
   const auto scale = static_cast<float>(loss_scale);
+  if (pipeline_) {
+    loss_scale_ = scale;
+    return pipeline_->train_step(run_.progress.iteration + 1);
+  }
   double loss_sum = 0;
   for (int64_t m = 0; m < run_.micro_batches; ++m) {
     graph::Executable& train_step = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
-    const int64_t first_sample = run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B;
-    fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
-    feed(train_step, run_.batch, cfg.model, run_.at);
-    feed_dropout_keys(train_step, first_sample);
-    if (cfg.precision.scales_loss()) train_step.buffer(kLossScaleInput)->write(&scale, sizeof scale);
+    prepare_micro_batch(train_step, m, scale);
     train_step.run();
     loss_sum += read_scalar(train_step, "loss");
   }
   return loss_sum;
+}
+
+void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale) {
+  const TrainConfig& cfg = run_.cfg;
+  const int64_t B = cfg.micro_batch_size;
+  const int64_t first_sample = run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B;
+  fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
+  feed(exe, run_.batch, cfg.model, run_.at);
+  feed_dropout_keys(exe, first_sample);
+  if (cfg.precision.scales_loss() && has_input(exe, kLossScaleInput))
+    exe.buffer(kLossScaleInput)->write(&loss_scale, sizeof loss_scale);
+}
+
+void Step::sum_tied_embedding_gradient(int64_t iteration) {
+  if (!run_.embedding_group) return;
+  DeviceBuffer& grad = run_.state->buffer(grad_name("embedding.word_embeddings.weight"));
+  std::vector<float> values(grad.size() / sizeof(float));
+  grad.read(values.data(), grad.size());
+  run_.embedding_group->sum(
+      std::span<float>(values),
+      "embedding gradient all-reduce (first and last stage) at iteration " + std::to_string(iteration));
+  grad.write(values.data(), grad.size());
 }
 
 // The masks of this micro-batch's samples at this iteration
@@ -111,6 +135,7 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
     run_.distributed_optimizer->finish_reduce_scatter();
   else
     run_.gradient_allreduce->finish();
+  sum_tied_embedding_gradient(result.iteration);
   result.loss = shared[0] / run_.batch_terms;
   result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 }
@@ -127,7 +152,12 @@ double Step::gradient_norm(double loss_scale) {
     return std::sqrt(squares) / run_.batch_terms / loss_scale;
   }
   run_.grad_norm->run();
-  return std::sqrt(static_cast<double>(read_scalar(*run_.grad_norm, "grad_sq"))) / run_.batch_terms / loss_scale;
+  double squares = read_scalar(*run_.grad_norm, "grad_sq");
+  // Each pipeline stage's own parameters (a tied embedding counted on the first).
+  if (run_.pp_group)
+    run_.pp_group->sum(std::span<double>(&squares, 1),
+                       "pipeline gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
+  return std::sqrt(squares) / run_.batch_terms / loss_scale;
 }
 
 // One all-reduce of a flag over every rank: an overflow seen by one rank
@@ -184,13 +214,22 @@ double evaluate(Setup& run) {
   const Layout& at = run.at;
   double sum = 0;
   const int64_t B = cfg.micro_batch_size;
-  for (int64_t i = 0; i < cfg.eval_iters; ++i) {
+  auto prepare = [&](graph::Executable& exe, int64_t i) {
     fill_batch(*run.data, Split::Valid, (i * at.dp + at.dp_rank) * B, B, cfg.model.seq_length, run.batch);
-    feed(*run.eval, run.batch, cfg.model, at);
-    run.eval->run();
-    sum += read_scalar(*run.eval, "loss");
+    feed(exe, run.batch, cfg.model, at);
+  };
+  if (at.pp > 1) {
+    PipelineSchedule pipeline(run, prepare);
+    sum = pipeline.evaluate(cfg.eval_iters, prepare);
+  } else {
+    for (int64_t i = 0; i < cfg.eval_iters; ++i) {
+      prepare(*run.eval, i);
+      run.eval->run();
+      sum += read_scalar(*run.eval, "loss");
+    }
   }
-  if (at.tp_rank != 0) sum = 0;
+  // Counted once: by a tensor-parallel group's first rank on the last stage.
+  if (at.tp_rank != 0 || !at.last_stage()) sum = 0;
   run.comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
   return sum / static_cast<double>(cfg.eval_iters * at.dp);
 }

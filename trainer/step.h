@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "trainer/job_control.h"
+#include "trainer/pipeline_schedule.h"
 #include "trainer/setup.h"
 
 namespace kiln::trainer {
@@ -26,6 +28,11 @@ class Step {
 
  private:
   double forward_backward(double loss_scale);
+  // Writes micro-batch m of this step to a step graph: samples, dropout keys, loss scale.
+  void prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale);
+  // With a tied embedding under pipeline parallelism: the first and last
+  // stage's gradients of their copies of the word embedding, summed.
+  void sum_tied_embedding_gradient(int64_t iteration);
   void feed_dropout_keys(graph::Executable& train_step, int64_t first_sample);
   // Sums the loss (once per tensor-parallel group) and any save/exit request
   // over all ranks, then the gradients over data-parallel ranks.
@@ -39,7 +46,9 @@ class Step {
   Setup& run_;
   const JobControl& control_;
   int64_t nan_in_a_row_ = 0;
-  int64_t overflow_test_iteration_ = 0;  // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
+  int64_t overflow_test_iteration_ = 0;         // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
+  float loss_scale_ = 1.0f;                     // this step's, for the pipeline's micro-batches
+  std::unique_ptr<PipelineSchedule> pipeline_;  // --pipeline-model-parallel-size > 1
 };
 
 // The mean validation loss over --eval-iters micro-batches per data-parallel

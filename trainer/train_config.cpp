@@ -69,6 +69,12 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::closed(0, kMaxBatch));
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
+  f.add("--pipeline-model-parallel-size", &pipeline_model_parallel_size,
+        "pipeline stages, each holding an equal share of the layers (1F1B schedule)");
+  f.add("--decoder-first-pipeline-num-layers", &decoder_first_pipeline_num_layers,
+        "layers of the first pipeline stage (default: an equal share)");
+  f.add("--decoder-last-pipeline-num-layers", &decoder_last_pipeline_num_layers,
+        "layers of the last pipeline stage (default: an equal share)");
   f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
@@ -237,7 +243,61 @@ void TrainConfig::finalize(const Flags& f) {
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
   model.validate();
+  check_pipeline_layout();
   check_tensor_sizes();
+}
+
+// What pipeline parallelism supports today; anything else is refused before
+// any work, with the flag to drop.
+void TrainConfig::check_pipeline_layout() const {
+  const int64_t P = pipeline_model_parallel_size;
+  if (P <= 0) throw Error("--pipeline-model-parallel-size must be positive, got " + std::to_string(P));
+  const int64_t first = decoder_first_pipeline_num_layers, last = decoder_last_pipeline_num_layers;
+  if (first < 0 || last < 0)
+    throw Error("--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must be positive");
+  if ((first > 0 || last > 0) && P == 1)
+    throw Error(
+        "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
+        "--pipeline-model-parallel-size 2 or more");
+  if (P == 1) return;
+  const std::string pp = "--pipeline-model-parallel-size " + std::to_string(P);
+  const std::string layers = "--num-layers " + std::to_string(model.num_layers);
+  if (first == 0 && last == 0 && model.num_layers % P != 0)
+    throw Error(layers + " is not divisible by " + pp +
+                "; each stage holds an equal share of the layers (or set --decoder-first-pipeline-num-layers / "
+                "--decoder-last-pipeline-num-layers)");
+  // Megatron's uneven split: the stages without a given count share the rest evenly.
+  const int64_t others = P - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const int64_t rest = model.num_layers - first - last;
+  if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && (rest <= 0 || rest % others != 0)))
+    throw Error(layers + " minus the first/last stage's layers leaves " + std::to_string(rest) + " for the other " +
+                std::to_string(others) + " stages of " + pp +
+                "; the left-over layers must split evenly, at least one per stage");
+  if (precision.compute_dtype() != KILN_F32)
+    throw Error(pp + " with --bf16 or --fp16 is not yet supported; drop one of them");
+  if (use_distributed_optimizer)
+    throw Error(pp + " with --use-distributed-optimizer is not yet supported; drop one of them");
+}
+
+int64_t TrainConfig::stage_layers(int64_t stage) const {
+  const int64_t P = pipeline_model_parallel_size;
+  const int64_t first = decoder_first_pipeline_num_layers, last = decoder_last_pipeline_num_layers;
+  if (stage == 0 && first > 0) return first;
+  if (stage == P - 1 && last > 0) return last;
+  const int64_t others = P - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  return (model.num_layers - first - last) / others;
+}
+
+GptConfig TrainConfig::stage_model(int64_t stage) const {
+  GptConfig m = model;
+  const int64_t P = pipeline_model_parallel_size;
+  if (P == 1) return m;
+  m.first_layer = 0;
+  for (int64_t s = 0; s < stage; ++s) m.first_layer += stage_layers(s);
+  m.end_layer = m.first_layer + stage_layers(stage);
+  m.pre_process = stage == 0;
+  m.post_process = stage == P - 1;
+  return m;
 }
 
 void TrainConfig::check_tensor_sizes() const {

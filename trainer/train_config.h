@@ -48,6 +48,11 @@ struct TrainConfig {
   int64_t train_iters = 300;
   int64_t data_parallel_size = 1;
   int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;  // pipeline stages (docs/DISTRIBUTED.md)
+  // Megatron's uneven split: the first / last stage's layer count (0: the
+  // even share); the other stages share the remaining layers evenly.
+  int64_t decoder_first_pipeline_num_layers = 0;
+  int64_t decoder_last_pipeline_num_layers = 0;
 
   double lr = 3e-3;
   double min_lr = 3e-4;
@@ -104,6 +109,12 @@ struct TrainConfig {
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
+  // The model part pipeline stage `stage` holds (the whole model without
+  // pipeline parallelism): Megatron's split of the layers.
+  GptConfig stage_model(int64_t stage) const;
+  // How many layers pipeline stage `stage` holds.
+  int64_t stage_layers(int64_t stage) const;
+
   void register_flags(Flags& flags);
   // Fills defaults that depend on other flags and throws kiln::Error for any
   // inconsistent combination, before any device or file is touched.
@@ -119,6 +130,7 @@ struct TrainConfig {
   void load_tokenizer(const Flags& flags);
   // Throws naming the flags when an activation would exceed the IR's limit.
   void check_tensor_sizes() const;
+  void check_pipeline_layout() const;
 };
 
 }  // namespace kiln::trainer

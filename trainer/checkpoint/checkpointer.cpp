@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/pipeline_gather.h"
 #include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/report/megatron_log.h"
 
@@ -168,7 +169,8 @@ void Checkpointer::save(int64_t it) {
   auto s0 = Clock::now();
   // Parameters and optimizer state are identical on every data-parallel
   // rank, so rank 0 writes the whole (unsharded) checkpoint, its tensors
-  // gathered over its tensor-parallel group; save_checkpoint updates the
+  // gathered over its tensor-parallel group (and with pipeline parallelism
+  // sent by every later stage); save_checkpoint updates the
   // latest file only once it is durable. The others wait, so nobody exits
   // or moves on before it is.
   //
@@ -185,6 +187,9 @@ void Checkpointer::save(int64_t it) {
     std::map<std::string, SafeTensor> model_tensors = run_.state->save_model();
     std::map<std::string, SafeTensor> optimizer_tensors;  // none under --no-save-optim (every rank skips the gather)
     if (!cfg.no_save_optim) optimizer_tensors = run_.state->save_optimizer();
+    // Every stage's full tensors reach the first stage's first rank.
+    if (run_.pp_group && run_.at.tp_rank == 0)
+      gather_pipeline_stages(cfg, *run_.pp_group, model_tensors, optimizer_tensors);
     if (rank == 0) {
       non_finite = first_non_finite(model_tensors);
       if (non_finite.empty()) save_checkpoint(cfg.save, it, model_tensors, optimizer_tensors, meta);

@@ -41,6 +41,12 @@ class Comm {
   // `all`. Both buffers stay untouched until wait().
   virtual void start_reduce_scatter(std::span<const float> all, std::span<float> mine) = 0;
   virtual void start_all_gather(std::span<const float> mine, std::span<float> all) = 0;
+  // Point-to-point, for pipeline parallelism: send `data` to the group's
+  // rank `peer`, or receive into it from `peer`. Messages of one tag between
+  // two ranks arrive in the order sent. The data stays untouched until
+  // wait(), which completes these with the collectives.
+  virtual void start_send(std::span<const float> data, int peer, int tag) = 0;
+  virtual void start_recv(std::span<float> data, int peer, int tag) = 0;
   // Completes every started collective. `what` names them in the error if
   // the deadline passes (then the job is aborted; this does not return).
   virtual void wait(const std::string& what) = 0;

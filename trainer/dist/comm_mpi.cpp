@@ -90,6 +90,16 @@ class MpiComm : public Comm {
     MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
                    MPI_FLOAT, collectives_, &pending_.back());
   }
+  void start_send(std::span<const float> data, int peer, int tag) override {
+    pending_.emplace_back();
+    MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
+    point_to_point_ = true;
+  }
+  void start_recv(std::span<float> data, int peer, int tag) override {
+    pending_.emplace_back();
+    MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
+    point_to_point_ = true;
+  }
   void start_barrier() override {
     pending_.emplace_back();
     MPI_Ibarrier(collectives_, &pending_.back());
@@ -119,6 +129,7 @@ class MpiComm : public Comm {
       if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(polls > 2000 ? 1000 : 50));
     }
     pending_.clear();
+    point_to_point_ = false;
     reap_heartbeat_sends();
   }
 
@@ -186,7 +197,9 @@ class MpiComm : public Comm {
       if (!flag) return;
       uint64_t generation = 0;
       MPI_Recv(&generation, 1, MPI_UINT64_T, status.MPI_SOURCE, kHeartbeatTag, heartbeats_, MPI_STATUS_IGNORE);
-      if (generation == generation_) heard[static_cast<size_t>(status.MPI_SOURCE)] = true;
+      // Ranks exchanging messages (pipeline stages) wait different numbers
+      // of times: any heartbeat during such a wait shows its sender alive.
+      if (generation == generation_ || point_to_point_) heard[static_cast<size_t>(status.MPI_SOURCE)] = true;
     }
   }
 
@@ -216,6 +229,7 @@ class MpiComm : public Comm {
   };
   uint64_t generation_ = 0;
   std::vector<MPI_Request> pending_;
+  bool point_to_point_ = false;  // pending_ holds a send or receive
   std::vector<HeartbeatSend> beat_sends_;
 };
 

@@ -102,6 +102,23 @@ void GptConfig::validate() const {
                 "; pick a multiple (with --vocab-file, kiln pads the vocab like Megatron)");
 }
 
+namespace {
+// Whether a parameter belongs to cfg's pipeline stage (Megatron's split):
+// its layers, the embedding on the first stage, the final norm and output
+// layer on the last, and the tied word embedding on both.
+bool on_stage(const GptConfig& c, const std::string& name) {
+  const std::string layers = "decoder.layers.";
+  if (name.rfind(layers, 0) == 0) {
+    const int64_t l = std::stoll(name.substr(layers.size()));
+    return l >= c.first_layer && l < c.stage_end();
+  }
+  if (name == "embedding.word_embeddings.weight")
+    return c.pre_process || (c.post_process && !c.untie_embeddings_and_output_weights);
+  if (name.rfind("embedding.", 0) == 0) return c.pre_process;
+  return c.post_process;
+}
+}  // namespace
+
 std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   using Init = ParamSpec::Init;
   const int64_t C = c.hidden_size, F = c.ffn_hidden(), D = c.head_dim();
@@ -147,7 +164,12 @@ std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   }
   add_norm("decoder.final_layernorm", C);
   if (c.untie_embeddings_and_output_weights) add("output_layer.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
-  return p;
+  for (size_t i = 0; i < p.size(); ++i) p[i].init_stream = i;
+  if (!c.is_pipeline_stage() && c.first_layer == 0 && c.end_layer < 0) return p;
+  std::vector<ParamSpec> stage;
+  for (ParamSpec& s : p)
+    if (on_stage(c, s.name)) stage.push_back(std::move(s));
+  return stage;
 }
 
 int64_t parameter_count(const GptConfig& cfg) {
@@ -350,7 +372,6 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     // Megatron's mixed precision: the model's copy of each main parameter.
     f.params[s.name] = c.compute_dtype == KILN_F32 ? main : g.cast(main, c.compute_dtype);
   }
-  f.tokens = g.input("tokens", KILN_I32, {B, T});
   const auto& p = f.params;
 
   const bool parallel = c.tensor_parallel > 1;
@@ -361,9 +382,15 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     return v;
   };
 
-  ValueId words = p.at("embedding.word_embeddings.weight");
+  // The word embedding: on the first stage, and on the last with a tied LM head.
+  const auto words_it = p.find("embedding.word_embeddings.weight");
+  const ValueId words = words_it == p.end() ? -1 : words_it->second;
   ValueId x;
-  if (!parallel) {
+  if (!c.pre_process) {
+    // A later pipeline stage starts from the previous stage's output.
+    f.hidden_in = x = g.input(kHiddenIn, c.compute_dtype, {B * T, C});
+  } else if (!parallel) {
+    f.tokens = g.input("tokens", KILN_I32, {B, T});
     x = g.embedding(words, f.tokens);  // [B, T, C]
   } else {
     // Vocab-parallel, as Megatron: ids of other shards arrive as row 0 with
@@ -371,15 +398,16 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     // on exactly one rank and the sum over the group holds it once. MUL
     // broadcasts over leading dims, hence the mask multiplies the rows
     // transposed.
+    f.tokens = g.input("tokens", KILN_I32, {B, T});
     f.token_mask = g.input("token_mask", KILN_F32, {B * T});
     const ValueId mask = c.compute_dtype == KILN_F32 ? f.token_mask : g.cast(f.token_mask, c.compute_dtype);
     ValueId rows = g.reshape(g.embedding(words, f.tokens), {B * T, C});
     rows = g.permute(g.mul(g.permute(rows, {1, 0}), mask), {1, 0});
     x = all_reduce_as(g, g.reshape(rows, {B, T, C}));
   }
-  if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
+  if (c.pre_process && c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
     x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
-  x = g.reshape(x, {B * T, C});
+  if (c.pre_process) x = g.reshape(x, {B * T, C});
   // Dropout keys are inputs the trainer fills per micro-batch, so the graph
   // stays the same from step to step.
   const ValueId hidden_key = c.hidden_dropout > 0.0f ? g.input(kHiddenDropoutKey, KILN_I32, {4}) : -1;
@@ -387,7 +415,7 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   auto hidden_dropout = [&](ValueId v, int64_t site) {
     return c.hidden_dropout > 0.0f ? g.dropout(v, hidden_key, c.hidden_dropout, site) : v;
   };
-  x = hidden_dropout(x, embedding_dropout_site());
+  if (c.pre_process) x = hidden_dropout(x, embedding_dropout_site());
   PositionValues pos;
   if (c.position_embedding_type == PositionEmbedding::Rope) {
     pos.rotary_cos = g.input(kRotaryCosInput, KILN_F32, {T, c.rotary_pairs()});
@@ -395,13 +423,17 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   }
   if (c.position_embedding_type == PositionEmbedding::Alibi)
     pos.alibi_slopes = g.input(kAlibiSlopesInput, KILN_F32, {c.local_heads()});
-  for (int64_t l = 0; l < c.num_layers; ++l) {
+  for (int64_t l = c.first_layer; l < c.stage_end(); ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
     ValueId h = norm(g, c, x, p, L + "input_layernorm");
     ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l);
     x = g.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
     h = norm(g, c, x, p, L + "pre_mlp_layernorm");
     x = g.add(x, hidden_dropout(mlp(g, c, column_parallel_input(h), p, L), mlp_output_dropout_site(l)));
+  }
+  if (!c.post_process) {
+    f.hidden_out = x;
+    return f;
   }
   x = norm(g, c, x, p, "decoder.final_layernorm");
   // The LM head: this rank's vocab rows of the token embedding (tied) or of

@@ -82,6 +82,17 @@ struct GptConfig {
   // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's
   // guard against fp16 scores overflowing); the same function, other roundings.
   bool query_key_layer_scaling = false;
+  // The pipeline stage this config builds (--pipeline-model-parallel-size;
+  // docs/DISTRIBUTED.md): a layout, not part of the model, never saved.
+  // Layers [first_layer, end_layer) keep their global numbers (names,
+  // dropout sites); the first stage (pre_process) holds the embedding, the
+  // last (post_process) the final norm, the LM head and the loss, and with
+  // tied embeddings its own copy of the word embedding. The defaults are
+  // the whole model.
+  int64_t first_layer = 0;
+  int64_t end_layer = -1;  // -1: num_layers
+  bool pre_process = true;
+  bool post_process = true;
 
   int64_t ffn_hidden() const;
   int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
@@ -93,6 +104,8 @@ struct GptConfig {
   int64_t local_heads() const { return num_attention_heads / tensor_parallel; }
   int64_t local_query_groups() const { return query_groups() / tensor_parallel; }
   int64_t local_vocab() const { return vocab_size / tensor_parallel; }
+  int64_t stage_end() const { return end_layer < 0 ? num_layers : end_layer; }
+  bool is_pipeline_stage() const { return !pre_process || !post_process; }
   // Throws kiln::Error naming the flag if the shape is inconsistent.
   void validate() const;
   // This config for evaluation and generation: no dropout.
@@ -119,9 +132,13 @@ struct ParamSpec {
   int shard_dim = -1;        // the dim split over tensor-parallel ranks; -1: replicated
   graph::Shape shape;        // one rank's part (== full_shape without tensor parallelism)
   int64_t shard_chunks = 1;  // shard_dim is this many equal chunks, each split over the ranks
+  // The parameter's index in the whole model's list: its initialisation
+  // stream, so a pipeline stage draws the same values as one process.
+  uint64_t init_stream = 0;
 };
 
-// Every parameter, with `shape` for cfg.tensor_parallel ranks.
+// Every parameter of cfg's pipeline stage (the whole model by default), with
+// `shape` for cfg.tensor_parallel ranks.
 std::vector<ParamSpec> gpt_parameters(const GptConfig& cfg);
 int64_t parameter_count(const GptConfig& cfg);
 
@@ -146,7 +163,13 @@ struct GptForward {
   graph::ValueId token_mask = -1;                   // "token_mask" [B*T] f32 input, tensor parallelism only
   graph::ValueId logits = -1;                       // [B*T, V / tensor_parallel]
   std::set<graph::ValueId> all_reduce_gradient_of;  // for graph::backward
+  // A pipeline stage's activations: "hidden_in" [B*T, C] (every stage but
+  // the first, instead of "tokens") and what it hands on (every stage but
+  // the last, instead of logits).
+  graph::ValueId hidden_in = -1;
+  graph::ValueId hidden_out = -1;
 };
+inline constexpr const char* kHiddenIn = "hidden_in";
 GptForward build_gpt_forward(graph::Graph& g, const GptConfig& cfg, int64_t batch);
 
 // The mean cross-entropy of the forward's logits against "targets"

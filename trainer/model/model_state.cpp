@@ -114,11 +114,11 @@ void ModelState::zero(const std::string& port) {
 void ModelState::initialize(uint64_t seed) {
   const double std = cfg_.init_method_std;
   const double scaled = std / std::sqrt(2.0 * static_cast<double>(cfg_.num_layers));
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const ParamSpec& s = specs_[i];
-    // One stream per parameter: adding a layer does not reshuffle the
-    // initial values of the others.
-    Rng rng(seed, i);
+  for (const ParamSpec& s : specs_) {
+    // One stream per parameter (its index in the whole model): adding a
+    // layer does not reshuffle the initial values of the others, and a
+    // pipeline stage draws what one process draws.
+    Rng rng(seed, s.init_stream);
     // The full tensor on every rank, so any layout starts from the same model.
     std::vector<float> v(static_cast<size_t>(graph::numel(s.full_shape)));
     for (float& x : v) {

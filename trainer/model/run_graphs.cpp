@@ -6,19 +6,25 @@
 
 namespace kiln::trainer {
 
-RunGraphs build_run_graphs(const TrainConfig& cfg) {
+RunGraphs build_run_graphs(const TrainConfig& cfg) { return build_run_graphs(cfg, cfg.model); }
+
+RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
   const int64_t B = cfg.micro_batch_size;
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
                    static_cast<float>(cfg.adam_eps)};
-  RunGraphs g{build_train_step(cfg.model, B, GradMode::Overwrite), std::nullopt, build_grad_norm(cfg.model),
-              cfg.shards_optimizer() ? build_sharded_optimizer_step(cfg.model, adam, cfg.data_parallel_size)
-                                     : build_optimizer_step(cfg.model, adam),
+  RunGraphs g{build_train_step(model, B, GradMode::Overwrite),
+              std::nullopt,
+              build_grad_norm(model),
+              cfg.shards_optimizer() ? build_sharded_optimizer_step(model, adam, cfg.data_parallel_size)
+                                     : build_optimizer_step(model, adam),
+              std::nullopt,
               std::nullopt};
   // Every micro-batch has B samples (the global batch is a multiple of
   // B x data-parallel size, checked by TrainConfig::finalize), so there is
   // no partial last micro-batch shape to build.
-  if (cfg.num_micro_batches() > 1) g.next_micro_batch = build_train_step(cfg.model, B, GradMode::Accumulate);
-  if (cfg.eval_iters > 0) g.eval = build_eval_step(cfg.model, B);
+  if (cfg.num_micro_batches() > 1) g.next_micro_batch = build_train_step(model, B, GradMode::Accumulate);
+  if (cfg.eval_iters > 0) g.eval = build_eval_step(model, B);
+  if (!model.post_process) g.stage_forward = build_stage_forward(model, B);
   return g;
 }
 
@@ -29,6 +35,7 @@ std::vector<std::pair<std::string, const graph::Graph*>> RunGraphs::list() const
   out.emplace_back("grad norm", &grad_norm);
   out.emplace_back("optimizer", &optimizer);
   if (eval) out.emplace_back("eval step", &*eval);
+  if (stage_forward) out.emplace_back("pipeline stage forward", &*stage_forward);
   return out;
 }
 

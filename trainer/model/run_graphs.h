@@ -22,12 +22,17 @@ struct RunGraphs {
   graph::Graph grad_norm;
   graph::Graph optimizer;
   std::optional<graph::Graph> eval;  // --eval-iters > 0
+  // A pipeline stage before the last: the forward it runs per micro-batch
+  // before its train step (trainer/model/step_graphs.h).
+  std::optional<graph::Graph> stage_forward;
 
   // Every graph with a name for logs, in build order.
   std::vector<std::pair<std::string, const graph::Graph*>> list() const;
 };
 
 RunGraphs build_run_graphs(const TrainConfig& cfg);
+// The graphs of one pipeline stage (TrainConfig::stage_model).
+RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& stage);
 
 // The startup log line saying how many compiled graphs came from the
 // compile cache, how many compiled, and how long each took.

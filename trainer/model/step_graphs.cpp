@@ -7,22 +7,41 @@ namespace kiln::trainer {
 using graph::Graph;
 using graph::ValueId;
 
+namespace {
+// A stage that hands its output on: backward starts from the next stage's
+// gradient of it, as the derivative of sum(hidden_out x grad_hidden_out),
+// whose gradient with respect to hidden_out is exactly grad_hidden_out.
+ValueId handed_on_objective(Graph& g, const GptForward& f, int64_t elements) {
+  ValueId out = g.reshape(f.hidden_out, {1, elements});
+  ValueId grad_out =
+      g.reshape(g.input(kGradHiddenOut, g.value(f.hidden_out).dtype, g.shape(f.hidden_out)), {elements, 1});
+  return g.reshape(g.matmul(out, grad_out), {1});
+}
+}  // namespace
+
 Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
-  ValueId loss = gpt_loss(g, f, cfg, B);
-  // fp16 loss scaling: backward starts from loss x scale, so small
-  // gradients stay above f16's subnormals; the f32 accumulators hold the
-  // scaled sums and the optimizer divides the scale out.
-  ValueId objective = loss;
-  if (cfg.compute_dtype == KILN_F16) objective = g.mul(loss, g.input(kLossScaleInput, KILN_F32, {1}));
+  ValueId loss = -1, objective = -1;
+  if (cfg.post_process) {
+    loss = gpt_loss(g, f, cfg, B);
+    // fp16 loss scaling: backward starts from loss x scale, so small
+    // gradients stay above f16's subnormals; the f32 accumulators hold the
+    // scaled sums and the optimizer divides the scale out.
+    objective = loss;
+    if (cfg.compute_dtype == KILN_F16) objective = g.mul(loss, g.input(kLossScaleInput, KILN_F32, {1}));
+  } else {
+    objective = handed_on_objective(g, f, B * cfg.seq_length * cfg.hidden_size);
+  }
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   std::vector<ValueId> wrt;
   // The f32 main parameters: with a 16-bit compute dtype the gradient passes
   // back through the forward's CAST, so it arrives (and accumulates) in f32.
   for (const auto& s : specs) wrt.push_back(f.param_inputs.at(s.name));
+  if (!cfg.pre_process) wrt.push_back(f.hidden_in);
   std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of);
-  g.output("loss", loss);
+  if (loss >= 0) g.output("loss", loss);
+  if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
     ValueId in = g.input(acc, KILN_F32, specs[i].shape);
@@ -33,10 +52,18 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
 }
 
 Graph build_eval_step(const GptConfig& cfg, int64_t B) {
+  if (!cfg.post_process) return build_stage_forward(cfg.without_dropout(), B);
   Graph g;
   const GptConfig eval = cfg.without_dropout();
   GptForward f = build_gpt_forward(g, eval, B);
   g.output("loss", gpt_loss(g, f, eval, B));
+  return g;
+}
+
+Graph build_stage_forward(const GptConfig& cfg, int64_t B) {
+  Graph g;
+  GptForward f = build_gpt_forward(g, cfg, B);
+  g.output(kHiddenOut, f.hidden_out);
   return g;
 }
 
@@ -46,6 +73,8 @@ Graph build_grad_norm(const GptConfig& cfg) {
   // replicated parameters (identical on every rank) counted once.
   ValueId sharded = -1, replicated = -1;
   for (const auto& s : gpt_parameters(cfg)) {
+    // The last pipeline stage's copy of a tied word embedding: counted on the first stage.
+    if (!cfg.pre_process && s.name == "embedding.word_embeddings.weight") continue;
     ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
     ValueId& total = s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated;
     total = total < 0 ? sq : g.add(total, sq);

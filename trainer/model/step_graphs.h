@@ -53,10 +53,22 @@ inline constexpr const char* kLossScaleInput = "loss_scale";
 // (grad = or += d (loss x loss_scale) / d param, in f32).
 graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch, GradMode mode = GradMode::Accumulate);
 
-// Forward only: "loss" [1].
+// Forward only: "loss" [1] (a pipeline stage before the last: "hidden_out").
 graph::Graph build_eval_step(const GptConfig& cfg, int64_t micro_batch);
 
-// Sum of squares of every gradient accumulator: "grad_sq" [1].
+// Pipeline parallelism (cfg a stage, docs/DISTRIBUTED.md). A stage before the
+// last runs, per micro-batch, this forward ("tokens" or "hidden_in" ->
+// "hidden_out" [B*T, C]) and later its train step, which recomputes the
+// forward and takes the next stage's "grad_hidden_out" as the gradient to
+// start from. Every stage but the first has its train step output
+// "grad_hidden_in", the gradient to send back.
+inline constexpr const char* kHiddenOut = "hidden_out";
+inline constexpr const char* kGradHiddenOut = "grad_hidden_out";
+inline constexpr const char* kGradHiddenIn = "grad_hidden_in";
+graph::Graph build_stage_forward(const GptConfig& cfg, int64_t micro_batch);
+
+// Sum of squares of every gradient accumulator: "grad_sq" [1] (a pipeline
+// stage's; the last stage leaves out its copy of a tied word embedding).
 graph::Graph build_grad_norm(const GptConfig& cfg);
 
 // AdamW on every parameter with hyper-parameters from the "hparams" input
