@@ -11,6 +11,7 @@
 // NOLINTBEGIN(bugprone-suspicious-include)
 #include "kernels_alibi.cpp"
 #include "kernels_attention.cpp"
+#include "kernels_attention16.cpp"
 #include "kernels_cast.cpp"
 #include "kernels_dispatch.cpp"
 #include "kernels_dropout.cpp"
