@@ -85,6 +85,11 @@ void silu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n
 void clamp(const Ctx&, const float* x, float* y, int64_t n, float lo, float hi);
 void clamp_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 
+// ---- kernels_elementwise16.cpp: any op of staging.h's
+// converts_elementwise() on bf16/f16 storage. scratch: threads * (inputs + 1)
+// * kElementwise16Block floats.
+void elementwise_16bit(const Ctx&, const NodePlan& node, void* const* values);
+
 // ---- kernels_matmul.cpp
 void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m, int64_t n, int64_t k,
             bool trans_a, bool trans_b);
@@ -157,6 +162,12 @@ void cross_entropy_from_sums_grad(const Ctx&, const float* sums, const float* dl
 void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows, int64_t cols);
 void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows, int64_t cols,
                     int64_t vocab);
+
+// ---- kernels_embedding16.cpp: the same on bf16/f16 storage. scratch
+// (the gradient): embedding16_order_bytes(rows), then threads * 2 * cols floats.
+void embedding_16bit(const Ctx&, const uint16_t* table, const int32_t* ids, uint16_t* y, int64_t rows, int64_t cols);
+void embedding_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* dy, const int32_t* ids, uint16_t* dtable,
+                          int64_t rows, int64_t cols, int64_t vocab);
 
 // ---- kernels_reduce.cpp
 // scratch: threads * cols floats

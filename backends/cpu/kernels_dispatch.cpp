@@ -63,6 +63,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto hin = [&](size_t i) { return static_cast<const uint16_t*>(values[nd.in[i]]); };
   auto hout = [&](size_t i) { return static_cast<uint16_t*>(values[nd.out[i]]); };
   const bool low = nd.x_dtype != KILN_F32;
+  if (low && converts_elementwise(nd.op)) return elementwise_16bit(ctx, nd, values);
   switch (nd.op) {
     case KILN_OP_FILL: return fill(ctx, fout(0), nd.count, fa(0));
     case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
@@ -77,8 +78,12 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
         return matmul_16bit(ctx, nd.x_dtype, hin(0), hin(1), hout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a,
                             nd.trans_b);
       return matmul(ctx, fin(0), fin(1), fout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a, nd.trans_b);
-    case KILN_OP_EMBEDDING: return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
-    case KILN_OP_EMBEDDING_GRAD: return embedding_grad(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols, nd.vocab);
+    case KILN_OP_EMBEDDING:
+      if (low) return embedding_16bit(ctx, hin(0), iin(1), hout(0), nd.rows, nd.cols);
+      return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
+    case KILN_OP_EMBEDDING_GRAD:
+      if (low) return embedding_grad_16bit(ctx, nd.x_dtype, hin(0), iin(1), hout(0), nd.rows, nd.cols, nd.vocab);
+      return embedding_grad(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols, nd.vocab);
     case KILN_OP_LAYERNORM: return layernorm(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_LAYERNORM_GRAD:
       return layernorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), fout(2), nd.rows, nd.cols, fa(0));

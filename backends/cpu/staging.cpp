@@ -22,12 +22,31 @@ bool converts_itself(kiln_op op) {
     case KILN_OP_CROSS_ENTROPY_GRAD:
     case KILN_OP_CAUSAL_SOFTMAX:
     case KILN_OP_SOFTMAX_GRAD:
-    case KILN_OP_DROPOUT: return true;
-    default: return kiln_op_has(op, KILN_OPP_LAYOUT) != 0;
+    case KILN_OP_DROPOUT:
+    case KILN_OP_EMBEDDING:
+    case KILN_OP_EMBEDDING_GRAD: return true;
+    default: return converts_elementwise(op) || kiln_op_has(op, KILN_OPP_LAYOUT) != 0;
   }
 }
 
 }  // namespace
+
+bool converts_elementwise(kiln_op op) {
+  switch (op) {
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD:
+    case KILN_OP_GELU_ERF:
+    case KILN_OP_GELU_ERF_GRAD:
+    case KILN_OP_SILU:
+    case KILN_OP_SILU_GRAD:
+    case KILN_OP_CLAMP:
+    case KILN_OP_CLAMP_GRAD: return true;
+    default: return false;
+  }
+}
 
 Staging plan_staging(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
   Staging s;
