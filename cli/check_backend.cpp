@@ -141,7 +141,7 @@ void add_model_cases(conformance::Suite& suite) {
 // --dtype: f32 keeps the cases whose graphs hold no 16-bit value (the
 // model cases too); bf16/f16 are the op cases rebuilt in that dtype and
 // judged against the f32 reference (add_dtype_cases).
-conformance::Suite suite_for_dtype(conformance::Suite all, const std::string& dtype) {
+conformance::Suite suite_for_dtype(const conformance::Suite& all, const std::string& dtype) {
   conformance::Suite picked;
   if (dtype == "f32") {
     for (const conformance::Case& c : all.cases()) {
@@ -236,7 +236,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   conformance::Suite suite = conformance::Suite::builtin();
   add_model_cases(suite);
   if (large) conformance::add_large_cases(suite);
-  if (!dtype.empty()) suite = suite_for_dtype(std::move(suite), dtype);
+  if (!dtype.empty()) suite = suite_for_dtype(suite, dtype);
   const std::vector<std::string> filters = split_commas(filter);
 
   if (list) {

@@ -1,5 +1,6 @@
 #include "convert16.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "kiln/half.h"
@@ -38,7 +39,11 @@ __attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* src, uint1
 bool cpu_has_f16c() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // AVX (which includes the OS saving the YMM registers) from the builtin;
+    // F16C from CPUID leaf 1 (ECX bit 29), which not every compiler's
+    // __builtin_cpu_supports names.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
   }();
   return has;
 }
