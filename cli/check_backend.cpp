@@ -15,6 +15,7 @@
 #include "core/registry.h"
 #include "graph/conformance/isolated.h"
 #include "graph/conformance/large_cases.h"
+#include "graph/conformance/op_cases.h"
 #include "graph/conformance/perf.h"
 #include "graph/conformance/runner.h"
 #include "trainer/flags.h"
@@ -61,6 +62,11 @@ constexpr const char* kUsage =
     "                    GFLOP/s (matmul) or GB/s, and the speed relative to the cpu backend\n"
     "                    (run in this process; check conformance first)\n"
     "  --perf-runs N     timed runs per case and device (default 10)\n"
+    "  --dtype D         bf16, f16 or f32: only the cases in that dtype. bf16/f16: every\n"
+    "                    float op case with its float inputs rounded to D, judged\n"
+    "                    against the f32 reference on the f32 inputs (thresholds per\n"
+    "                    dtype, docs/MIXED_PRECISION.md); a backend that cannot store\n"
+    "                    D reports each op unsupported. f32: the f32 cases only\n"
     "  --large           add cases above 2^20 elements (gelu, scale, add, permute,\n"
     "                    layernorm, matmul, cross entropy; named \"<op> large ...\"):\n"
     "                    slower, so not in the default run\n";
@@ -132,6 +138,30 @@ void add_model_cases(conformance::Suite& suite) {
                  conformance::kTolElementwise, std::move(opt));
 }
 
+// --dtype: f32 keeps the cases whose graphs hold no 16-bit value (the
+// model cases too); bf16/f16 are the op cases rebuilt in that dtype and
+// judged against the f32 reference (add_dtype_cases).
+conformance::Suite suite_for_dtype(const conformance::Suite& all, const std::string& dtype) {
+  conformance::Suite picked;
+  if (dtype == "f32") {
+    for (const conformance::Case& c : all.cases()) {
+      const auto& values = c.graph.values();
+      if (std::none_of(values.begin(), values.end(),
+                       [](const graph::Value& v) { return v.dtype == KILN_BF16 || v.dtype == KILN_F16; }))
+        picked.add(c);
+    }
+  } else if (dtype == "bf16" || dtype == "f16") {
+    const int left_out = conformance::add_dtype_cases(picked, dtype == "bf16" ? KILN_BF16 : KILN_F16);
+    fmt::print(
+        "--dtype {}: {} op cases left out: rounding their inputs to {} alone moves the f32 reference past a "
+        "quarter of the threshold (f32 edge cases; the default run judges them against the rounded reference)\n",
+        dtype, left_out, dtype);
+  } else {
+    throw Error("--dtype must be bf16, f16 or f32, not '" + dtype + "'");
+  }
+  return picked;
+}
+
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -197,6 +227,8 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--perf-runs", &perf_runs, "timed runs per case (the median is reported)",
             trainer::Bounds::closed(1, 100000));
   flags.add("--large", &large, "add the cases above 2^20 elements");
+  std::string dtype;
+  flags.add("--dtype", &dtype, "bf16, f16 or f32: run the cases in that dtype only (16-bit against the f32 reference)");
   flags.parse(rest);
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (batch < 0) throw Error("--batch must be 0 or more, not " + std::to_string(batch));
@@ -204,6 +236,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   conformance::Suite suite = conformance::Suite::builtin();
   add_model_cases(suite);
   if (large) conformance::add_large_cases(suite);
+  if (!dtype.empty()) suite = suite_for_dtype(suite, dtype);
   const std::vector<std::string> filters = split_commas(filter);
 
   if (list) {

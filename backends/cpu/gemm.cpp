@@ -32,7 +32,9 @@
 #include <thread>
 #include <vector>
 
+#include "convert16.h"
 #include "gemm_kernels.h"
+#include "gemm_pack16.h"
 
 namespace kiln::cpu {
 namespace gemm_detail {
@@ -185,14 +187,36 @@ struct Gemm {
   bool trans_a, trans_b;
   int64_t m, n, k;
   float alpha;
-  const float* a;
+  const void* a;  // elements of `operands` (f32, bf16 or f16)
   int64_t lda;
-  const float* b;
+  const void* b;
   int64_t ldb;
   float beta;
   float* c;
   int64_t ldc;
+  kiln_dtype operands = KILN_F32;
 };
+
+// Element `index` of an operand stored as `dtype`.
+const void* element_at(const void* p, int64_t index, kiln_dtype dtype) {
+  return static_cast<const uint8_t*>(p) + index * static_cast<int64_t>(kiln_dtype_size(dtype));
+}
+
+// Packing through the kernel set for f32 operands; 16-bit ones are widened
+// while they are packed (gemm_pack16.h), so no f32 copy of them exists.
+void pack_a_any(const KernelSet& ks, const Gemm& g, const void* a, int64_t mc, int64_t kc, float* dst) {
+  if (g.operands == KILN_F32)
+    ks.pack_a(g.trans_a, static_cast<const float*>(a), g.lda, mc, kc, dst);
+  else
+    pack_a_16bit(g.operands, g.trans_a, static_cast<const uint16_t*>(a), g.lda, mc, kc, dst);
+}
+
+void pack_b_any(const KernelSet& ks, const Gemm& g, const void* b, int64_t kc, int64_t nc, float* dst) {
+  if (g.operands == KILN_F32)
+    ks.pack_b(g.trans_b, static_cast<const float*>(b), g.ldb, kc, nc, dst);
+  else
+    pack_b_16bit(g.operands, g.trans_b, static_cast<const uint16_t*>(b), g.ldb, kc, nc, dst);
+}
 
 // Block sizes for one thread's [m0, m1) x [n0, n1) block: as large as the
 // cache budget allows, then evened out so no block is a thin remainder.
@@ -217,13 +241,13 @@ void gemm_block(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t m1, int6
     const int64_t nc = std::min(bl.nc, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, g.k - pc);
-      const float* bsrc = g.trans_b ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc;
-      ks.pack_b(g.trans_b, bsrc, g.ldb, kc, nc, pb);
+      const void* bsrc = element_at(g.b, g.trans_b ? jc * g.ldb + pc : pc * g.ldb + jc, g.operands);
+      pack_b_any(ks, g, bsrc, kc, nc, pb);
       const float beta = pc == 0 ? g.beta : 1.0f;
       for (int64_t ic = m0; ic < m1; ic += bl.mc) {
         const int64_t mc = std::min(bl.mc, m1 - ic);
-        const float* asrc = g.trans_a ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc;
-        ks.pack_a(g.trans_a, asrc, g.lda, mc, kc, pa);
+        const void* asrc = element_at(g.a, g.trans_a ? pc * g.lda + ic : ic * g.lda + pc, g.operands);
+        pack_a_any(ks, g, asrc, mc, kc, pa);
         ks.macro(mc, nc, kc, pa, pb, g.c + ic * g.ldc + jc, g.ldc, g.alpha, beta);
       }
     }
@@ -255,15 +279,15 @@ void gemm_block_shared_a(const KernelSet& ks, const Gemm& g, int64_t m0, int64_t
     float* pa = sh.panel[round & 1];
     if (i0 < i1) {
       const int64_t r = m0 + i0;
-      const float* asrc = g.trans_a ? g.a + pc * g.lda + r : g.a + r * g.lda + pc;
-      ks.pack_a(g.trans_a, asrc, g.lda, i1 - i0, kc, pa + i0 * kc);
+      const void* asrc = element_at(g.a, g.trans_a ? pc * g.lda + r : r * g.lda + pc, g.operands);
+      pack_a_any(ks, g, asrc, i1 - i0, kc, pa + i0 * kc);
     }
     sh.barrier->wait();
     const float beta = pc == 0 ? g.beta : 1.0f;
     for (int64_t jc = n0; jc < n1; jc += bl.nc) {
       const int64_t nc = std::min(bl.nc, n1 - jc);
-      const float* bsrc = g.trans_b ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc;
-      ks.pack_b(g.trans_b, bsrc, g.ldb, kc, nc, pb);
+      const void* bsrc = element_at(g.b, g.trans_b ? jc * g.ldb + pc : pc * g.ldb + jc, g.operands);
+      pack_b_any(ks, g, bsrc, kc, nc, pb);
       for (int64_t ic = 0; ic < rows; ic += bl.mc) {
         const int64_t mc = std::min(bl.mc, rows - ic);
         ks.macro(mc, nc, kc, pa + ic * kc, pb, g.c + (m0 + ic) * g.ldc + jc, g.ldc, g.alpha, beta);
@@ -311,15 +335,10 @@ const KernelSet& active_kernel_set() {
   return *chosen;
 }
 
-void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                ThreadPool& pool) {
-  if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == 0.0f) {
-    scale_c(m, n, beta, c, ldc);
-    return;
-  }
-  const Gemm g{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+namespace {
+
+void run_gemm(const KernelSet& ks, const Gemm& g, ThreadPool& pool) {
+  const int64_t m = g.m, n = g.n, k = g.k;
 
   // Pick the grid of per-thread blocks; small problems stay on the caller.
   const int threads = pool.size();
@@ -383,12 +402,73 @@ void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int6
   });
 }
 
+}  // namespace
+
+void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                ThreadPool& pool) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  run_gemm(ks, Gemm{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, KILN_F32}, pool);
+}
+
+void gemm_16bit_with(const KernelSet& ks, kiln_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c, int64_t ldc,
+                     float* tile, int64_t tile_floats, ThreadPool& pool) {
+  if (m <= 0 || n <= 0) return;
+  // C is computed in f32 one block at a time into `tile`, then rounded once
+  // into C: wide blocks (A is re-packed per block, 16/width of the work at
+  // 256 columns or more) so the f32 copy of C is never whole.
+  const int64_t width = std::min({n, tile_floats, std::max<int64_t>(256, tile_floats / m / kNR * kNR)});
+  const int64_t height = std::min(m, std::max<int64_t>(1, tile_floats / width));
+  for (int64_t i0 = 0; i0 < m; i0 += height) {
+    const int64_t rows = std::min(height, m - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += width) {
+      const int64_t cols = std::min(width, n - j0);
+      if (k <= 0) {
+        std::fill(tile, tile + rows * cols, 0.0f);
+      } else {
+        const Gemm g{trans_a,
+                     trans_b,
+                     rows,
+                     cols,
+                     k,
+                     1.0f,
+                     element_at(a, trans_a ? i0 : i0 * lda, dtype),
+                     lda,
+                     element_at(b, trans_b ? j0 * ldb : j0, dtype),
+                     ldb,
+                     0.0f,
+                     tile,
+                     cols,
+                     dtype};
+        run_gemm(ks, g, pool);
+      }
+      for (int64_t r = 0; r < rows; ++r) narrow_row(dtype, tile + r * cols, c + (i0 + r) * ldc + j0, cols);
+    }
+  }
+}
+
 }  // namespace gemm_detail
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool& pool) {
   gemm_detail::sgemm_with(gemm_detail::active_kernel_set(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
                           ldc, pool);
+}
+
+int64_t gemm_16bit_tile_floats(int64_t m, int64_t n) {
+  constexpr int64_t kTileFloats = int64_t{1} << 20;  // 4 MiB of f32 per thread
+  return std::min(m * n, kTileFloats);
+}
+
+void gemm_16bit(kiln_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const uint16_t* a,
+                int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c, int64_t ldc, float* tile, ThreadPool& pool) {
+  gemm_detail::gemm_16bit_with(gemm_detail::active_kernel_set(), dtype, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+                               ldc, tile, gemm_16bit_tile_floats(m, n), pool);
 }
 
 }  // namespace kiln::cpu

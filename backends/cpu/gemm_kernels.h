@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "kiln/ir.h"
+
 namespace kiln::cpu {
 class ThreadPool;
 }
@@ -59,5 +61,11 @@ const KernelSet& active_kernel_set();
 void sgemm_with(const KernelSet& ks, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                 ThreadPool& pool);
+
+// gemm_16bit() with an explicit kernel set and tile size (tests use a small
+// tile to cover the blocking of C).
+void gemm_16bit_with(const KernelSet& ks, kiln_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c, int64_t ldc,
+                     float* tile, int64_t tile_floats, ThreadPool& pool);
 
 }  // namespace kiln::cpu::gemm_detail

@@ -85,9 +85,18 @@ void silu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n
 void clamp(const Ctx&, const float* x, float* y, int64_t n, float lo, float hi);
 void clamp_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 
+// ---- kernels_elementwise16.cpp: any op of staging.h's
+// converts_elementwise() on bf16/f16 storage. scratch: threads * (inputs + 1)
+// * kElementwise16Block floats.
+void elementwise_16bit(const Ctx&, const NodePlan& node, void* const* values);
+
 // ---- kernels_matmul.cpp
 void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m, int64_t n, int64_t k,
             bool trans_a, bool trans_b);
+// a, b, y all bf16 or f16 (`dtype`), f32 accumulation; scratch: threads *
+// gemm_16bit_tile_floats(m, n) floats.
+void matmul_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t batch,
+                  int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
 
 // ---- kernels_norm.cpp
 void layernorm(const Ctx&, const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
@@ -113,6 +122,16 @@ void rope_grad(const Ctx&, const float* dy, const float* cos, const float* sin, 
 void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);
 
+// ---- kernels_attention16.cpp: the same on bf16/f16 (`dtype`) storage.
+// scratch: threads * 2 * t floats (causal_softmax_16bit), threads * 3 * cols
+// floats (softmax_grad_16bit), none (dropout_16bit)
+void causal_softmax_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* x, uint16_t* y, int64_t batch, int64_t t,
+                          float scale);
+void softmax_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* y, const uint16_t* dy, uint16_t* dx, int64_t rows,
+                        int64_t cols, float scale);
+void dropout_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* x, const int32_t* key_words, uint16_t* y, int64_t n,
+                   int64_t site, int64_t period, int64_t stride, float p);
+
 // ---- kernels_alibi.cpp: rows = batch * H * T query rows of t keys, heads = H
 void alibi(const Ctx&, const float* x, const float* slopes, float* y, int64_t rows, int64_t t, int64_t heads);
 
@@ -121,6 +140,12 @@ void alibi(const Ctx&, const float* x, const float* slopes, float* y, int64_t ro
 void cross_entropy(const Ctx&, const float* logits, const int32_t* targets, float* loss, int64_t rows, int64_t cols);
 void cross_entropy_grad(const Ctx&, const float* logits, const int32_t* targets, const float* dloss, float* dlogits,
                         int64_t rows, int64_t cols);
+// bf16/f16 logits and dlogits, f32 arithmetic. scratch: rows doubles, then
+// threads rows of f32 (cross_entropy); threads * 2 rows of f32 (the gradient).
+void cross_entropy_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* logits, const int32_t* targets, float* loss,
+                         int64_t rows, int64_t cols);
+void cross_entropy_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* logits, const int32_t* targets,
+                              const float* dloss, uint16_t* dlogits, int64_t rows, int64_t cols);
 
 // ---- kernels_vocab_parallel.cpp (targets outside [0, cols) belong to another
 // vocab shard: they add nothing to the target term)
@@ -137,6 +162,12 @@ void cross_entropy_from_sums_grad(const Ctx&, const float* sums, const float* dl
 void embedding(const Ctx&, const float* table, const int32_t* ids, float* y, int64_t rows, int64_t cols);
 void embedding_grad(const Ctx&, const float* dy, const int32_t* ids, float* dtable, int64_t rows, int64_t cols,
                     int64_t vocab);
+
+// ---- kernels_embedding16.cpp: the same on bf16/f16 storage. scratch
+// (the gradient): embedding16_order_bytes(rows), then threads * 2 * cols floats.
+void embedding_16bit(const Ctx&, const uint16_t* table, const int32_t* ids, uint16_t* y, int64_t rows, int64_t cols);
+void embedding_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* dy, const int32_t* ids, uint16_t* dtable,
+                          int64_t rows, int64_t cols, int64_t vocab);
 
 // ---- kernels_reduce.cpp
 // scratch: threads * cols floats

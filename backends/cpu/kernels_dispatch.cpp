@@ -59,6 +59,11 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto fout = [&](size_t i) { return static_cast<float*>(values[nd.out[i]]); };
   auto fa = [&](size_t i) { return nd.fattrs[i]; };
   const int64_t elem_bytes = kiln_dtype_size(nd.y_dtype);  // layout ops: their (one) dtype's
+  // bf16/f16 values of the ops that convert them themselves (staging.h).
+  auto hin = [&](size_t i) { return static_cast<const uint16_t*>(values[nd.in[i]]); };
+  auto hout = [&](size_t i) { return static_cast<uint16_t*>(values[nd.out[i]]); };
+  const bool low = nd.x_dtype != KILN_F32;
+  if (low && converts_elementwise(nd.op)) return elementwise_16bit(ctx, nd, values);
   switch (nd.op) {
     case KILN_OP_FILL: return fill(ctx, fout(0), nd.count, fa(0));
     case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
@@ -69,19 +74,34 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_GELU_ERF: return gelu_erf(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_GELU_ERF_GRAD: return gelu_erf_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_MATMUL:
+      if (low)
+        return matmul_16bit(ctx, nd.x_dtype, hin(0), hin(1), hout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a,
+                            nd.trans_b);
       return matmul(ctx, fin(0), fin(1), fout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a, nd.trans_b);
-    case KILN_OP_EMBEDDING: return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
-    case KILN_OP_EMBEDDING_GRAD: return embedding_grad(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols, nd.vocab);
+    case KILN_OP_EMBEDDING:
+      if (low) return embedding_16bit(ctx, hin(0), iin(1), hout(0), nd.rows, nd.cols);
+      return embedding(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
+    case KILN_OP_EMBEDDING_GRAD:
+      if (low) return embedding_grad_16bit(ctx, nd.x_dtype, hin(0), iin(1), hout(0), nd.rows, nd.cols, nd.vocab);
+      return embedding_grad(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols, nd.vocab);
     case KILN_OP_LAYERNORM: return layernorm(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_LAYERNORM_GRAD:
       return layernorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), fout(2), nd.rows, nd.cols, fa(0));
     case KILN_OP_RMSNORM: return rmsnorm(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
     case KILN_OP_RMSNORM_GRAD:
       return rmsnorm_grad(ctx, fin(0), fin(1), fin(2), fout(0), fout(1), nd.rows, nd.cols, fa(0));
-    case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, fin(0), fout(0), nd.rows / nd.cols, nd.cols, fa(0));
-    case KILN_OP_SOFTMAX_GRAD: return softmax_grad(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
-    case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
-    case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy_grad(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);
+    case KILN_OP_CAUSAL_SOFTMAX:
+      if (low) return causal_softmax_16bit(ctx, nd.x_dtype, hin(0), hout(0), nd.rows / nd.cols, nd.cols, fa(0));
+      return causal_softmax(ctx, fin(0), fout(0), nd.rows / nd.cols, nd.cols, fa(0));
+    case KILN_OP_SOFTMAX_GRAD:
+      if (low) return softmax_grad_16bit(ctx, nd.x_dtype, hin(0), hin(1), hout(0), nd.rows, nd.cols, fa(0));
+      return softmax_grad(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));
+    case KILN_OP_CROSS_ENTROPY:
+      if (low) return cross_entropy_16bit(ctx, nd.x_dtype, hin(0), iin(1), fout(0), nd.rows, nd.cols);
+      return cross_entropy(ctx, fin(0), iin(1), fout(0), nd.rows, nd.cols);
+    case KILN_OP_CROSS_ENTROPY_GRAD:
+      if (low) return cross_entropy_grad_16bit(ctx, nd.x_dtype, hin(0), iin(1), fin(2), hout(0), nd.rows, nd.cols);
+      return cross_entropy_grad(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);
     case KILN_OP_SUM_TO: return sum_to(ctx, fin(0), fout(0), nd.rows, nd.cols);
     case KILN_OP_RESHAPE: return copy(ctx, values[nd.in[0]], values[nd.out[0]], nd.count, elem_bytes);
     case KILN_OP_PERMUTE: return permute(ctx, values[nd.in[0]], values[nd.out[0]], nd.permute, elem_bytes);
@@ -116,7 +136,10 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
       return rope(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
     case KILN_OP_ROPE_GRAD:
       return rope_grad(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
-    case KILN_OP_DROPOUT: return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
+    case KILN_OP_DROPOUT:
+      if (low)
+        return dropout_16bit(ctx, nd.x_dtype, hin(0), iin(1), hout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
+      return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
     case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_CAST: return cast(ctx, values[nd.in[0]], nd.x_dtype, values[nd.out[0]], nd.y_dtype, nd.count);
     case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it

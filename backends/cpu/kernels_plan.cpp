@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm.h"
 #include "kiln/op_rules.hpp"
 #include "plan.h"
 
@@ -20,14 +21,28 @@ uint64_t NodePlan::kernel_scratch_bytes(int threads) const {
   const auto t = static_cast<uint64_t>(threads < 1 ? 1 : threads);
   const kiln_op_info* info = kiln_op_find(op);
   if (info == nullptr) return 0;
+  // Ops that read bf16/f16 rows themselves: each worker's f32 rows.
+  if (x_dtype != KILN_F32 && op == KILN_OP_CAUSAL_SOFTMAX) return t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
+  if (x_dtype != KILN_F32 && op == KILN_OP_SOFTMAX_GRAD) return t * 3 * static_cast<uint64_t>(cols) * sizeof(float);
+  if (x_dtype != KILN_F32 && op == KILN_OP_EMBEDDING_GRAD)
+    return embedding16_order_bytes(rows) + t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
+  if (x_dtype != KILN_F32 && converts_elementwise(op))
+    return t * (in.size() + 1) * static_cast<uint64_t>(kElementwise16Block) * sizeof(float);
   switch (info->rule) {
     // Per-thread partial column sums, one row of them per parameter gradient.
     case KILN_RULE_NORM_GRAD:
       return t * static_cast<uint64_t>(info->num_outputs - 1) * static_cast<uint64_t>(cols) * sizeof(float);
     case KILN_RULE_SUM_TO_SUFFIX: return t * static_cast<uint64_t>(cols) * sizeof(float);
-    case KILN_RULE_LOSS:
+    case KILN_RULE_LOSS:  // 16-bit logits: each worker's f32 row after the per-row losses
+      return static_cast<uint64_t>(rows) * sizeof(double) +
+             (x_dtype == KILN_F32 ? 0 : t * static_cast<uint64_t>(cols) * sizeof(float));
+    case KILN_RULE_LOSS_GRAD:  // 16-bit logits: each worker's f32 logits row and gradient row
+      return x_dtype == KILN_F32 ? 0 : t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
     case KILN_RULE_SUMS_LOSS: return static_cast<uint64_t>(rows) * sizeof(double);
     case KILN_RULE_TO_SCALAR: return t * sizeof(double);
+    // 16-bit GEMM: each worker's f32 block of C (gemm.h).
+    case KILN_RULE_MATMUL:
+      return x_dtype == KILN_F32 ? 0 : t * static_cast<uint64_t>(gemm_16bit_tile_floats(m, n)) * sizeof(float);
     default: return 0;
   }
 }

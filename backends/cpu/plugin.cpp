@@ -334,8 +334,19 @@ struct CpuPlugin {
     loaded->slot_bytes.assign(g.num_slots, 0);
     for (const auto& v : g.values)
       loaded->slot_bytes[v.slot] = std::max(loaded->slot_bytes[v.slot], v.offset + v.bytes());
+    const NodePlan* largest = nullptr;  // the node that sets the scratch size
     for (const auto& p : loaded->plans)
-      loaded->scratch_bytes = std::max(loaded->scratch_bytes, p.scratch_bytes(device->threads));
+      if (p.scratch_bytes(device->threads) > loaded->scratch_bytes) {
+        loaded->scratch_bytes = p.scratch_bytes(device->threads);
+        largest = &p;
+      }
+    // Where a step's memory goes (docs/PERFORMANCE.md measures peak RSS with it).
+    if (device->profile)
+      std::fprintf(stderr,
+                   "kiln cpu profile: executable with %zu nodes: arena %llu bytes, kernel scratch %llu bytes (%s)\n",
+                   loaded->plans.size(), static_cast<unsigned long long>(g.num_slots > 0 ? loaded->slot_bytes[0] : 0),
+                   static_cast<unsigned long long>(loaded->scratch_bytes),
+                   largest != nullptr ? kiln::cpu::op_name(largest->op) : "none");
     loaded->addresses.assign(g.values.size(), nullptr);
     loaded->device = device;
     return loaded.release();

@@ -10,11 +10,47 @@ bool is_16bit(kiln_dtype d) { return d == KILN_BF16 || d == KILN_F16; }
 
 uint64_t align64(uint64_t x) { return (x + 63) / 64 * 64; }
 
+// Ops whose kernels read and write bf16/f16 storage themselves, converting
+// as they go (the GEMM while packing, the losses and the attention
+// softmax a row at a time): staging them would cost a whole f32 copy of
+// the largest tensors (the logits, the attention scores).
+bool converts_itself(kiln_op op) {
+  switch (op) {
+    case KILN_OP_CAST:
+    case KILN_OP_MATMUL:
+    case KILN_OP_CROSS_ENTROPY:
+    case KILN_OP_CROSS_ENTROPY_GRAD:
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_SOFTMAX_GRAD:
+    case KILN_OP_DROPOUT:
+    case KILN_OP_EMBEDDING:
+    case KILN_OP_EMBEDDING_GRAD: return true;
+    default: return converts_elementwise(op) || kiln_op_has(op, KILN_OPP_LAYOUT) != 0;
+  }
+}
+
 }  // namespace
+
+bool converts_elementwise(kiln_op op) {
+  switch (op) {
+    case KILN_OP_ADD:
+    case KILN_OP_MUL:
+    case KILN_OP_SCALE:
+    case KILN_OP_GELU:
+    case KILN_OP_GELU_GRAD:
+    case KILN_OP_GELU_ERF:
+    case KILN_OP_GELU_ERF_GRAD:
+    case KILN_OP_SILU:
+    case KILN_OP_SILU_GRAD:
+    case KILN_OP_CLAMP:
+    case KILN_OP_CLAMP_GRAD: return true;
+    default: return false;
+  }
+}
 
 Staging plan_staging(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
   Staging s;
-  if (n.op == KILN_OP_CAST || kiln_op_has(n.op, KILN_OPP_LAYOUT)) return s;
+  if (converts_itself(n.op)) return s;
   auto add = [&](uint32_t id, bool output) {
     const ir::DecodedValue& v = g.values[id];
     if (!is_16bit(v.dtype)) return;

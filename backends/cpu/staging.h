@@ -33,6 +33,16 @@ struct Staging {
   bool empty() const { return values.empty(); }
 };
 
+// Elementwise ops whose bf16/f16 values the kernels convert a block at a
+// time (kernels_elementwise16.cpp), so they are never staged; the block, in
+// elements.
+bool converts_elementwise(kiln_op op);
+inline constexpr int64_t kElementwise16Block = 2048;
+
+// EMBEDDING_GRAD on 16-bit values: the bytes of its sorted row indices, at
+// the start of its scratch (kept 64-byte aligned for the f32 rows after).
+inline uint64_t embedding16_order_bytes(int64_t rows) { return (static_cast<uint64_t>(rows) * 4 + 63) / 64 * 64; }
+
 // The staging of node `n` (empty when it touches no 16-bit value, or is an op
 // that moves 16-bit elements itself).
 Staging plan_staging(const ir::DecodedGraph& g, const ir::DecodedNode& n);

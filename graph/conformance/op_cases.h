@@ -84,4 +84,15 @@ void add_low_precision_cases(Suite& suite);
 // An f32 case's NMSE threshold for the same case in bf16 or f16 storage.
 double low_precision_threshold(kiln_dtype dtype, double f32_threshold);
 
+// check-backend --dtype bf16|f16: the same f32 op cases with their 'f'
+// inputs rounded to `dtype`, each judged against the f32 reference outputs of
+// the f32 case on its f32 inputs, within dtype_threshold. Cases whose f32
+// reference moves past a quarter of the threshold from rounding the inputs
+// alone (f32 edge cases: the default suite judges their 16-bit copies against
+// the rounded reference) are left out; returns how many.
+int add_dtype_cases(Suite& suite, kiln_dtype dtype);
+// The NMSE a bf16/f16 run may be off an f32 reference by, per tolerance
+// class (the f32 threshold it stands for); docs/MIXED_PRECISION.md derives them.
+double dtype_threshold(kiln_dtype dtype, double f32_threshold);
+
 }  // namespace kiln::conformance

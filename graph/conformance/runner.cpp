@@ -195,6 +195,13 @@ bool prepare(Device& device, const Case& c, CaseResult& r, graph::TensorMap& wan
     return false;
   }
   if (c.expect_error) return true;
+  if (c.expected) {
+    // The f32 reference values stand against the device's outputs in their
+    // own dtype: compare() reads both as f32 values.
+    want = *c.expected;
+    for (const graph::Port& p : c.graph.outputs()) want.at(p.name).dtype = c.graph.value(p.value).dtype;
+    return true;
+  }
   try {
     want = graph::run_reference(c.graph, c.inputs);
   } catch (const Error& e) {
@@ -297,6 +304,14 @@ bool holds_low_precision(const graph::Graph& g) {
                      [](const graph::Value& v) { return v.dtype == KILN_BF16 || v.dtype == KILN_F16; });
 }
 
+// The fallback a case may run on: whole-model cases, and f32 op cases (whose
+// missing ops prepare() already reports). A bf16/f16 op case runs on the
+// device or not at all: a device that cannot store the dtype reports it
+// unsupported instead of passing on the cpu fallback's results.
+FallbackDevice* fallback_for(const Case& c, const Options& options) {
+  return c.fallback || !holds_low_precision(c.graph) ? options.fallback : nullptr;
+}
+
 }  // namespace
 
 CaseResult run_case(Device& device, const Case& c, const Options& options) {
@@ -306,9 +321,9 @@ CaseResult run_case(Device& device, const Case& c, const Options& options) {
   if (!prepare(device, c, r, want)) return r;
   try {
     if (c.expect_error)
-      run_expecting_error(device, c, r, options.fallback);
+      run_expecting_error(device, c, r, fallback_for(c, options));
     else
-      judge(c, "", run_on_device(device, c.graph, c.inputs, options.repeat, options.fallback), want, r);
+      judge(c, "", run_on_device(device, c.graph, c.inputs, options.repeat, fallback_for(c, options)), want, r);
   } catch (const PluginError& e) {
     // A backend that does not store bf16/f16 (yet) refuses such a graph at
     // compile as unsupported: a gap to report, not a wrong result.
@@ -336,9 +351,11 @@ std::vector<CaseResult> run_batch(Device& device, const std::vector<const Case*>
   if (ready.empty()) return results;
   const auto t0 = Clock::now();
   const Batch b = merge(ready);
+  const bool fall_back =
+      std::all_of(ready.begin(), ready.end(), [&](const Case* c) { return fallback_for(*c, options) != nullptr; });
   DeviceRun run;
   try {
-    run = run_on_device(device, b.graph, b.inputs, options.repeat, options.fallback);
+    run = run_on_device(device, b.graph, b.inputs, options.repeat, fall_back ? options.fallback : nullptr);
   } catch (const Error&) {
     for (size_t k = 0; k < ready.size(); ++k) results[slot[k]] = run_case(device, *ready[k], options);
     return results;

@@ -29,6 +29,10 @@ struct Case {
   // throws an error whose message contains this ("" matches any). Such a
   // case has no reference result and always runs alone.
   std::optional<std::string> expect_error;
+  // Set: the outputs are judged against these instead of the reference
+  // interpreter's run of `graph` on `inputs` (check-backend --dtype: a
+  // bf16/f16 case against the f32 reference of the f32 case it came from).
+  std::optional<graph::TensorMap> expected;
 };
 
 // Ops the host runs itself, across the ranks of a group (ALL_REDUCE): no

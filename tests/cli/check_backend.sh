@@ -39,7 +39,24 @@ for b in "${BACKENDS[@]}"; do
   check "check-backend $b exits 0 (got $status: failed ops)" test "$status" -eq 0
   check "check-backend $b prints a summary with no failures" grep -Eq '^summary: [0-9]+ passed, 0 failed' <<<"$out"
   check "check-backend $b runs the GPT train step" grep -Eq '^PASS +gpt_train_step ' <<<"$out"
+  # --dtype bf16: the cpu backend passes every op against the f32 reference;
+  # a backend without 16-bit storage reports them unsupported, never passes
+  # them on the cpu fallback.
+  out=$("$kiln" check-backend "$b" --dtype bf16 2>&1)
+  status=$?
+  echo "$out" | tail -n 1
+  check "check-backend $b --dtype bf16 exits 0 (got $status)" test "$status" -eq 0
+  check "check-backend $b --dtype bf16 says which cases it left out" grep -Eq '^--dtype bf16: [0-9]+ op cases left out' <<<"$out"
+  if [ "$b" = cpu ]; then
+    check "check-backend cpu --dtype bf16 passes every op" grep -Eq '^summary: [1-9][0-9]+ passed, 0 failed, 0 unsupported' <<<"$out"
+  else
+    check "check-backend $b --dtype bf16 passes nothing on a fallback" grep -Eq '^summary: 0 passed, 0 failed, [1-9][0-9]* unsupported' <<<"$out"
+  fi
 done
+out=$("$kiln" check-backend cpu --dtype f16 2>&1)
+check "check-backend cpu --dtype f16 passes every op" grep -Eq '^summary: [1-9][0-9]+ passed, 0 failed, 0 unsupported' <<<"$out"
+out=$("$kiln" check-backend cpu --dtype f32 --filter gelu 2>&1)
+check "check-backend cpu --dtype f32 runs only f32 cases" test "$(grep -c 'bf16\|f16' <<<"$out")" -eq 0
 
 # --list needs no device and names every op of the op table (read from
 # include/kiln/ops.h, the one list), forward and backward, except host
@@ -83,5 +100,6 @@ expect_error "no backend 'nosuch'" nosuch
 expect_error "needs a backend name" --filter gelu
 expect_error "no conformance case matches" cpu --filter no-such-op
 expect_error "cannot use plugin" /nonexistent/libkiln-backend-x.so
+expect_error "--dtype must be bf16, f16 or f32" cpu --dtype f64
 
 exit $fail
