@@ -1,14 +1,20 @@
 // DROPOUT: y = x * (kept ? scale : 0) with the mask of kiln/philox.h. Each
 // chunk walks its elements' global indices incrementally and draws one
 // Philox block per 4 consecutive indices, so the work split cannot change
-// a bit of the result.
+// a bit of the result. The 16-bit form masks in f32 and rounds back.
 #include "kernels.h"
+#include "kiln/half.h"
 #include "kiln/philox.h"
 
 namespace kiln::cpu::KILN_CPU_ISA {
 
-void dropout(const Ctx& ctx, const float* x, const int32_t* key_words, float* y, int64_t n, int64_t site,
-             int64_t period, int64_t stride, float p) {
+namespace {
+
+// Calls apply(e, m) for every element e in [0, n), m being the scale where
+// the mask keeps e and 0 where it drops it.
+template <class Apply>
+void dropout_walk(const Ctx& ctx, const int32_t* key_words, int64_t n, int64_t site, int64_t period, int64_t stride,
+                  float p, Apply apply) {
   // Read before any element is written (y may alias x), and the scale in
   // double once, as every backend does.
   const kiln_dropout_key key = kiln_dropout_key_from(key_words);
@@ -28,10 +34,26 @@ void dropout(const Ctx& ctx, const float* x, const int32_t* key_words, float* y,
         const uint32_t k[2] = {key.seed, site_word};
         kiln_philox4x32_10(ctr, k, words);
       }
-      const bool keep = kiln_dropout_keep(words[g & 3u], threshold) != 0;
-      y[e] = x[e] * (keep ? scale : 0.0f);
+      apply(e, kiln_dropout_keep(words[g & 3u], threshold) != 0 ? scale : 0.0f);
       if (++col == per) col = 0, ++row;
     }
+  });
+}
+
+}  // namespace
+
+void dropout(const Ctx& ctx, const float* x, const int32_t* key_words, float* y, int64_t n, int64_t site,
+             int64_t period, int64_t stride, float p) {
+  dropout_walk(ctx, key_words, n, site, period, stride, p, [&](int64_t e, float m) { y[e] = x[e] * m; });
+}
+
+// Each element widened, masked in f32 and rounded back; y may alias x.
+void dropout_16bit(const Ctx& ctx, kiln_dtype dtype, const uint16_t* x, const int32_t* key_words, uint16_t* y,
+                   int64_t n, int64_t site, int64_t period, int64_t stride, float p) {
+  const bool bf16 = dtype == KILN_BF16;
+  dropout_walk(ctx, key_words, n, site, period, stride, p, [&](int64_t e, float m) {
+    const float v = (bf16 ? kiln_bf16_to_f32(x[e]) : kiln_f16_to_f32(x[e])) * m;
+    y[e] = bf16 ? kiln_f32_to_bf16(v) : kiln_f32_to_f16(v);
   });
 }
 
