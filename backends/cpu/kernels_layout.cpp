@@ -10,8 +10,8 @@ namespace kiln::cpu::KILN_CPU_ISA {
 
 namespace {
 constexpr int64_t kCopyBytesGrain = 131072;  // bytes per chunk
-// memmove, not memcpy: IR the host did not plan may overlap an output with
-// its input; the result is then unspecified, but never undefined behaviour.
+// memmove, not memcpy: the decoder refuses a partial overlap of output and
+// input (ir.h), but a copy should stay defined even if that ever slipped.
 template <class T>
 inline void copy_elems(T* dst, const T* src, int64_t n) {
   std::memmove(dst, src, static_cast<size_t>(n) * sizeof(T));

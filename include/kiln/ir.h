@@ -44,6 +44,10 @@
  * Elementwise ops (KILN_OPP_ELEMENTWISE in kiln/ops.h) must give
  * the right answer when an output occupies the same memory as an input,
  * i.e. read element k of every input before writing element k.
+ * That exact alias (same slot, offset and size; or a RESHAPE, which moves
+ * no bytes) is the only sharing allowed within a node: otherwise a node's
+ * outputs share no byte with its inputs or with each other. The decoder
+ * refuses IR that breaks this, so no kernel reads what it is writing.
  * Broadcasting rule for binary elementwise ops: the second operand's shape
  * must equal a suffix of the first's (e.g. a bias [C] over [N, C]).
  */

@@ -66,6 +66,35 @@ class Reader {
   size_t n_;
   size_t pos_ = 0;
 };
+
+// Whether two values share at least one byte.
+inline bool overlaps(const DecodedValue& a, const DecodedValue& b) {
+  if (a.slot != b.slot || a.bytes() == 0 || b.bytes() == 0) return false;
+  return a.offset < b.offset + b.bytes() && b.offset < a.offset + a.bytes();
+}
+
+// ir.h's aliasing contract for one node: an output may occupy exactly an
+// input's bytes when the op is elementwise (or a RESHAPE); any other sharing
+// would let a kernel read what it has already overwritten (e.g. a loss
+// gradient written over its own targets, then used as indices).
+inline std::string check_node_memory(const DecodedGraph& g, const DecodedNode& n) {
+  const bool may_alias = kiln_op_has(n.op, KILN_OPP_ELEMENTWISE) != 0 || n.op == KILN_OP_RESHAPE;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const DecodedValue& y = g.values[n.outputs[o]];
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const DecodedValue& x = g.values[n.inputs[i]];
+      if (!overlaps(x, y)) continue;
+      const bool exact = x.offset == y.offset && x.bytes() == y.bytes();
+      if (may_alias && exact) continue;
+      return "output " + std::to_string(o) + " overlaps input " + std::to_string(i) +
+             (may_alias ? " without occupying exactly its bytes" : " and the op cannot work in place");
+    }
+    for (size_t p = 0; p < o; ++p)
+      if (overlaps(g.values[n.outputs[p]], y))
+        return "outputs " + std::to_string(p) + " and " + std::to_string(o) + " overlap";
+  }
+  return {};
+}
 }  // namespace detail
 
 // Returns an empty string on success, else what is wrong with the bytes.
@@ -145,6 +174,10 @@ inline std::string decode(const uint8_t* bytes, size_t size, DecodedGraph* g) {
   for (size_t ni = 0; ni < g->nodes.size(); ++ni)
     for (uint32_t x : g->nodes[ni].inputs)
       if (g->values[x].producer >= static_cast<int>(ni)) return "IR nodes are not in topological order";
+  for (size_t ni = 0; ni < g->nodes.size(); ++ni) {
+    std::string e = detail::check_node_memory(*g, g->nodes[ni]);
+    if (!e.empty()) return "IR node " + std::to_string(ni) + " (" + kiln_op_name(g->nodes[ni].op) + "): " + e;
+  }
   return {};
 }
 

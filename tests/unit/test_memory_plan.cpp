@@ -1,9 +1,15 @@
 // Memory planning: live values never share bytes, dead ones do, reshapes
-// alias their input, and in-place updates are refused when unsafe.
+// alias their input, and in-place updates are refused when unsafe. The
+// decoder's side of the same contract (ir.h): what the planner emits
+// decodes, and a node writing over bytes it reads is refused.
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "core/error.h"
 #include "graph/memory_plan.h"
+#include "graph/serialize.h"
+#include "kiln/ir_decode.hpp"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::graph {
@@ -93,6 +99,72 @@ TEST(MemoryPlan, RefusesInPlaceUpdateByNonElementwiseOp) {
   ValueId b = g.input("b", KILN_F32, {4, 4});
   g.output("a.out", g.matmul(a, b), "a");
   EXPECT_THROW(plan_memory(g), Error);
+}
+
+// The IR of `g` with value `v` (a decoded id) moved to `slot` at offset 0.
+std::vector<uint8_t> with_value_moved(const Graph& g, uint32_t v, uint32_t slot) {
+  std::vector<uint8_t> bytes = serialize(g, plan_memory(g));
+  ir::DecodedGraph d;
+  EXPECT_EQ(ir::decode(bytes.data(), bytes.size(), &d), "");
+  size_t pos = 32;  // the header
+  for (uint32_t i = 0; i < v; ++i) pos += 16 + 8 * d.values[i].dims.size();
+  const uint64_t zero = 0;
+  std::memcpy(bytes.data() + pos + 4, &slot, sizeof slot);
+  std::memcpy(bytes.data() + pos + 8, &zero, sizeof zero);
+  return bytes;
+}
+
+std::string decode_error(const std::vector<uint8_t>& bytes) {
+  ir::DecodedGraph d;
+  return ir::decode(bytes.data(), bytes.size(), &d);
+}
+
+TEST(MemoryPlan, TrainStepIrKeepsTheAliasingContract) {
+  trainer::GptConfig cfg;
+  cfg.num_layers = 2;
+  cfg.hidden_size = 32;
+  cfg.num_attention_heads = 4;
+  cfg.seq_length = 16;
+  Graph g = trainer::build_train_step(cfg, 2);
+  std::vector<uint8_t> bytes = serialize(g, plan_memory(g));
+  EXPECT_EQ(decode_error(bytes), "");
+}
+
+TEST(DecodeAliasing, ElementwiseOpMayWriteExactlyOverItsInput) {
+  Graph g;
+  ValueId a = g.input("a", KILN_F32, {8});
+  ValueId b = g.input("b", KILN_F32, {8});
+  g.output("y", g.add(a, b));
+  // Values in order of appearance: a (slot 1), b (slot 2), y (slot 3).
+  EXPECT_EQ(decode_error(with_value_moved(g, 2, 1)), "");
+}
+
+TEST(DecodeAliasing, RefusesANonElementwiseOpWritingOverItsInput) {
+  Graph g;
+  ValueId a = g.input("a", KILN_F32, {4, 4});
+  ValueId b = g.input("b", KILN_F32, {4, 4});
+  g.output("y", g.matmul(a, b));
+  EXPECT_EQ(decode_error(with_value_moved(g, 2, 2)),
+            "IR node 0 (matmul): output 0 overlaps input 1 and the op cannot work in place");
+}
+
+TEST(DecodeAliasing, RefusesALossGradientWrittenOverItsTargets) {
+  Graph g;
+  ValueId logits = g.input("logits", KILN_F32, {3, 5});
+  ValueId targets = g.input("targets", KILN_I32, {3});
+  ValueId dloss = g.input("dloss", KILN_F32, {1});
+  g.output("dlogits", g.cross_entropy_grad(logits, targets, dloss));
+  EXPECT_EQ(decode_error(with_value_moved(g, 3, 2)),
+            "IR node 0 (cross_entropy_grad): output 0 overlaps input 1 and the op cannot work in place");
+}
+
+TEST(DecodeAliasing, RefusesAPartialOverlapEvenForElementwiseOps) {
+  Graph g;
+  ValueId a = g.input("a", KILN_F32, {8});
+  ValueId b = g.input("b", KILN_F32, {2, 8});
+  g.output("y", g.add(b, a));  // y is [2, 8]; moved onto a, it covers a and more
+  EXPECT_EQ(decode_error(with_value_moved(g, 2, 1)),
+            "IR node 0 (add): output 0 overlaps input 1 without occupying exactly its bytes");
 }
 
 }  // namespace
