@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -33,6 +34,21 @@ const char* kind_name(int32_t kind) {
 
 std::string or_unknown(const char* s) { return s != nullptr && s[0] != '\0' ? s : "unknown"; }
 
+// kiln_device_properties.low_precision in words: what the hardware offers
+// for 16-bit floats. Whether the backend trains in them is --bf16's check.
+std::string low_precision_text(uint32_t bits) {
+  static constexpr std::pair<uint32_t, const char*> kNames[] = {
+      {KILN_LOWP_16BIT_STORAGE, "16-bit storage"},
+      {KILN_LOWP_F16_CONVERT, "f16 conversion"},
+      {KILN_LOWP_F16_ARITHMETIC, "f16 arithmetic"},
+      {KILN_LOWP_BF16_ARITHMETIC, "bf16 arithmetic"},
+  };
+  std::string text;
+  for (const auto& [bit, name] : kNames)
+    if ((bits & bit) != 0) text += (text.empty() ? "" : ", ") + std::string(name);
+  return text.empty() ? "none reported" : text;
+}
+
 // Properties need no opened device, so listing never allocates device state.
 void print_devices(const Plugin& p) {
   const DeviceCount count = p.device_count();
@@ -50,6 +66,7 @@ void print_devices(const Plugin& p) {
         i, or_unknown(props.name), or_unknown(props.vendor), kind_name(props.kind),
         static_cast<double>(props.memory_bytes) / (1024.0 * 1024.0 * 1024.0), props.compute_units,
         or_unknown(props.driver_version), or_unknown(props.fingerprint));
+    fmt::print("    low precision: {}\n", low_precision_text(props.low_precision));
   }
 }
 

@@ -33,6 +33,7 @@
 #include "kiln/ir_decode.hpp"
 #include "kiln/plugin.h"
 #include "kiln/plugin_kit.hpp"
+#include "lowp_features.h"
 #include "plan.h"
 #include "thread_pool.h"
 
@@ -265,7 +266,8 @@ struct CpuPlugin {
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
     check_device_index(index);
     const HostInfo& h = host_info();
-    return {h.model, h.vendor, KILN_CPU_COMPILER_VERSION, KILN_DEVICE_CPU, h.memory, h.threads, device_fingerprint()};
+    return {h.model,  h.vendor,  KILN_CPU_COMPILER_VERSION, KILN_DEVICE_CPU,
+            h.memory, h.threads, device_fingerprint(),      kiln::cpu::low_precision_features()};
   }
 
   static kiln_device* device_open(int32_t index, int32_t num_threads) {

@@ -34,6 +34,17 @@ T device_value(cl_device_id d, cl_device_info what, T fallback) {
   return clGetDeviceInfo(d, what, sizeof(T), &v, nullptr) == CL_SUCCESS ? v : fallback;
 }
 
+// Extensions are one space-separated string; match whole names only.
+bool has_extension(const std::string& extensions, const std::string& name) {
+  size_t pos = 0;
+  while ((pos = extensions.find(name, pos)) != std::string::npos) {
+    const size_t end = pos + name.size();
+    if ((pos == 0 || extensions[pos - 1] == ' ') && (end == extensions.size() || extensions[end] == ' ')) return true;
+    pos = end;
+  }
+  return false;
+}
+
 int32_t kind_of(cl_device_type t) {
   if (t & CL_DEVICE_TYPE_GPU) return KILN_DEVICE_GPU;
   if (t & CL_DEVICE_TYPE_CPU) return KILN_DEVICE_CPU;
@@ -78,6 +89,11 @@ std::vector<DeviceInfo> enumerate(std::string* why_none) {
       info.compute_units = static_cast<int32_t>(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS, 0));
       info.max_work_group_size = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1);
       info.local_mem_bytes = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE, 0);
+      // Any OpenCL device loads and stores 16-bit words (ushort, and
+      // vload_half for f16 is core); f16 arithmetic needs cl_khr_fp16.
+      info.low_precision = KILN_LOWP_16BIT_STORAGE;
+      if (has_extension(device_string(d, CL_DEVICE_EXTENSIONS), "cl_khr_fp16"))
+        info.low_precision |= KILN_LOWP_F16_ARITHMETIC;
       info.is_pocl = info.platform_name.find("Portable Computing Language") != std::string::npos;
       info.fingerprint = fingerprint_hex(info.platform_name + "|" + info.platform_version + "|" + info.name + "|" +
                                          info.vendor + "|" + info.driver_version + "|" + info.device_version + "|" +

@@ -25,6 +25,7 @@ struct DeviceInfo {
   size_t max_work_group_size = 1;
   uint64_t local_mem_bytes = 0;
   bool is_pocl = false;
+  uint32_t low_precision = 0;  // KILN_LOWP_* bits
   // 64 hex digits over what determines compiled code: platform, device,
   // driver and this plugin's compiler version.
   std::string fingerprint;

@@ -120,8 +120,9 @@ struct OpenclPlugin {
 
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
     const kiln::ocl::DeviceInfo& d = kiln::ocl::device_list().at(index);
-    return {d.name,          d.vendor,     d.platform_name + " " + d.driver_version, d.kind, d.memory_bytes,
-            d.compute_units, d.fingerprint};
+    return {d.name,        d.vendor,       d.platform_name + " " + d.driver_version,
+            d.kind,        d.memory_bytes, d.compute_units,
+            d.fingerprint, d.low_precision};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {

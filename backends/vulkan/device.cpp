@@ -42,6 +42,25 @@ std::string vendor_name(uint32_t id) {
   }
 }
 
+// KILN_LOWP_* bits from the device's 16-bit features: storage buffers read
+// and written in 16 bits (core in 1.1) and f16 shader arithmetic (core in
+// 1.2). Only structs the device's version defines are chained.
+uint32_t low_precision_features(VkPhysicalDevice pd, uint32_t api_version) {
+  VkPhysicalDevice16BitStorageFeatures storage{};
+  storage.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &storage;
+  if (api_version >= VK_API_VERSION_1_2) storage.pNext = &float16;
+  vkGetPhysicalDeviceFeatures2(pd, &features);
+  uint32_t bits = 0;
+  if (storage.storageBuffer16BitAccess == VK_TRUE) bits |= KILN_LOWP_16BIT_STORAGE;
+  if (float16.shaderFloat16 == VK_TRUE) bits |= KILN_LOWP_F16_ARITHMETIC;
+  return bits;
+}
+
 DeviceInfo describe(VkPhysicalDevice pd) {
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
@@ -74,6 +93,8 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   d.max_push_bytes = p.limits.maxPushConstantsSize;
   d.max_shared_bytes = p.limits.maxComputeSharedMemorySize;
   d.max_invocations = p.limits.maxComputeWorkGroupInvocations;
+
+  d.low_precision = low_precision_features(pd, p.apiVersion);
 
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);

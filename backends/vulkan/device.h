@@ -32,6 +32,7 @@ struct DeviceInfo {
   // 64 hex digits over what determines compiled pipelines: device type,
   // ids, heaps, driver version, pipelineCacheUUID and the compiler version.
   std::string fingerprint;
+  uint32_t low_precision = 0;  // KILN_LOWP_* bits
 };
 
 // The devices, enumerated once. No loader, no ICD or no device is an empty

@@ -194,7 +194,7 @@ struct VulkanPlugin {
 
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
     const kiln::vk::DeviceInfo& d = kiln::vk::device_list().at(index);
-    return {d.name, d.vendor, d.driver_version, d.kind, d.memory_bytes, 0, d.fingerprint};
+    return {d.name, d.vendor, d.driver_version, d.kind, d.memory_bytes, 0, d.fingerprint, d.low_precision};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {

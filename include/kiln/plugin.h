@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 2
+#define KILN_ABI_MINOR 3
 
 /* ---------------------------------------------------------------- errors */
 
@@ -90,7 +90,17 @@ typedef struct kiln_device_properties {
   /* Stable identity of the device model + driver, for compile-cache keys:
    * two machines with equal fingerprints can share compiled executables. */
   char fingerprint[65];
+  /* ABI 1.3. What the hardware offers for 16-bit floats, as KILN_LOWP_*
+   * bits, whether or not the plugin's kernels use it yet (`kiln devices`
+   * prints it). 0 from an older plugin: nothing known. */
+  uint32_t low_precision;
 } kiln_device_properties;
+
+/* kiln_device_properties.low_precision bits. */
+#define KILN_LOWP_16BIT_STORAGE 0x1u   /* kernels load and store 16-bit values directly */
+#define KILN_LOWP_F16_ARITHMETIC 0x2u  /* f16 arithmetic in kernels (cl_khr_fp16, shaderFloat16) */
+#define KILN_LOWP_F16_CONVERT 0x4u     /* hardware f16 <-> f32 conversion (x86 F16C) */
+#define KILN_LOWP_BF16_ARITHMETIC 0x8u /* bf16 dot products (x86 AVX512-BF16, shaderBFloat16Type) */
 
 typedef struct kiln_device_properties_args {
   size_t struct_size;
@@ -251,7 +261,7 @@ typedef struct kiln_plugin_api {
  * accepts from an older caller (fields appended later are optional and
  * read with KILN_STRUCT_HAS). Append-only, like the structs. */
 #define KILN_DEVICE_COUNT_ARGS_SIZE_1_0 offsetof(kiln_device_count_args, no_devices_reason)
-#define KILN_DEVICE_PROPERTIES_SIZE_1_0 sizeof(kiln_device_properties)
+#define KILN_DEVICE_PROPERTIES_SIZE_1_0 offsetof(kiln_device_properties, low_precision)
 #define KILN_DEVICE_PROPERTIES_ARGS_SIZE_1_0 sizeof(kiln_device_properties_args)
 #define KILN_DEVICE_OPEN_ARGS_SIZE_1_0 sizeof(kiln_device_open_args)
 #define KILN_BUFFER_ALLOC_ARGS_SIZE_1_0 sizeof(kiln_buffer_alloc_args)

@@ -151,7 +151,8 @@ struct DeviceProperties {
   int32_t kind = KILN_DEVICE_OTHER;
   uint64_t memory_bytes = 0;
   int32_t compute_units = 0;
-  std::string fingerprint;  // stable identity of device model + driver
+  std::string fingerprint;     // stable identity of device model + driver
+  uint32_t low_precision = 0;  // KILN_LOWP_* bits (ABI 1.3)
 };
 
 // An older host knows a shorter struct: fills only what it has room for and
@@ -167,6 +168,9 @@ inline void fill_properties(kiln_device_properties* out, const DeviceProperties&
   p.memory_bytes = d.memory_bytes;
   p.compute_units = d.compute_units;
   copy_string(p.fingerprint, d.fingerprint);
+#if KILN_ABI_MINOR >= 3
+  p.low_precision = d.low_precision;
+#endif
   const size_t caller_size = out->struct_size;
   p.struct_size = caller_size;
   std::memcpy(out, &p, std::min(caller_size, sizeof(p)));

@@ -22,6 +22,9 @@ check "kiln devices exits 0 (got $status)" test "$status" -eq 0
 check "cpu backend is loaded from libkiln-backend-cpu.so" \
   grep -Eq '^backend cpu .*/libkiln-backend-cpu\.so$' <<<"$out"
 check "cpu backend lists device 0" grep -Eq '^  device 0: .*kind cpu' <<<"$out"
+# ABI 1.3: what the hardware offers for 16-bit floats; the cpu kernels
+# always store bf16/f16, so that much is listed on any x86-64.
+check "cpu device lists its low-precision features" grep -Eq '^    low precision: 16-bit storage' <<<"$out"
 # The ABI this kiln speaks, as it prints it for its own cpu plugin.
 abi=$(sed -nE 's/^backend cpu +\(ABI ([0-9]+\.[0-9]+),.*/\1/p' <<<"$out")
 check "cpu backend prints its ABI version" test -n "$abi"

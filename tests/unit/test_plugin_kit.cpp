@@ -84,6 +84,20 @@ TEST(PluginKit, PropertiesFillOnlyWhatTheCallersStructHolds) {
   EXPECT_EQ(static_cast<unsigned char>(p.fingerprint[0]), 0x5a);
 }
 
+TEST(PluginKit, LowPrecisionBitsReachOnlyA13Host) {
+  kit::DeviceProperties d;
+  d.low_precision = KILN_LOWP_16BIT_STORAGE | KILN_LOWP_F16_ARITHMETIC;
+  kiln_device_properties now{};
+  now.struct_size = sizeof(now);
+  ASSERT_EQ(guard([&] { kit::fill_properties(&now, d); }).code, KILN_OK);
+  EXPECT_EQ(now.low_precision, KILN_LOWP_16BIT_STORAGE | KILN_LOWP_F16_ARITHMETIC);
+  kiln_device_properties old{};
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = KILN_DEVICE_PROPERTIES_SIZE_1_0;  // a 1.0-1.2 host
+  ASSERT_EQ(guard([&] { kit::fill_properties(&old, d); }).code, KILN_OK);
+  EXPECT_EQ(old.low_precision, 0x5a5a5a5au);  // past the host's struct: untouched
+}
+
 TEST(PluginKit, RangesAndSlotsAreCheckedWithOneLineErrors) {
   int buffer = 0;
   EXPECT_EQ(guard([&] { kit::check_range("buffer_read", &buffer, 16, 8, 8); }).code, KILN_OK);
