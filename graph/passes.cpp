@@ -1,5 +1,8 @@
 #include "graph/passes.h"
 
+#include <algorithm>
+#include <map>
+
 namespace kiln::graph {
 
 Graph eliminate_dead_code(const Graph& g) {
@@ -17,6 +20,53 @@ Graph eliminate_dead_code(const Graph& g) {
     if (keep[i]) nodes.push_back(g.nodes()[i]);
   Graph out = g;
   out.set_nodes(std::move(nodes));
+  return out;
+}
+
+namespace {
+
+// Whether node n is a CAST of a graph input.
+bool casts_an_input(const Graph& g, const Node& n) { return n.op == KILN_OP_CAST && g.value(n.inputs[0]).producer < 0; }
+
+}  // namespace
+
+Graph rematerialize_input_casts(const Graph& g, size_t backward_begin) {
+  const std::vector<Node>& nodes = g.nodes();
+  Graph out = g;
+  // Readers of every value, in node order.
+  std::vector<std::vector<size_t>> readers(g.values().size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (ValueId v : nodes[i].inputs) readers[static_cast<size_t>(v)].push_back(i);
+  std::vector<bool> is_graph_output(g.values().size(), false);
+  for (const Port& p : g.outputs()) is_graph_output[static_cast<size_t>(p.value)] = true;
+
+  std::multimap<size_t, Node> before;  // node index -> casts placed just before it
+  std::vector<bool> moved(nodes.size(), false);
+  std::vector<Node> rewired = nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& cast = nodes[i];
+    const auto y = static_cast<size_t>(cast.outputs[0]);
+    if (!casts_an_input(g, cast) || readers[y].empty() || is_graph_output[y]) continue;
+    moved[i] = true;
+    const std::vector<size_t>& r = readers[y];
+    before.emplace(r.front(), cast);
+    auto first_backward = std::lower_bound(r.begin(), r.end(), backward_begin);
+    if (first_backward == r.begin() || first_backward == r.end()) continue;  // one side reads it: one copy
+    // The backward's own copy: a new value, read by every backward reader.
+    const ValueId copy = out.add_node(KILN_OP_CAST, cast.inputs, cast.iattrs, cast.fattrs)[0];
+    before.emplace(*first_backward, out.nodes().back());
+    for (auto it = first_backward; it != r.end(); ++it)
+      for (ValueId& v : rewired[*it].inputs)
+        if (v == cast.outputs[0]) v = copy;
+  }
+  std::vector<Node> order;
+  order.reserve(nodes.size() + before.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto [lo, hi] = before.equal_range(i);
+    for (auto it = lo; it != hi; ++it) order.push_back(it->second);
+    if (!moved[i]) order.push_back(rewired[i]);
+  }
+  out.set_nodes(std::move(order));
   return out;
 }
 

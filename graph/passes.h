@@ -9,4 +9,14 @@ namespace kiln::graph {
 // (an unused input still gets a slot, so callers can bind it uniformly).
 Graph eliminate_dead_code(const Graph& g);
 
+// The 16-bit copies of f32 main parameters (a CAST of a graph input) cost a
+// conversion to make and a tensor to keep, so they are made when needed
+// rather than kept: each such CAST moves to just before its first reader,
+// and one more copy is made just before its first reader at or after node
+// `backward_begin`, which then reads that copy. A copy thus lives through
+// its forward readers and, separately, through its backward ones, instead
+// of from the top of the step to the end of the backward. Values are
+// bitwise the same (CAST is deterministic); only liveness changes.
+Graph rematerialize_input_casts(const Graph& g, size_t backward_begin);
+
 }  // namespace kiln::graph

@@ -1,6 +1,7 @@
 #include "trainer/model/step_graphs.h"
 
 #include "graph/autodiff.h"
+#include "graph/passes.h"
 
 namespace kiln::trainer {
 
@@ -39,6 +40,7 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   // back through the forward's CAST, so it arrives (and accumulates) in f32.
   for (const auto& s : specs) wrt.push_back(f.param_inputs.at(s.name));
   if (!cfg.pre_process) wrt.push_back(f.hidden_in);
+  const size_t backward_begin = g.nodes().size();
   std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
@@ -48,6 +50,9 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
     // Overwrite: the gradient's producer writes straight into the buffer.
     g.output(updated(acc), mode == GradMode::Accumulate ? g.add(in, grads[i]) : grads[i], acc);
   }
+  // The 16-bit weight copies then live through their layer's forward and
+  // its backward, not the whole step (docs/MIXED_PRECISION.md, "Memory").
+  if (cfg.compute_dtype != KILN_F32) return graph::rematerialize_input_casts(g, backward_begin);
   return g;
 }
 
