@@ -39,7 +39,7 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   // back through the forward's CAST, so it arrives (and accumulates) in f32.
   for (const auto& s : specs) wrt.push_back(f.param_inputs.at(s.name));
   if (!cfg.pre_process) wrt.push_back(f.hidden_in);
-  std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of);
+  std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of, f.recompute_segments);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
   for (size_t i = 0; i < specs.size(); ++i) {
