@@ -2,7 +2,8 @@
 # Activation recomputation (issue 17, docs/DISTRIBUTED.md), with dropout on:
 # - --recompute-activations (selective) and --recompute-granularity full
 #   --recompute-method uniform|block give losses and gradient norms bitwise
-#   identical to a run without recomputation (the masks replay exactly);
+#   identical to a run without recomputation (the masks replay exactly),
+#   in fp32 and in bf16;
 # - Megatron's invalid combinations are refused with one line.
 set -uo pipefail
 kiln=$1
@@ -25,6 +26,11 @@ for r in selective uniform block; do
     { paste <(pick "$tmp/plain.jsonl") <(pick "$tmp/$r.jsonl"); fail "$r recomputation changed the losses"; }
 done
 echo "ok: selective, full/uniform/1 and full/block/2 are bitwise identical to no recomputation ($(pick "$tmp/plain.jsonl" | tail -1))"
+# In bf16 the replayed nodes compute in the same dtype, so the same holds.
+run bf16 --bf16
+run bf16_uniform --bf16 --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+diff <(pick "$tmp/bf16.jsonl") <(pick "$tmp/bf16_uniform.jsonl") >/dev/null || fail "bf16 full recomputation changed the losses"
+echo "ok: bf16, full/uniform/2 bitwise identical to no recomputation"
 
 refused() {  # expected message part, then flags
   local want=$1; shift
