@@ -12,6 +12,9 @@
 // that have no rule -- FILL (no inputs), ADAMW, ROW_MAX and the *_GRAD ops
 // -- are an error only if the loss reaches a `wrt` value through them;
 // integer values (ids, targets) never carry a gradient.
+//
+// Recomputed segments (graph/recompute.h) change only which values a rule
+// reads; gradients still accumulate under the original values' ids.
 #include "graph/autodiff.h"
 
 #include <set>
@@ -38,7 +41,8 @@ bool is_float(const Graph& g, ValueId v) { return kiln_dtype_is_float(g.value(v)
 }  // namespace
 
 std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
-                              const std::set<ValueId>& all_reduce_gradient_of) {
+                              const std::set<ValueId>& all_reduce_gradient_of,
+                              const std::vector<RecomputeSegment>& recompute) {
   const size_t num_values = g.values().size();
   const size_t num_nodes = g.nodes().size();  // only the forward nodes present now
   auto check_id = [&](ValueId v, const char* what) {
@@ -50,6 +54,7 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
     autodiff_fail("the loss must be f32 [1], got " + std::string(kiln_dtype_name(g.value(loss).dtype)) + " " +
                   to_string(g.shape(loss)));
   for (ValueId w : wrt) check_id(w, "wrt");
+  Recomputation recomputation(recompute, num_nodes, num_values);
 
   // depends[v]: v is a float value that some `wrt` value feeds (or is one).
   std::vector<bool> depends(num_values, false);
@@ -96,7 +101,9 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
       any_need = any_need || need.back();
     }
     if (!any_need) continue;  // no `wrt` value feeds this node
-    Grads dx = vjp(g, VjpArgs{node, dy, need}, static_cast<int>(n));
+    // In a recomputed segment the rule reads the replayed copy's values.
+    const Node for_rule = recomputation.node_for_gradient(g, static_cast<int>(n));
+    Grads dx = vjp(g, VjpArgs{for_rule, dy, need}, static_cast<int>(n));
     for (size_t i = 0; i < node.inputs.size(); ++i)
       if (need[i] && dx.at(i) != kNoGradient) accumulate(node.inputs[i], dx[i]);
   }

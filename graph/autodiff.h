@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/recompute.h"
 
 namespace kiln::graph {
 
@@ -25,7 +26,11 @@ namespace kiln::graph {
 // producer -- Megatron's copy-to-tensor-parallel-region, the input of a
 // column-parallel layer that each rank uses with only its shard of the
 // weights. Such a value must not be a graph input.
+//
+// `recompute`: forward node ranges whose values the backward recomputes
+// instead of keeping (graph/recompute.h); the gradients are bitwise the same.
 std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
-                              const std::set<ValueId>& all_reduce_gradient_of = {});
+                              const std::set<ValueId>& all_reduce_gradient_of = {},
+                              const std::vector<RecomputeSegment>& recompute = {});
 
 }  // namespace kiln::graph

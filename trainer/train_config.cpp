@@ -62,6 +62,14 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::half_open(0, 1));
   f.add("--attention-dropout", &attention_dropout, "dropout on the attention probabilities (Megatron's default)",
         Bounds::half_open(0, 1));
+  f.add("--recompute-activations", &recompute_activations,
+        "recompute each layer's attention core in backward (--recompute-granularity selective)");
+  f.add("--recompute-granularity", &recompute_granularity,
+        "selective (the attention core) | full (whole layers; needs --recompute-method and --recompute-num-layers)");
+  f.add("--recompute-method", &recompute_method,
+        "uniform (groups of --recompute-num-layers layers) | block (the first N layers of each pipeline stage)");
+  f.add("--recompute-num-layers", &recompute_num_layers, "layers per recomputed group (uniform) or recomputed (block)",
+        Bounds::at_least(0));
   f.add("--use-checkpoint-args", &use_checkpoint_args,
         "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
@@ -244,6 +252,7 @@ void TrainConfig::finalize(const Flags& f) {
   model.tensor_parallel = tensor_model_parallel_size;
   model.validate();
   check_pipeline_layout();
+  finalize_recompute(f);
   check_tensor_sizes();
 }
 

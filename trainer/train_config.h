@@ -35,6 +35,11 @@ struct TrainConfig {
   // Megatron's defaults: GPT-3 scripts that set no dropout train with 0.1.
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
+  // Activation recomputation (docs/DISTRIBUTED.md); finalize_recompute() moves them into `model`.
+  bool recompute_activations = false;  // Megatron's shorthand for --recompute-granularity selective
+  std::string recompute_granularity;   // "", selective, full
+  std::string recompute_method;        // "", uniform, block
+  int64_t recompute_num_layers = 0;    // 0: not given (Megatron's None)
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
   // Megatron's flags for what --load restores and --save writes
@@ -131,6 +136,8 @@ struct TrainConfig {
   // Throws naming the flags when an activation would exceed the IR's limit.
   void check_tensor_sizes() const;
   void check_pipeline_layout() const;
+  // The --recompute-* flags into `model`, refusing Megatron's invalid combinations.
+  void finalize_recompute(const Flags& flags);
 };
 
 }  // namespace kiln::trainer

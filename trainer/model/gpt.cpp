@@ -100,6 +100,10 @@ void GptConfig::validate() const {
   if (vocab_size % tensor_parallel != 0)
     throw Error("--vocab-size " + std::to_string(vocab_size) + tp +
                 "; pick a multiple (with --vocab-file, kiln pads the vocab like Megatron)");
+  if (recompute_granularity == RecomputeGranularity::Full &&
+      (recompute_method == RecomputeMethod::None || recompute_num_layers < 1))
+    throw Error(
+        "--recompute-granularity full needs --recompute-method uniform|block and --recompute-num-layers N >= 1");
 }
 
 namespace {
@@ -307,7 +311,8 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
 ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-                  const PositionValues& pos, std::set<ValueId>& reduce_gradients, ValueId dropout_key, int64_t layer) {
+                  const PositionValues& pos, std::set<ValueId>& reduce_gradients, ValueId dropout_key, int64_t layer,
+                  std::vector<graph::RecomputeSegment>& recompute_segments) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
@@ -318,6 +323,10 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   // softmax's (or ALiBi's) scale multiplies l back.
   const float coeff = c.query_key_layer_scaling && c.compute_dtype != KILN_F32 ? static_cast<float>(layer + 1) : 1.0f;
   const ValueId q = coeff > 1.0f ? g.scale(h.q, 1.0f / coeff) : h.q;
+  // Megatron's selective recomputation: the core (scores, softmax, dropout,
+  // @V), whose [B*H, T, T] values dominate a layer's activations, is
+  // recomputed from q, k and v.
+  const int core_begin = static_cast<int>(g.nodes().size());
   ValueId scores = g.matmul(q, h.k, false, true);  // [B*H, T, T]
   const float scale = coeff / std::sqrt(static_cast<float>(D));
   ValueId probs;
@@ -334,6 +343,8 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
     probs = g.dropout(probs, dropout_key, c.attention_dropout, attention_probs_dropout_site(layer), H * T * T,
                       c.num_attention_heads * T * T);
   ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
+  if (c.recompute_granularity == RecomputeGranularity::Selective)
+    recompute_segments.push_back({core_begin, static_cast<int>(g.nodes().size())});
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
   y = g.reshape(y, {B * T, H * D});
@@ -355,6 +366,20 @@ ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std:
     h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
   }
   return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), optional_param(p, L + "mlp.linear_fc2.bias"));
+}
+
+// Where layer l stands in full recomputation's units (Megatron's
+// transformer_block.py, counting the stage's layers from 0): uniform groups
+// of recompute_num_layers layers (the last group may be shorter), or, with
+// block, each of the first recompute_num_layers layers on its own.
+struct RecomputeUnit {
+  bool starts = false, ends = false;
+};
+RecomputeUnit full_recompute_unit(const GptConfig& c, int64_t l) {
+  if (c.recompute_granularity != RecomputeGranularity::Full) return {};
+  const int64_t i = l - c.first_layer, n = c.recompute_num_layers;
+  if (c.recompute_method == RecomputeMethod::Block) return {i < n, i < n};
+  return {i % n == 0, i % n == n - 1 || l + 1 == c.stage_end()};
 }
 
 }  // namespace
@@ -423,13 +448,18 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   }
   if (c.position_embedding_type == PositionEmbedding::Alibi)
     pos.alibi_slopes = g.input(kAlibiSlopesInput, KILN_F32, {c.local_heads()});
+  int unit_begin = 0;  // the first node of the layers recomputed together (full granularity)
   for (int64_t l = c.first_layer; l < c.stage_end(); ++l) {
+    const RecomputeUnit unit = full_recompute_unit(c, l);
+    if (unit.starts) unit_begin = static_cast<int>(g.nodes().size());
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
     ValueId h = norm(g, c, x, p, L + "input_layernorm");
-    ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l);
+    ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l,
+                            f.recompute_segments);
     x = g.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
     h = norm(g, c, x, p, L + "pre_mlp_layernorm");
     x = g.add(x, hidden_dropout(mlp(g, c, column_parallel_input(h), p, L), mlp_output_dropout_site(l)));
+    if (unit.ends) f.recompute_segments.push_back({unit_begin, static_cast<int>(g.nodes().size())});
   }
   if (!c.post_process) {
     f.hidden_out = x;

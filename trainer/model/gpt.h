@@ -15,11 +15,16 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/recompute.h"
 
 namespace kiln::trainer {
 
 enum class Normalization { LayerNorm, RMSNorm };
 enum class PositionEmbedding { LearnedAbsolute, Rope, None, Alibi };
+// Activation recomputation (Megatron's --recompute-granularity and
+// --recompute-method; docs/DISTRIBUTED.md).
+enum class RecomputeGranularity { None, Selective, Full };
+enum class RecomputeMethod { None, Uniform, Block };
 
 // Megatron's spellings (--normalization, --position-embedding-type); the
 // parsers throw kiln::Error naming the flag for anything else.
@@ -93,6 +98,14 @@ struct GptConfig {
   int64_t end_layer = -1;  // -1: num_layers
   bool pre_process = true;
   bool post_process = true;
+  // Activation recomputation, a training choice (not saved): the backward
+  // recomputes instead of keeping the attention core of every layer
+  // (Selective) or whole layers (Full): with Uniform, each group of
+  // recompute_num_layers layers of the stage keeping only the group's input;
+  // with Block, the stage's first recompute_num_layers layers, one by one.
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
+  RecomputeMethod recompute_method = RecomputeMethod::None;
+  int64_t recompute_num_layers = 0;
 
   int64_t ffn_hidden() const;
   int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
@@ -168,6 +181,8 @@ struct GptForward {
   // the last, instead of logits).
   graph::ValueId hidden_in = -1;
   graph::ValueId hidden_out = -1;
+  // The forward node ranges graph::backward recomputes (cfg's recompute_*).
+  std::vector<graph::RecomputeSegment> recompute_segments;
 };
 inline constexpr const char* kHiddenIn = "hidden_in";
 GptForward build_gpt_forward(graph::Graph& g, const GptConfig& cfg, int64_t batch);

@@ -1,0 +1,60 @@
+// The --recompute-* flags (Megatron's arguments.py and TransformerConfig's
+// checks, with their wording where it fits): --recompute-activations is
+// --recompute-granularity selective; full needs a method and a layer count;
+// selective takes neither. A method or a count without full recomputation
+// would do nothing, so it is refused rather than ignored.
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "trainer/train_config.h"
+
+namespace kiln::trainer {
+
+void TrainConfig::finalize_recompute(const Flags& f) {
+  std::string granularity = recompute_granularity;
+  if (recompute_activations) {
+    if (!granularity.empty() && granularity != "selective")
+      throw Error("--recompute-activations means --recompute-granularity selective, not " + granularity +
+                  "; drop one of them");
+    granularity = "selective";
+  }
+  const bool method_given = !recompute_method.empty();
+  const bool layers_given = f.given("--recompute-num-layers");
+  if (granularity.empty()) {
+    if (method_given || layers_given)
+      throw Error(
+          "--recompute-method and --recompute-num-layers apply with --recompute-granularity full; add it or drop "
+          "them");
+    return;
+  }
+  if (granularity == "selective") {
+    if (method_given)
+      throw Error(
+          "recompute method is not yet supported for selective recomputing granularity; drop --recompute-method");
+    if (layers_given)
+      throw Error(
+          "When using recompute_granularity: selective recompute_num_layers must be None; drop --recompute-num-layers");
+    model.recompute_granularity = RecomputeGranularity::Selective;
+    return;
+  }
+  if (granularity != "full") throw Error("--recompute-granularity " + granularity + " is not one of selective, full");
+  if (recompute_method != "uniform" && recompute_method != "block")
+    throw Error(
+        "Using recompute_granularity: full so recompute_method must be \"block\" or \"uniform\" "
+        "(--recompute-method)");
+  // Megatron's bound: the layers of one pipeline stage (the smallest, with an uneven split).
+  int64_t stage_layers_min = model.num_layers;
+  for (int64_t s = 0; s < pipeline_model_parallel_size; ++s)
+    stage_layers_min = std::min(stage_layers_min, stage_layers(s));
+  if (recompute_num_layers < 1 || recompute_num_layers > stage_layers_min)
+    throw Error(
+        "When using recompute_granularity: full recompute_num_layers must be between 1 and "
+        "num_layers_per_pipeline_rank: " +
+        std::to_string(stage_layers_min) + " (--recompute-num-layers)");
+  model.recompute_granularity = RecomputeGranularity::Full;
+  model.recompute_method = recompute_method == "uniform" ? RecomputeMethod::Uniform : RecomputeMethod::Block;
+  model.recompute_num_layers = recompute_num_layers;
+}
+
+}  // namespace kiln::trainer
