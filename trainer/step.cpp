@@ -5,6 +5,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "trainer/model/dropout_keys.h"
 #include "trainer/model/step_graphs.h"
@@ -152,7 +153,11 @@ double Step::gradient_norm(double loss_scale) {
     return std::sqrt(squares) / run_.batch_terms / loss_scale;
   }
   run_.grad_norm->run();
-  double squares = read_scalar(*run_.grad_norm, "grad_sq");
+  DeviceBuffer& parts = *run_.grad_norm->buffer("grad_sq");
+  std::vector<float> per_parameter(parts.size() / sizeof(float));
+  parts.read(per_parameter.data(), parts.size());
+  double squares = 0;
+  for (float sq : per_parameter) squares += sq;
   // Each pipeline stage's own parameters (a tied embedding counted on the first).
   if (run_.pp_group)
     run_.pp_group->sum(std::span<double>(&squares, 1),

@@ -282,8 +282,6 @@ void TrainConfig::check_pipeline_layout() const {
     throw Error(layers + " minus the first/last stage's layers leaves " + std::to_string(rest) + " for the other " +
                 std::to_string(others) + " stages of " + pp +
                 "; the left-over layers must split evenly, at least one per stage");
-  if (precision.compute_dtype() != KILN_F32)
-    throw Error(pp + " with --bf16 or --fp16 is not yet supported; drop one of them");
   if (use_distributed_optimizer)
     throw Error(pp + " with --use-distributed-optimizer is not yet supported; drop one of them");
 }

@@ -412,8 +412,11 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   const ValueId words = words_it == p.end() ? -1 : words_it->second;
   ValueId x;
   if (!c.pre_process) {
-    // A later pipeline stage starts from the previous stage's output.
-    f.hidden_in = x = g.input(kHiddenIn, c.compute_dtype, {B * T, C});
+    // A later pipeline stage starts from the previous stage's output. Stages
+    // hand f32 to each other (the schedule's buffers are float); a 16-bit
+    // value and its gradient survive the round trip exactly.
+    f.hidden_in = x = g.input(kHiddenIn, KILN_F32, {B * T, C});
+    if (c.compute_dtype != KILN_F32) x = g.cast(x, c.compute_dtype);
   } else if (!parallel) {
     f.tokens = g.input("tokens", KILN_I32, {B, T});
     x = g.embedding(words, f.tokens);  // [B, T, C]
@@ -462,13 +465,19 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     if (unit.ends) f.recompute_segments.push_back({unit_begin, static_cast<int>(g.nodes().size())});
   }
   if (!c.post_process) {
-    f.hidden_out = x;
+    f.hidden_out = c.compute_dtype == KILN_F32 ? x : g.cast(x, KILN_F32);
     return f;
   }
   x = norm(g, c, x, p, "decoder.final_layernorm");
   // The LM head: this rank's vocab rows of the token embedding (tied) or of
   // the output layer.
   ValueId head = c.untie_embeddings_and_output_weights ? p.at("output_layer.weight") : words;
+  // A tied 16-bit head reads a CAST of its own: each use's gradient then
+  // comes back to f32 and the two are summed there, in the same order of
+  // operations as when two pipeline stages hold the two uses, rather than
+  // summed in 16 bits first.
+  if (head == words && c.pre_process && c.compute_dtype != KILN_F32)
+    head = g.cast(f.param_inputs.at("embedding.word_embeddings.weight"), c.compute_dtype);
   f.logits = g.matmul(column_parallel_input(x), head, false, true);
   return f;
 }

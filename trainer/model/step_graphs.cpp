@@ -1,5 +1,7 @@
 #include "trainer/model/step_graphs.h"
 
+#include <algorithm>
+
 #include "graph/autodiff.h"
 #include "graph/passes.h"
 
@@ -72,20 +74,42 @@ Graph build_stage_forward(const GptConfig& cfg, int64_t B) {
   return g;
 }
 
+namespace {
+// xs joined along axis 0, in order; CONCAT takes at most 255 inputs (the
+// IR's u8 count), so longer lists are joined in groups, then the groups.
+ValueId concat_all(Graph& g, std::vector<ValueId> xs) {
+  constexpr size_t kMaxInputs = 255;
+  while (xs.size() > 1) {
+    std::vector<ValueId> groups;
+    for (size_t i = 0; i < xs.size(); i += kMaxInputs) {
+      const size_t end = std::min(xs.size(), i + kMaxInputs);
+      std::vector<ValueId> part(xs.begin() + static_cast<std::ptrdiff_t>(i),
+                                xs.begin() + static_cast<std::ptrdiff_t>(end));
+      groups.push_back(part.size() == 1 ? part[0] : g.concat(part, 0));
+    }
+    xs = std::move(groups);
+  }
+  return xs.at(0);
+}
+}  // namespace
+
 Graph build_grad_norm(const GptConfig& cfg) {
   Graph g;
-  // With tensor parallelism, shards are summed over the group and
-  // replicated parameters (identical on every rank) counted once.
-  ValueId sharded = -1, replicated = -1;
+  // One sum of squares per parameter, summed by the host in double in
+  // parameter order: the norm then does not depend on how the parameters
+  // are split over pipeline stages (an f32 sum per stage would round
+  // differently from one f32 sum, and the clipping factor with it). With
+  // tensor parallelism, shards' squares are summed over the group (one
+  // all-reduce of all of them) and replicated parameters counted once.
+  std::vector<ValueId> sharded, replicated;
   for (const auto& s : gpt_parameters(cfg)) {
     // The last pipeline stage's copy of a tied word embedding: counted on the first stage.
     if (!cfg.pre_process && s.name == "embedding.word_embeddings.weight") continue;
     ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
-    ValueId& total = s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated;
-    total = total < 0 ? sq : g.add(total, sq);
+    (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated).push_back(sq);
   }
-  if (sharded >= 0) replicated = g.add(g.all_reduce(sharded), replicated);
-  g.output("grad_sq", replicated);
+  if (!sharded.empty()) replicated.push_back(g.all_reduce(concat_all(g, sharded)));
+  g.output("grad_sq", concat_all(g, replicated));
   return g;
 }
 

@@ -67,8 +67,10 @@ inline constexpr const char* kGradHiddenOut = "grad_hidden_out";
 inline constexpr const char* kGradHiddenIn = "grad_hidden_in";
 graph::Graph build_stage_forward(const GptConfig& cfg, int64_t micro_batch);
 
-// Sum of squares of every gradient accumulator: "grad_sq" [1] (a pipeline
-// stage's; the last stage leaves out its copy of a tied word embedding).
+// Sums of squares of the gradient accumulators: "grad_sq" [n] f32, one per
+// parameter (tensor-parallel shards' summed over the group, after the
+// replicated ones), for the host to add up in double (a pipeline stage's
+// parameters; the last stage leaves out its copy of a tied word embedding).
 graph::Graph build_grad_norm(const GptConfig& cfg);
 
 // AdamW on every parameter with hyper-parameters from the "hparams" input
