@@ -200,6 +200,9 @@ int run_parent(const trainer::TrainConfig& cfg, int64_t world_size, const CacheF
   summary.graphs = builds;
   summary.units = static_cast<int>(units);
   summary.unique_units = static_cast<int>(tasks.size());
+  summary.ranks = counts.ranks;
+  summary.rank_graphs = counts.rank_graphs;
+  summary.rank_units = counts.rank_units;
   summary.cached = result.count(compiler_cache::TaskResult::Cached);
   summary.compiled = result.count(compiler_cache::TaskResult::Compiled);
   summary.failed = result.count(compiler_cache::TaskResult::Failed);

@@ -29,13 +29,15 @@ grep -q "require-precompiled: graph [0-9a-f]* is not in the compile cache .*--wo
   { cat "$tmp/miss.log"; fail "the miss does not name the graph and --world-size"; }
 
 # Every rank's graphs from one process.
-"$kiln" precompile "${dp_tp[@]}" --world-size 4 --cache-dir "$tmp/cache" --num-parallel 2 >"$tmp/pre.log" 2>&1 ||
-  { cat "$tmp/pre.log"; fail "precompile --world-size 4 failed"; }
+"$kiln" precompile "${dp_tp[@]}" --world-size 4 --cache-dir "$tmp/cache" --num-parallel 2 --json \
+  >"$tmp/pre.json" 2>"$tmp/pre.log" || { cat "$tmp/pre.log"; fail "precompile --world-size 4 failed"; }
 grep "^precompile: 4 ranks\|unique after" "$tmp/pre.log"
 line=$(grep "^precompile: 4 ranks (2 data-parallel x 2 tensor-parallel x 1 pipeline-parallel) run" "$tmp/pre.log") ||
   { cat "$tmp/pre.log"; fail "no summary of the 4 ranks"; }
 rank_units=$(echo "$line" | sed 's/.*graphs (\([0-9]*\) compile units).*/\1/')
 [ "$(grep -c "^Total failed compilations: 0" "$tmp/pre.log")" = 1 ] || fail "failed compilations"
+grep -q "\"rank_units\":$rank_units[,}]" "$tmp/pre.json" && grep -q '"ranks":4[,}]' "$tmp/pre.json" ||
+  { cat "$tmp/pre.json"; fail "the JSON summary does not count the 4 ranks' units"; }
 "$kiln" cache stats --cache-dir "$tmp/cache" >"$tmp/before.txt"
 mpi 4 "$kiln" train "${dp_tp[@]}" --cache-dir "$tmp/cache" --require-precompiled >"$tmp/train.log" 2>&1 ||
   { cat "$tmp/train.log"; fail "mpirun -np 4 train --require-precompiled failed after precompile --world-size 4"; }
