@@ -89,8 +89,13 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
     const size_t before = extraction.tasks().size();
     for (const auto& [name, g] : graphs.list()) {
       graph::Executable exe(*device, *g, &fallback, &extraction);
-      std::string label = name;
-      if (pp > 1) label = "stage " + std::to_string(stage) + ": " + label;
+      std::string label;
+      if (pp > 1) {
+        label += "stage ";
+        label += std::to_string(stage);
+        label += ": ";
+      }
+      label += name;
       labels.resize(extraction.tasks().size(), label);
       ++counts->builds;
       counts->rank_graphs += ranks;
