@@ -1,6 +1,6 @@
-// `kiln precompile <kiln train flags>`: build every graph the training run
-// would execute (trainer/model/run_graphs.h) in extract mode, de-duplicate them by
-// cache key, and compile the unique ones in the worker pool
+// `kiln precompile <kiln train flags> [--world-size N]`: build every graph
+// each rank of the training run would execute (trainer/model/run_graphs.h)
+// in extract mode, de-duplicate them by cache key, and compile the unique ones in the worker pool
 // (compiler_cache/compile_pool.h: worker processes, largest first, each with
 // a timeout) into the compile cache. The exit status is the number of failed
 // compilations (capped at 255). With --json the summary is one JSON object on
@@ -24,6 +24,7 @@
 #include "core/registry.h"
 #include "graph/executor.h"
 #include "trainer/model/run_graphs.h"
+#include "trainer/parallel_layout.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,22 +53,57 @@ pid_t spawn_worker(const std::string& task_file, const std::string& log, const C
   return pid;
 }
 
-// Extract mode: build every executable of the run, compile nothing. Returns
-// the unique compile units, largest first.
-std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, int* builds, size_t* units) {
+// What extraction built, and what the ranks of the job run.
+struct ExtractCounts {
+  int builds = 0;           // graphs built (once per pipeline stage)
+  size_t units = 0;         // compile units of the built graphs
+  int64_t ranks = 0;        // --world-size
+  int64_t stages = 0;       // distinct graph sets: one per pipeline stage
+  int64_t rank_graphs = 0;  // graphs summed over every rank
+  int64_t rank_units = 0;   // compile units summed over every rank
+};
+
+// Extract mode: build every executable of every rank of a `world_size`-rank
+// job, compile nothing. A rank's graphs depend only on its pipeline stage
+// (trainer/model/run_graphs.h), so each stage's are built once, for the
+// first of its ranks in the trainer's own order. Returns the unique compile
+// units, largest first.
+std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, int64_t world_size,
+                                              ExtractCounts* counts) {
   std::unique_ptr<Device> device =
       Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   FallbackDevice fallback;
-  trainer::RunGraphs graphs = trainer::build_run_graphs(cfg);
+  const int64_t tp = cfg.model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
+  std::map<int64_t, std::pair<trainer::Layout, int64_t>> ranks_of_stage;  // pp_rank -> (first rank, count)
+  for (int64_t rank = 0; rank < world_size; ++rank) {
+    const trainer::Layout at = trainer::rank_layout(rank, world_size, tp, pp);
+    ++ranks_of_stage.try_emplace(at.pp_rank, at, 0).first->second.second;
+  }
+  counts->ranks = world_size;
+  counts->stages = static_cast<int64_t>(ranks_of_stage.size());
   compiler_cache::Extraction extraction;
   std::vector<std::string> labels;
-  for (const auto& [name, g] : graphs.list()) {
-    graph::Executable exe(*device, *g, &fallback, &extraction);
-    labels.resize(extraction.tasks().size(), name);
-    ++*builds;
+  for (const auto& [stage, first_and_count] : ranks_of_stage) {
+    const auto& [at, ranks] = first_and_count;
+    const trainer::RunGraphs graphs = trainer::build_rank_graphs(cfg, at);
+    const size_t before = extraction.tasks().size();
+    for (const auto& [name, g] : graphs.list()) {
+      graph::Executable exe(*device, *g, &fallback, &extraction);
+      std::string label;
+      if (pp > 1) {
+        label += "stage ";
+        label += std::to_string(stage);
+        label += ": ";
+      }
+      label += name;
+      labels.resize(extraction.tasks().size(), label);
+      ++counts->builds;
+      counts->rank_graphs += ranks;
+    }
+    counts->rank_units += static_cast<int64_t>(extraction.tasks().size() - before) * ranks;
   }
   std::vector<compiler_cache::ExtractedTask> all = extraction.tasks();
-  *units = all.size();
+  counts->units = all.size();
   std::map<std::string, size_t> index_of_key;
   std::vector<compiler_cache::PoolTask> unique;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -127,8 +163,8 @@ class JsonOutput {
   int fd_ = -1;
 };
 
-int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t num_parallel, double timeout_s,
-               bool json) {
+int run_parent(const trainer::TrainConfig& cfg, int64_t world_size, const CacheFlags& flags, int64_t num_parallel,
+               double timeout_s, bool json) {
   const JsonOutput json_output(json);
   compiler_cache::CacheConfig config = flags.config();
   config.require_precompiled = false;
@@ -142,9 +178,17 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   const int parallel = num_parallel > 0 ? capped_parallelism(num_parallel) : compiler_cache::default_parallelism();
 
   auto t0 = Clock::now();
-  int builds = 0;
-  size_t units = 0;
-  std::vector<compiler_cache::PoolTask> tasks = extract(cfg, &builds, &units);
+  ExtractCounts counts;
+  std::vector<compiler_cache::PoolTask> tasks = extract(cfg, world_size, &counts);
+  const int builds = counts.builds;
+  const size_t units = counts.units;
+  std::printf(
+      "precompile: %lld rank%s (%lld data-parallel x %lld tensor-parallel x %lld pipeline-parallel) run %lld graphs "
+      "(%lld compile units); %lld distinct graph set%s, one per pipeline stage\n",
+      static_cast<long long>(counts.ranks), counts.ranks == 1 ? "" : "s",
+      static_cast<long long>(cfg.data_parallel_size), static_cast<long long>(cfg.model.tensor_parallel),
+      static_cast<long long>(cfg.pipeline_model_parallel_size), static_cast<long long>(counts.rank_graphs),
+      static_cast<long long>(counts.rank_units), static_cast<long long>(counts.stages), counts.stages == 1 ? "" : "s");
   std::printf("precompile: extracted %d graphs (%zu compile units) in %.2f s; %zu unique after de-duplication\n",
               builds, units, std::chrono::duration<double>(Clock::now() - t0).count(), tasks.size());
 
@@ -161,6 +205,9 @@ int run_parent(const trainer::TrainConfig& cfg, const CacheFlags& flags, int64_t
   summary.graphs = builds;
   summary.units = static_cast<int>(units);
   summary.unique_units = static_cast<int>(tasks.size());
+  summary.ranks = counts.ranks;
+  summary.rank_graphs = counts.rank_graphs;
+  summary.rank_units = counts.rank_units;
   summary.cached = result.count(compiler_cache::TaskResult::Cached);
   summary.compiled = result.count(compiler_cache::TaskResult::Compiled);
   summary.failed = result.count(compiler_cache::TaskResult::Failed);
@@ -213,16 +260,20 @@ int run_precompile(const std::vector<std::string>& args) {
   flags.add("--num-parallel", &num_parallel, "worker processes compiling at once (default: from cores and memory)");
   flags.add("--compile-timeout", &timeout_s, "seconds one compilation may take before its worker is killed (0: none)");
   flags.add("--json", &json, "print the summary as one JSON object on stdout (human lines go to stderr)");
+  int64_t world_size = 0;
+  flags.add("--world-size", &world_size,
+            "ranks of the training job (its mpirun -np N) whose graphs to build, every one on this machine "
+            "(default: one model replica, tensor x pipeline-parallel size)",
+            trainer::Bounds::at_least(1));
   if (!flags.parse(args)) return 0;
+  // The layout checks `kiln train` makes on its mpirun world, with the same words.
+  if (!flags.given("--world-size"))
+    world_size =
+        std::max<int64_t>(1, cfg.tensor_model_parallel_size) * std::max<int64_t>(1, cfg.pipeline_model_parallel_size);
+  trainer::set_world_size(cfg, world_size, "--world-size N");
   cfg.finalize(flags);
-  // Each stage runs other graphs than one process; precompile builds the
-  // one-process set, so it refuses rather than warm the cache with the wrong ones.
-  if (cfg.pipeline_model_parallel_size > 1)
-    throw Error(
-        "kiln precompile does not yet build pipeline stages' graphs; drop --pipeline-model-parallel-size "
-        "(the first training run compiles them)");
   if (num_parallel < 0) throw Error("--num-parallel must be >= 0 (0: choose from cores and memory)");
-  return run_parent(cfg, cache_flags, num_parallel, timeout_s, json);
+  return run_parent(cfg, world_size, cache_flags, num_parallel, timeout_s, json);
 }
 
 }  // namespace kiln::cli

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "trainer/dist/comm.h"
 #include "trainer/dist/same_flags.h"
+#include "trainer/parallel_layout.h"
 #include "trainer/trainer.h"
 
 namespace kiln::cli {
@@ -28,20 +29,7 @@ int run_train(const std::vector<std::string>& args) {
   try {
     if (!flags.parse(args)) return 0;
     trainer::dist::check_same_flags(comm, flags);
-    // Megatron's layout: world = data-parallel x tensor-parallel ranks.
-    if (cfg.tensor_model_parallel_size <= 0 || comm.size() % cfg.tensor_model_parallel_size != 0)
-      throw Error("--tensor-model-parallel-size " + std::to_string(cfg.tensor_model_parallel_size) +
-                  " does not divide the " + std::to_string(comm.size()) + " ranks of this job; launch a multiple of " +
-                  "it (mpirun -np N)");
-    // Pipeline stages multiply the model-parallel ranks (Megatron's order:
-    // tensor-parallel ranks adjacent, then data-parallel, then pipeline).
-    const int64_t model_parallel = cfg.tensor_model_parallel_size * cfg.pipeline_model_parallel_size;
-    if (cfg.pipeline_model_parallel_size <= 0 || comm.size() % model_parallel != 0)
-      throw Error("--pipeline-model-parallel-size " + std::to_string(cfg.pipeline_model_parallel_size) +
-                  " x --tensor-model-parallel-size " + std::to_string(cfg.tensor_model_parallel_size) +
-                  " does not divide the " + std::to_string(comm.size()) + " ranks of this job; launch a multiple of " +
-                  "it (mpirun -np N)");
-    cfg.data_parallel_size = comm.size() / model_parallel;
+    trainer::set_world_size(cfg, comm.size(), "mpirun -np N");
     cfg.finalize(flags);
     compiler_cache::configure(cache_flags.config());
     return trainer::train(cfg, comm);

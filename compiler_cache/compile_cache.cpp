@@ -210,7 +210,8 @@ std::vector<uint8_t> obtain(const CompileRequest& r) {
       throw Error("--require-precompiled: graph " + key.substr(0, 16) + "'s cache entry was corrupt and is now " + q +
                   "; run kiln precompile with the same arguments to rebuild it");
     throw Error("--require-precompiled: graph " + key.substr(0, 16) + " is not in the compile cache " + cfg.dir + ": " +
-                explain_miss(cfg.dir, parts, key, r.summary) + "; run kiln precompile with the same arguments");
+                explain_miss(cfg.dir, parts, key, r.summary) +
+                "; run kiln precompile with the same arguments (and --world-size N for an N-rank job)");
   }
   if (!cfg.retry_failed)
     if (std::optional<std::string> log = store.read_failed(parts, key))

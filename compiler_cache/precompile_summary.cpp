@@ -17,7 +17,10 @@ nlohmann::json summary_json(const PrecompileSummary& s) {
           {"stored", s.stored},
           {"seconds", s.seconds},
           {"compile_seconds", s.compile_seconds},
-          {"exit_status", exit_status(s)}};
+          {"exit_status", exit_status(s)},
+          {"ranks", s.ranks},
+          {"rank_graphs", s.rank_graphs},
+          {"rank_units", s.rank_units}};
 }
 
 std::string summary_text(const PrecompileSummary& s) {

@@ -3,6 +3,7 @@
 // exit status both share.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,11 @@ struct PrecompileSummary {
   bool stored = true;          // false: a read-only cache, compiled units were not kept
   double seconds = 0;          // the whole run, extraction included
   double compile_seconds = 0;
+  // The training job it precompiled for (--world-size): its ranks, and the
+  // graphs and compile units they run, summed over every rank.
+  int64_t ranks = 1;
+  int64_t rank_graphs = 0;
+  int64_t rank_units = 0;
 };
 
 // The JSON object `--json` prints (docs/CACHE.md lists the fields).

@@ -68,7 +68,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   micro_batches = cfg.num_micro_batches();
   const int64_t rank = comm.rank(), tp = model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   const int64_t dp = comm.size() / (tp * pp);
-  at = Layout{dp, (rank / tp) % dp, tp, rank % tp, pp, rank / (tp * dp)};
+  at = rank_layout(rank, comm.size(), tp, pp);
   batch_terms = static_cast<double>(micro_batches * dp);
   if (dp != cfg.data_parallel_size || comm.size() % (tp * pp) != 0)
     throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
@@ -145,7 +145,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   }
 
   auto t0 = Clock::now();
-  graphs = std::make_unique<const RunGraphs>(build_run_graphs(cfg, stage_model));
+  graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at));
   first_micro_batch = std::make_unique<graph::Executable>(*device, graphs->first_micro_batch, &fallback);
   if (graphs->next_micro_batch)
     next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs->next_micro_batch, &fallback);

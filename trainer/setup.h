@@ -21,18 +21,10 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/model/model_state.h"
 #include "trainer/model/run_graphs.h"
+#include "trainer/parallel_layout.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
-
-// Where this rank sits in the job: world rank =
-// (pp_rank x dp + dp_rank) x tp + tp_rank (Megatron's order: a
-// tensor-parallel group is consecutive ranks, then data, then pipeline).
-struct Layout {
-  int64_t dp = 1, dp_rank = 0, tp = 1, tp_rank = 0, pp = 1, pp_rank = 0;
-  bool first_stage() const { return pp_rank == 0; }
-  bool last_stage() const { return pp_rank == pp - 1; }
-};
 
 // One micro-batch on the host, before it is written to a step graph.
 struct Batch {

@@ -56,6 +56,7 @@ expect_error "pipeline-model-parallel-size 2 x --tensor-model-parallel-size 1 do
   mpi 3 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2
 expect_error "unknown flag --num-layers-per-virtual-pipeline-stage" \
   "$kiln" train "${common[@]}" --num-layers-per-virtual-pipeline-stage 1
-expect_error "precompile does not yet build pipeline stages" \
-  "$kiln" precompile "${common[@]}" --pipeline-model-parallel-size 2
+# precompile places the ranks of --world-size N with train's own checks and words.
+expect_error "pipeline-model-parallel-size 2 x --tensor-model-parallel-size 1 does not divide the 3 ranks" \
+  "$kiln" precompile "${common[@]}" --pipeline-model-parallel-size 2 --world-size 3
 echo "unsupported pipeline layouts rejected with one-line errors"

@@ -44,6 +44,9 @@ TEST(PrecompileSummary, JsonHasEveryCountAndTheExitStatus) {
   s.stored = false;
   s.seconds = 1.5;
   s.compile_seconds = 1.25;
+  s.ranks = 4;
+  s.rank_graphs = 20;
+  s.rank_units = 36;
   const nlohmann::json j = nlohmann::json::parse(summary_json(s).dump());
   EXPECT_EQ(j.at("graphs"), 5);
   EXPECT_EQ(j.at("units"), 9);
@@ -58,6 +61,9 @@ TEST(PrecompileSummary, JsonHasEveryCountAndTheExitStatus) {
   EXPECT_DOUBLE_EQ(j.at("seconds").get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(j.at("compile_seconds").get<double>(), 1.25);
   EXPECT_EQ(j.at("exit_status"), 255);
+  EXPECT_EQ(j.at("ranks"), 4);
+  EXPECT_EQ(j.at("rank_graphs"), 20);
+  EXPECT_EQ(j.at("rank_units"), 36);
 }
 
 TEST(PrecompileSummary, TextIsNpcsBlock) {

@@ -8,6 +8,10 @@ namespace kiln::trainer {
 
 RunGraphs build_run_graphs(const TrainConfig& cfg) { return build_run_graphs(cfg, cfg.model); }
 
+RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at) {
+  return build_run_graphs(cfg, cfg.stage_model(at.pp_rank));
+}
+
 RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
   const int64_t B = cfg.micro_batch_size;
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),

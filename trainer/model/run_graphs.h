@@ -1,9 +1,9 @@
 // The graphs one training run executes, from its config alone. `kiln train`
 // compiles exactly these and `kiln precompile` extracts exactly these, so
 // the two can never disagree about what a run needs.
-// (One exception: with --use-distributed-optimizer the optimizer graph
-// depends on the data-parallel size, which precompile does not know; it
-// builds the unsharded one.)
+// A rank's graphs depend on the config (the data-parallel size included:
+// --use-distributed-optimizer shards the optimizer graph by it) and on the
+// rank's pipeline stage; precompile learns both from --world-size.
 #pragma once
 
 #include <optional>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "trainer/parallel_layout.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
@@ -33,6 +34,10 @@ struct RunGraphs {
 RunGraphs build_run_graphs(const TrainConfig& cfg);
 // The graphs of one pipeline stage (TrainConfig::stage_model).
 RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& stage);
+// The graphs the rank at `at` builds: its pipeline stage's. Of a rank's
+// coordinates only pp_rank matters, so the ranks of one stage share them
+// (precompile builds them once per stage).
+RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at);
 
 // The startup log line saying how many compiled graphs came from the
 // compile cache, how many compiled, and how long each took.

@@ -1,0 +1,29 @@
+#include "trainer/parallel_layout.h"
+
+#include "core/error.h"
+
+namespace kiln::trainer {
+
+Layout rank_layout(int64_t rank, int64_t world_size, int64_t tp, int64_t pp) {
+  const int64_t dp = world_size / (tp * pp);
+  return Layout{dp, (rank / tp) % dp, tp, rank % tp, pp, rank / (tp * dp)};
+}
+
+void set_world_size(TrainConfig& cfg, int64_t world_size, const std::string& launch) {
+  const int64_t tp = cfg.tensor_model_parallel_size, pp = cfg.pipeline_model_parallel_size;
+  std::string fix = " ranks of this job; launch a multiple of it (";
+  fix += launch;
+  fix += ")";
+  // Megatron's layout: world = data-parallel x tensor-parallel ranks.
+  if (tp <= 0 || world_size % tp != 0)
+    throw Error("--tensor-model-parallel-size " + std::to_string(tp) + " does not divide the " +
+                std::to_string(world_size) + fix);
+  // Pipeline stages multiply the model-parallel ranks (Megatron's order:
+  // tensor-parallel ranks adjacent, then data-parallel, then pipeline).
+  if (pp <= 0 || world_size % (tp * pp) != 0)
+    throw Error("--pipeline-model-parallel-size " + std::to_string(pp) + " x --tensor-model-parallel-size " +
+                std::to_string(tp) + " does not divide the " + std::to_string(world_size) + fix);
+  cfg.data_parallel_size = world_size / (tp * pp);
+}
+
+}  // namespace kiln::trainer
