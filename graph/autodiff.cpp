@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "graph/compile_units.h"
 #include "graph/ops/op_def.h"
 #include "graph/ops/vjp.h"
 
@@ -78,8 +79,12 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
   };
   if (depends[static_cast<size_t>(loss)]) grad[static_cast<size_t>(loss)] = g.fill({1}, 1.0f);
 
+  const int32_t caller_unit = g.unit();
   for (size_t n = num_nodes; n-- > 0;) {
     const Node node = g.nodes()[n];  // copy: rules append to g.nodes()
+    // A rule's nodes (and the sums into its inputs' gradients) form the
+    // backward compile unit of the node's own unit (graph/compile_units.h).
+    g.set_unit(backward_unit(node.unit));
     std::vector<ValueId> dy;
     bool any_dy = false;
     for (ValueId v : node.outputs) {
@@ -108,6 +113,7 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
       if (need[i] && dx.at(i) != kNoGradient) accumulate(node.inputs[i], dx[i]);
   }
 
+  g.set_unit(caller_unit);
   std::vector<ValueId> result;
   for (ValueId w : wrt) {
     ValueId d = grad[static_cast<size_t>(w)];

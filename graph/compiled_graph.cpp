@@ -80,6 +80,13 @@ std::shared_ptr<DeviceBuffer> CompiledGraph::buffer(const std::string& name) {
   return slots_[s];
 }
 
+void CompiledGraph::share_arena(std::shared_ptr<DeviceBuffer> arena) {
+  if (arena->size() < plan_.arena_bytes || &arena->device() != &device_)
+    throw Error("internal: a shared arena must be on the graph's device and hold " + std::to_string(plan_.arena_bytes) +
+                " bytes");
+  if (!slots_.empty()) slots_[0] = std::move(arena);
+}
+
 void CompiledGraph::run() {
   if (!loaded_) throw Error("graph was only extracted for precompilation (kiln precompile), not compiled");
   std::vector<kiln_buffer*> handles(slots_.size());

@@ -42,6 +42,10 @@ class CompiledGraph {
   // The buffer behind a port (allocated on first use if not bound).
   std::shared_ptr<DeviceBuffer> buffer(const std::string& name);
   uint64_t port_bytes(const std::string& name) const;
+  // Uses `arena` (at least plan().arena_bytes, on this device) for the
+  // values that live and die inside the graph. graph::Executable shares one
+  // between pieces that never run at the same time.
+  void share_arena(std::shared_ptr<DeviceBuffer> arena);
 
   void run();
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "graph/compile_units.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 
@@ -89,9 +90,12 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
     split_.fallback_op_nodes.push_back(count);
   }
 
+  // Per-layer compile units (graph/compile_units.h), unless the plugin or
+  // KILN_COMPILE_UNITS asks for whole graphs.
+  const bool by_unit = has_several_units(graph_) && cut_into_units(device_.properties());
   std::vector<Segment> segments;
   std::vector<SegmentGraph> pieces;
-  if (missing.empty() && split_.collectives == 0) {
+  if (missing.empty() && split_.collectives == 0 && !by_unit) {
     // The common case: one piece, exactly the caller's graph.
     Segment all{0, {}};
     for (size_t i = 0; i < nodes.size(); ++i) all.nodes.push_back(static_cast<int>(i));
@@ -124,6 +128,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
     // when it compiles as one piece; the pieces alone could not see them.
     plan_memory(graph_);
     segments = partition(graph_, device_of);
+    if (by_unit) segments = cut_at_units(graph_, segments);
     pieces = extract_segments(graph_, segments);
   }
 
@@ -152,6 +157,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
         static_cast<int64_t>(segments[s].nodes.size());
     ++split_.segments;
   }
+  if (extract == nullptr) share_arenas(segments);  // extract mode allocates nothing
   plan_steps(pieces, segments);
   if (!split_.fallback.empty())
     logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
@@ -161,6 +167,28 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
 }
 
 Executable::~Executable() = default;
+
+// Segments run one after another, and a segment's arena holds only values
+// that live and die inside it (whatever crosses to another segment is a port
+// with a buffer of its own): the segments of one device can use one arena,
+// sized for the largest. N layer units then need one layer's scratch memory,
+// as the whole graph's liveness-based plan would, not N.
+void Executable::share_arenas(const std::vector<Segment>& segments) {
+  for (int where : {kPrimaryDevice, kFallbackDevice}) {
+    uint64_t largest = 0;
+    int count = 0;
+    for (size_t s = 0; s < segments_.size(); ++s)
+      if (segments_[s] && segments[s].device == where) {
+        largest = std::max(largest, segments_[s]->plan().arena_bytes);
+        ++count;
+      }
+    if (count < 2) continue;
+    Device& d = where == kPrimaryDevice ? device_ : *fallback_;
+    auto arena = std::make_shared<DeviceBuffer>(d, std::max<uint64_t>(largest, KILN_IR_ALIGN));
+    for (size_t s = 0; s < segments_.size(); ++s)
+      if (segments_[s] && segments[s].device == where) segments_[s]->share_arena(arena);
+  }
+}
 
 // Decides, once, which buffer each segment port uses and which copies run
 // between segments. A value lives where it was made (graph inputs: in their
@@ -175,7 +203,7 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
   for (const Port& p : graph_.inputs()) at[static_cast<size_t>(p.value)][0] = Ref{p.name, nullptr};
 
   auto copy = [&](const Ref& src, const Ref& dst, uint64_t bytes) {
-    steps_.push_back({-1, src, dst, bytes});
+    steps_.push_back({-1, src, dst, bytes, bytes});
     split_.bytes_per_run += bytes;
   };
   auto bind = [&](int s, const std::string& name, const Ref& ref) {
@@ -205,7 +233,7 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
         else
           dst = Ref{{}, std::make_shared<DeviceBuffer>(device_, std::max<uint64_t>(bytes, 4))};
         at[static_cast<size_t>(y)][0] = dst;
-        steps_.push_back({-1, src, dst, bytes, static_cast<int>(node.iattrs.at(0))});
+        steps_.push_back({-1, src, dst, bytes, value_bytes(graph_, x), i});
       }
       continue;
     }
@@ -302,15 +330,23 @@ void Executable::run() {
     }
     // Through host memory: the two devices may belong to different plugins,
     // and collectives run on the host.
-    staging_.resize(step.bytes);
-    resolve(step.src).read(staging_.data(), step.bytes);
-    if (step.reduce >= 0) {
-      if (!collectives_)
-        throw Error("graph has an all_reduce but runs without a process group (internal: set_collectives)");
-      collectives_->all_reduce(std::span<float>(reinterpret_cast<float*>(staging_.data()), step.bytes / 4),
-                               step.reduce == 1 ? Graph::Reduction::Max : Graph::Reduction::Sum);
+    staging_.resize(step.src_bytes);
+    resolve(step.src).read(staging_.data(), step.src_bytes);
+    if (step.collective < 0) {
+      resolve(step.dst).write(staging_.data(), step.bytes);
+      continue;
     }
-    resolve(step.dst).write(staging_.data(), step.bytes);
+    const Node& node = graph_.nodes()[static_cast<size_t>(step.collective)];
+    if (!collectives_) {
+      std::string why = "graph has an ";
+      why += kiln_op_name(node.op);
+      why += " but runs without a process group (internal: set_collectives)";
+      throw Error(why);
+    }
+    run_host_collective(graph_, node, *collectives_,
+                        std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4),
+                        collective_out_);
+    resolve(step.dst).write(collective_out_.data(), step.bytes);
   }
 }
 

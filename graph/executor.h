@@ -8,7 +8,7 @@
 // crossing between the two devices are copied through host memory at the
 // segment boundaries.
 //
-// Collective nodes (ALL_REDUCE) are cut out the same way: the executor runs
+// Collective nodes (ALL_REDUCE, ALL_GATHER, ...) are cut out the same way: the executor runs
 // them on the host between the compiled pieces, through the Collectives the
 // caller sets (graph/collectives.h).
 //
@@ -84,8 +84,9 @@ class Executable {
   struct Step {
     int segment = -1;  // >= 0: run this segment; else copy src -> dst
     Ref src, dst;
-    uint64_t bytes = 0;
-    int reduce = -1;  // >= 0: all-reduce (a Graph::Reduction) between the copy's read and write
+    uint64_t bytes = 0;      // written to dst
+    uint64_t src_bytes = 0;  // read from src (bytes, but for a collective that changes the size)
+    int collective = -1;     // >= 0: the host-collective node run between the read and the write
   };
   struct PortBinding {
     int segment;
@@ -100,6 +101,7 @@ class Executable {
   // fallback in `device_of`, and it returns false to be called again.
   bool build(std::vector<int>& device_of, FallbackDevice* fallback, compiler_cache::Extraction* extract);
   void plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments);
+  void share_arenas(const std::vector<Segment>& segments);
   const std::string& port_key(const std::string& name) const;
   uint64_t port_bytes(const std::string& key) const;
   DeviceBuffer& resolve(Ref& ref);
@@ -109,6 +111,7 @@ class Executable {
   Graph graph_;
   ExecutionSplit split_;
   std::vector<std::unique_ptr<CompiledGraph>> segments_;  // null for host collective segments
+  std::vector<float> collective_out_;                     // a collective's result on its way to dst
   Collectives* collectives_ = nullptr;
   std::vector<Step> steps_;
   std::vector<PortBinding> port_bindings_;

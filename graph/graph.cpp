@@ -79,7 +79,7 @@ std::vector<ValueId> Graph::add_node(kiln_op op, std::vector<ValueId> inputs, st
   std::vector<ir::TensorType> out;
   const std::string err = ir::infer(op, in, iattrs, fattrs, output_shapes, &out);
   if (!err.empty()) throw Error(std::string("graph: ") + op_name(op) + ": " + err);
-  Node n{op, std::move(inputs), {}, std::move(iattrs), std::move(fattrs)};
+  Node n{op, std::move(inputs), {}, std::move(iattrs), std::move(fattrs), current_unit_};
   int idx = static_cast<int>(nodes_.size());
   for (size_t i = 0; i < out.size(); ++i)
     n.outputs.push_back(new_value(out[i].dtype, out[i].dims, idx, static_cast<int>(i)));

@@ -33,6 +33,10 @@ struct Node {
   std::vector<ValueId> outputs;
   std::vector<int64_t> iattrs;
   std::vector<float> fattrs;
+  // The compile unit the node belongs to (graph/compile_units.h): the host
+  // cuts a graph where this changes, so that identical layers compile once.
+  // Never serialized: it only decides where pieces begin and end.
+  int32_t unit = 0;
 };
 
 // A named graph input or output. Names let the host bind persistent tensors
@@ -110,6 +114,11 @@ class Graph {
   // vocab-parallel cross-entropy in its parts.
   enum class Reduction { Sum, Max };
   ValueId all_reduce(ValueId x, Reduction r = Reduction::Sum);
+  // Sequence parallelism: a group of `ranks`, each holding its part (one
+  // of `ranks` equal slices along `axis`) of a tensor.
+  ValueId all_gather(ValueId x, int64_t axis, int64_t ranks);
+  ValueId reduce_scatter(ValueId x, int64_t axis, int64_t ranks);
+  ValueId scatter(ValueId x, int64_t axis, int64_t ranks);
   ValueId row_max(ValueId x);
   ValueId cross_entropy_shard(ValueId logits, ValueId targets, ValueId rowmax);
   ValueId cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums);
@@ -124,6 +133,10 @@ class Graph {
   // x converted to another float dtype (f32, bf16, f16): narrowing rounds
   // to nearest even (kiln/ops.h's CAST).
   ValueId cast(ValueId x, kiln_dtype dtype);
+
+  // The compile unit (Node::unit) that nodes added from now on belong to.
+  void set_unit(int32_t unit) { current_unit_ = unit; }
+  int32_t unit() const { return current_unit_; }
 
   // Replaces the node list (used by passes); values unreferenced by any
   // node or port are kept but harmless.
@@ -140,6 +153,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<Port> inputs_;
   std::vector<Port> outputs_;
+  int32_t current_unit_ = 0;
 };
 
 }  // namespace kiln::graph

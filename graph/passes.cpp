@@ -49,12 +49,17 @@ Graph rematerialize_input_casts(const Graph& g, size_t backward_begin) {
     if (!casts_an_input(g, cast) || readers[y].empty() || is_graph_output[y]) continue;
     moved[i] = true;
     const std::vector<size_t>& r = readers[y];
-    before.emplace(r.front(), cast);
+    // Each copy joins the compile unit of the node it is placed before.
+    Node forward_cast = cast;
+    forward_cast.unit = nodes[r.front()].unit;
+    before.emplace(r.front(), forward_cast);
     auto first_backward = std::lower_bound(r.begin(), r.end(), backward_begin);
     if (first_backward == r.begin() || first_backward == r.end()) continue;  // one side reads it: one copy
     // The backward's own copy: a new value, read by every backward reader.
     const ValueId copy = out.add_node(KILN_OP_CAST, cast.inputs, cast.iattrs, cast.fattrs)[0];
-    before.emplace(*first_backward, out.nodes().back());
+    Node backward_cast = out.nodes().back();
+    backward_cast.unit = nodes[*first_backward].unit;
+    before.emplace(*first_backward, backward_cast);
     for (auto it = first_backward; it != r.end(); ++it)
       for (ValueId& v : rewired[*it].inputs)
         if (v == cast.outputs[0]) v = copy;

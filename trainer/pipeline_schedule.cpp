@@ -23,7 +23,7 @@ PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare)
       stage_(static_cast<int>(run.at.pp_rank)),
       last_(static_cast<int>(run.at.pp - 1)),
       activation_elements_(
-          static_cast<size_t>(run.cfg.micro_batch_size * run.cfg.model.seq_length * run.cfg.model.hidden_size)),
+          static_cast<size_t>(run.cfg.micro_batch_size * run.cfg.model.local_seq_length() * run.cfg.model.hidden_size)),
       inputs_(static_cast<size_t>(run.micro_batches)),
       output_(activation_elements_),
       grad_output_(activation_elements_),

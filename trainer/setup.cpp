@@ -187,7 +187,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   if (stage_forward) state->bind(*stage_forward);
   if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
   if (cfg.shards_optimizer()) {
-    distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, tp, at.tp_rank);
+    distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank);
   } else {
     gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
     if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());

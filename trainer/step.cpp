@@ -98,14 +98,23 @@ void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_sca
     exe.buffer(kLossScaleInput)->write(&loss_scale, sizeof loss_scale);
 }
 
+// A tied word embedding's gradient, summed over the data-parallel group,
+// summed again over the first and last pipeline stage. With the
+// distributed optimizer each rank sums its part (the same elements on both
+// stages) before it becomes the optimizer's input.
 void Step::sum_tied_embedding_gradient(int64_t iteration) {
   if (!run_.embedding_group) return;
-  DeviceBuffer& grad = run_.state->buffer(grad_name("embedding.word_embeddings.weight"));
+  const std::string what =
+      "embedding gradient all-reduce (first and last stage) at iteration " + std::to_string(iteration);
+  const std::string name = "embedding.word_embeddings.weight";
+  if (run_.distributed_optimizer) {
+    run_.embedding_group->sum(run_.distributed_optimizer->summed_part(name), what);
+    return;
+  }
+  DeviceBuffer& grad = run_.state->buffer(grad_name(name));
   std::vector<float> values(grad.size() / sizeof(float));
   grad.read(values.data(), grad.size());
-  run_.embedding_group->sum(
-      std::span<float>(values),
-      "embedding gradient all-reduce (first and last stage) at iteration " + std::to_string(iteration));
+  run_.embedding_group->sum(std::span<float>(values), what);
   grad.write(values.data(), grad.size());
 }
 
@@ -132,11 +141,9 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
   const std::string at_iteration = " at iteration " + std::to_string(result.iteration);
   run_.comm.wait("loss all-reduce" + at_iteration);
   if (run_.dp_group != &run_.comm) run_.dp_group->wait("gradient all-reduce" + at_iteration);
-  if (run_.distributed_optimizer)
-    run_.distributed_optimizer->finish_reduce_scatter();
-  else
-    run_.gradient_allreduce->finish();
+  if (!run_.distributed_optimizer) run_.gradient_allreduce->finish();
   sum_tied_embedding_gradient(result.iteration);
+  if (run_.distributed_optimizer) run_.distributed_optimizer->finish_reduce_scatter();
   result.loss = shared[0] / run_.batch_terms;
   result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 }

@@ -5,6 +5,7 @@
 
 #include "core/cpu_count.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/data/gpt_dataset.h"
@@ -77,6 +78,9 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::closed(0, kMaxBatch));
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
+  f.add("--sequence-parallel", &sequence_parallel,
+        "with --tensor-model-parallel-size > 1: norms, dropout and residual adds on each rank's slice of the "
+        "sequence, all-gather / reduce-scatter instead of all-reduce");
   f.add("--pipeline-model-parallel-size", &pipeline_model_parallel_size,
         "pipeline stages, each holding an equal share of the layers (1F1B schedule)");
   f.add("--decoder-first-pipeline-num-layers", &decoder_first_pipeline_num_layers,
@@ -250,6 +254,10 @@ void TrainConfig::finalize(const Flags& f) {
   // Now that the vocab size is final (padded for --tensor-model-parallel-size
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
+  // Megatron's rule and words: sequence parallelism needs tensor parallelism.
+  if (sequence_parallel && tensor_model_parallel_size == 1)
+    logger().warn("Disabling sequence parallelism because tensor model parallelism is disabled");
+  model.sequence_parallel = sequence_parallel && tensor_model_parallel_size > 1;
   model.validate();
   check_pipeline_layout();
   finalize_recompute(f);
@@ -282,8 +290,6 @@ void TrainConfig::check_pipeline_layout() const {
     throw Error(layers + " minus the first/last stage's layers leaves " + std::to_string(rest) + " for the other " +
                 std::to_string(others) + " stages of " + pp +
                 "; the left-over layers must split evenly, at least one per stage");
-  if (use_distributed_optimizer)
-    throw Error(pp + " with --use-distributed-optimizer is not yet supported; drop one of them");
 }
 
 int64_t TrainConfig::stage_layers(int64_t stage) const {

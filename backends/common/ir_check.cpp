@@ -32,17 +32,6 @@ void require_supported(const ir::DecodedGraph& g, const SupportList& supported) 
                                      " is not supported by the " + supported.backend + " backend");
 }
 
-void require_32bit_storage(const ir::DecodedGraph& g, const char* backend) {
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    const kiln_dtype dt = g.values[v].dtype;
-    if (dt != KILN_BF16 && dt != KILN_F16) continue;
-    std::string why = "value " + std::to_string(v) + " is " + kiln_dtype_name(dt) + ": the ";
-    why += backend;
-    why += " backend stores only f32 and i32 so far (run bf16/f16 graphs on the cpu backend)";
-    fail(KILN_ERR_UNSUPPORTED, why);
-  }
-}
-
 std::vector<NodeInfo> analyze(const ir::DecodedGraph& g) {
   const std::string err = ir::check_graph(g);
   if (!err.empty()) fail(KILN_ERR_INVALID_ARGUMENT, err);

@@ -34,11 +34,6 @@ struct SupportList {
 // capability gap, whatever its shapes).
 void require_supported(const ir::DecodedGraph& g, const SupportList& supported);
 
-// Throws Failure KILN_ERR_UNSUPPORTED naming the first value stored in bf16
-// or f16: the opencl and vulkan kernels read and write f32 and i32 only (for
-// now; kiln/half.h has the conversions a 16-bit kernel would need).
-void require_32bit_storage(const ir::DecodedGraph& g, const char* backend);
-
 // Throws Failure KILN_ERR_INVALID_ARGUMENT naming the node for a graph that
 // breaks its ops' shape rules; otherwise the kernel sizes of every node.
 std::vector<NodeInfo> analyze(const ir::DecodedGraph& g);

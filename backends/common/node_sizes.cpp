@@ -124,7 +124,11 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
     case KILN_RULE_RESHAPE:
     case KILN_RULE_CAST:
     case KILN_RULE_TO_SCALAR:
-    case KILN_RULE_ALL_REDUCE: p->count = in(0).numel(); return;
+    case KILN_RULE_ALL_REDUCE:
+    case KILN_RULE_GATHER:   // host collectives: sized for completeness,
+    case KILN_RULE_SCATTER:  // never compiled by a plugin
+      p->count = in(0).numel();
+      return;
     case KILN_RULE_PERMUTE:
       p->count = in(0).numel();
       p->permute = plan_permute(in(0).dims, n.iattrs);

@@ -142,7 +142,10 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
       return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
     case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_CAST: return cast(ctx, values[nd.in[0]], nd.x_dtype, values[nd.out[0]], nd.y_dtype, nd.count);
-    case KILN_OP_ALL_REDUCE:  // a host collective: not in the support list, compile refuses it
+    case KILN_OP_ALL_REDUCE:  // host collectives: not in the support list, compile refuses them
+    case KILN_OP_ALL_GATHER:
+    case KILN_OP_REDUCE_SCATTER:
+    case KILN_OP_SCATTER:
     case KILN_OP_COUNT_: break;
   }
 }

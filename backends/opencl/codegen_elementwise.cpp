@@ -44,13 +44,17 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
   std::map<uint32_t, bool> produced;
   std::vector<std::string> body;
   // Loads an external input at index i, or broadcast as a suffix.
+  // A 16-bit value is widened as it is loaded; one made in this kernel is
+  // read rounded to its dtype, as if stored and loaded (the reference rounds
+  // every op's output), so a fused chain gives the unfused result.
   auto operand = [&](uint32_t id, int64_t numel) -> std::string {
-    if (produced.count(id)) return v(id);
+    const kiln_dtype dt = g.values[id].dtype;
+    if (produced.count(id)) return round_float(dt, v(id));
     auto it = loaded.find(id);
-    if (it == loaded.end()) it = loaded.emplace(id, k.param(value(id), "const float")).first;
-    if (numel == count) return it->second + "[i]";
-    if (numel == 1) return it->second + "[0]";
-    return it->second + "[i % " + num(static_cast<uint64_t>(numel)) + "]";
+    if (it == loaded.end()) it = loaded.emplace(id, k.param(value(id), float_pointer_type(dt, false))).first;
+    if (numel == count) return load_float(dt, it->second, "i");
+    if (numel == 1) return load_float(dt, it->second, "0");
+    return load_float(dt, it->second, "i % " + num(static_cast<uint64_t>(numel)));
   };
   // One node's lines (a lambda rather than the loop body, so its string
   // building is plainly per node, not per element).
@@ -70,7 +74,10 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         body.push_back("const float " + y + " = " + a + " * " + b + ";");
       } break;
       case KILN_OP_SCALE: body.push_back("const float " + y + " = " + in(0) + " * " + flt(n.fattrs[0]) + ";"); break;
-      case KILN_OP_RESHAPE: body.push_back("const float " + y + " = " + in(0) + ";"); break;
+      case KILN_OP_RESHAPE:
+      case KILN_OP_CAST:  // the conversion is in the load and the store
+        body.push_back("const float " + y + " = " + in(0) + ";");
+        break;
       case KILN_OP_GELU:
       case KILN_OP_GELU_GRAD: {
         const std::string x = in(0);
@@ -167,7 +174,10 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
     }
     for (uint32_t o : n.outputs) produced[o] = true;
   };
-  auto store = [&](uint32_t o) { body.push_back(k.param(value(o), "float") + "[i] = " + v(o) + ";"); };
+  auto store = [&](uint32_t o) {
+    const kiln_dtype dt = g.values[o].dtype;
+    body.push_back(store_float(dt, k.param(value(o), float_pointer_type(dt, true)), "i", v(o)));
+  };
   for (uint32_t ni : unit.nodes) emit_node(ni);
   for (uint32_t ni : unit.nodes)
     for (uint32_t o : g.nodes[ni].outputs)
@@ -177,6 +187,18 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
   k.line(guard("i", static_cast<uint64_t>(count), ctx.target.elementwise_group));
   for (const auto& l : body) k.line(l);
   launch(ctx, k, static_cast<int32_t>(unit.nodes[0]), static_cast<uint64_t>(count), ctx.target.elementwise_group);
+}
+
+// CAST between the float dtypes: no fusible op (the op table gives it no
+// elementwise property), so a kernel of its own, written as a one-node chain.
+constexpr kiln_op kCastOpsList[] = {
+    KILN_OP_CAST,
+};
+const std::span<const kiln_op> kCastOps{kCastOpsList};
+
+void emit_cast(EmitContext& ctx, uint32_t node) {
+  const std::vector<bool> stored(ctx.g.values.size(), true);
+  emit_elementwise(ctx, Unit{{node}, true}, stored);
 }
 
 }  // namespace kiln::ocl

@@ -96,6 +96,25 @@ inline uint64_t round_up(uint64_t v, uint64_t m) { return m == 0 ? v : (v + m - 
 // Largest power of two <= v (v >= 1).
 uint64_t pow2_floor(uint64_t v);
 
+// Float storage by dtype (codegen_dtype.cpp): f32 as float, bf16 as ushort,
+// f16 as half (loads and stores only). Expressions are f32.
+bool is_16bit(kiln_dtype dt);
+// "float", "const ushort", ... for a kernel parameter of dtype `dt`.
+std::string float_pointer_type(kiln_dtype dt, bool writable);
+// ptr[index] widened to f32.
+std::string load_float(kiln_dtype dt, const std::string& ptr, const std::string& index);
+// The statement storing f32 `value` at ptr[index], rounded once.
+std::string store_float(kiln_dtype dt, const std::string& ptr, const std::string& index, const std::string& value);
+// f32 `value` rounded to `dt` (itself for f32): what a store then a load gives.
+std::string round_float(kiln_dtype dt, const std::string& value);
+// The conversion functions these expressions call.
+extern const char* const kLowPrecisionPrelude;
+
+// Stages a single-node unit that the generators wrote for f32: each 16-bit
+// value it touches is widened into an f32 temporary before its steps and
+// each 16-bit output rounded back from one after (codegen_staging.cpp).
+void stage_16bit(EmitContext& ctx, uint32_t node);
+
 // Per-op generators, and the ops each emits: every codegen_*.cpp lists the
 // ops it lowers beside its generator; codegen.cpp routes a node to the one
 // that lists its op, and together the lists are the plugin's support list.
@@ -119,6 +138,8 @@ void emit_rope(EmitContext& ctx, uint32_t node);  // rope, rope_grad
 std::vector<std::string> dropout_lines(const std::string& y, const std::string& x, const std::string& key,
                                        const std::string& i, const ir::DecodedNode& n, const NodeInfo& inf);
 void emit_alibi(EmitContext& ctx, uint32_t node);
+extern const std::span<const kiln_op> kCastOps;
+void emit_cast(EmitContext& ctx, uint32_t node);  // one elementwise kernel
 
 // Column sums shared by sum_to and layernorm_grad: out_i[c] = sum over rows
 // r of expr_i(r, c), in a fixed order (chunks of rows, then the chunks).

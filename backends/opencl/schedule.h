@@ -24,8 +24,10 @@ enum class Mem : uint8_t {
   Flag = 2,   // the executable's error flag (one int)
 };
 
-// Offsets are in 4-byte elements: kernels take (buffer, element offset)
-// pairs instead of sub-buffers, which have device-specific alignment rules.
+// Offsets are in elements: kernels take (buffer, element offset) pairs
+// instead of sub-buffers, which have device-specific alignment rules. An
+// element is 4 bytes except for a bf16/f16 value passed to a kernel (2
+// bytes); GEMM and Copy steps only ever get 4-byte elements.
 struct Ref {
   Mem mem = Mem::Slot;
   uint32_t slot = 0;

@@ -58,6 +58,9 @@ uint32_t low_precision_features(VkPhysicalDevice pd, uint32_t api_version) {
   uint32_t bits = 0;
   if (storage.storageBuffer16BitAccess == VK_TRUE) bits |= KILN_LOWP_16BIT_STORAGE;
   if (float16.shaderFloat16 == VK_TRUE) bits |= KILN_LOWP_F16_ARITHMETIC;
+  // KILN_VULKAN_NO_16BIT_STORAGE=1 hides storageBuffer16BitAccess, so tests
+  // can check how a device without it refuses bf16/f16 graphs.
+  if (kiln::plugin_kit::env_flag("KILN_VULKAN_NO_16BIT_STORAGE")) bits &= ~uint32_t{KILN_LOWP_16BIT_STORAGE};
   return bits;
 }
 
@@ -190,6 +193,14 @@ LogicalDevice::LogicalDevice(const DeviceInfo& info) {
   ci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   ci.queueCreateInfoCount = 1;
   ci.pQueueCreateInfos = &q;
+  // bf16/f16 values are read and written as 16-bit buffer elements
+  // (convert16.comp): enabled where the device has it.
+  VkPhysicalDevice16BitStorageFeatures storage{};
+  storage.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  if ((info.low_precision & KILN_LOWP_16BIT_STORAGE) != 0) {
+    storage.storageBuffer16BitAccess = VK_TRUE;
+    ci.pNext = &storage;
+  }
   vk_check(vkCreateDevice(info.physical, &ci, nullptr, &device), "vkCreateDevice on " + info.name);
   vkGetDeviceQueue(device, info.queue_family, 0, &queue);
 }

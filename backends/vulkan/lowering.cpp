@@ -61,7 +61,25 @@ class Lowerer {
   void node(size_t index, const ir::DecodedNode& n, const NodeInfo& p);
 
  private:
+  // A bf16/f16 value of the node being lowered and its f32 copy in scratch.
+  struct Staged {
+    uint32_t id = 0;
+    Ref copy;
+    bool output = false;
+  };
+  void lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p);
+  void stage_in(const ir::DecodedNode& n);
+  void stage_out();
+  void convert16(uint32_t mode, uint32_t value, Ref f32_copy);
+
+  // Where the node's kernels find a value: its f32 copy in scratch while the
+  // node is staged (bf16/f16 storage), else its own memory.
   Ref at(uint32_t value) const {
+    for (const Staged& s : staged_)
+      if (s.id == value) return s.copy;
+    return own(value);
+  }
+  Ref own(uint32_t value) const {
     const ir::DecodedValue& v = g_.values[value];
     return Ref{Mem::Slot, v.slot, v.offset};
   }
@@ -174,7 +192,8 @@ class Lowerer {
   int32_t node_ = -1;
   uint32_t gemm_tile_ = 64;
   bool tiled_gemm_ = false;
-  uint32_t group_ = kGroup;  // invocations per workgroup of the 1-D and row kernels
+  uint32_t group_ = kGroup;     // invocations per workgroup of the 1-D and row kernels
+  std::vector<Staged> staged_;  // of the node being lowered
 };
 
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
@@ -522,9 +541,80 @@ void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
   }
 }
 
+// bf16/f16 storage, one mechanism for every op: the node's 16-bit inputs are
+// widened into f32 copies in its scratch, its kernels run unchanged on f32
+// (at() hands them the copies), and its 16-bit outputs are rounded from
+// their f32 copies into place (convert16.comp, bit-exact with kiln/half.h).
+// So each op reads widened values, computes in f32 and rounds once at the
+// store, as the reference interpreter does; the price is one more pass over
+// the 16-bit data each way. CAST is a copy between the two sides, or one
+// conversion when one side is f32.
 void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   node_ = static_cast<int32_t>(index);
   scratch_used_ = 0;
+  staged_.clear();
+  if (n.op == KILN_OP_CAST || n.op == KILN_OP_RESHAPE) {
+    const kiln_dtype from = g_.values[n.inputs[0]].dtype, to = g_.values[n.outputs[0]].dtype;
+    const Ref src = own(n.inputs[0]), dst = own(n.outputs[0]);
+    if (from == to && src.slot == dst.slot && src.offset == dst.offset) return;  // same memory and bits
+    if (from == KILN_F32 && (to == KILN_BF16 || to == KILN_F16))
+      return convert16(to == KILN_BF16 ? 2 : 3, n.outputs[0], src);
+    if (to == KILN_F32 && (from == KILN_BF16 || from == KILN_F16))
+      return convert16(from == KILN_BF16 ? 0 : 1, n.inputs[0], dst);
+  }
+  stage_in(n);
+  lower_op(index, n, p);
+  stage_out();
+  staged_.clear();
+}
+
+void Lowerer::stage_in(const ir::DecodedNode& n) {
+  auto staged = [&](uint32_t id) {
+    return std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return s.id == id; });
+  };
+  auto is16 = [&](uint32_t id) { return g_.values[id].dtype == KILN_BF16 || g_.values[id].dtype == KILN_F16; };
+  for (uint32_t id : n.inputs) {
+    if (!is16(id) || staged(id)) continue;
+    const Staged s{id, scratch(static_cast<uint64_t>(g_.values[id].numel()) * 4), false};
+    convert16(g_.values[id].dtype == KILN_BF16 ? 0 : 1, id, s.copy);
+    staged_.push_back(s);
+  }
+  for (uint32_t id : n.outputs) {
+    if (!is16(id)) continue;
+    auto it = std::find_if(staged_.begin(), staged_.end(), [&](const Staged& s) { return s.id == id; });
+    if (it != staged_.end())
+      it->output = true;
+    else
+      staged_.push_back(Staged{id, scratch(static_cast<uint64_t>(g_.values[id].numel()) * 4), true});
+  }
+}
+
+void Lowerer::stage_out() {
+  for (const Staged& s : staged_)
+    if (s.output) convert16(g_.values[s.id].dtype == KILN_BF16 ? 2 : 3, s.id, s.copy);
+}
+
+// convert16.comp between a 16-bit value and its f32 copy, in chunks of an
+// even element count so every 16-bit window starts on a 4-byte boundary.
+void Lowerer::convert16(uint32_t mode, uint32_t value, Ref f32_copy) {
+  const Ref half = own(value);
+  if (half.offset % 4 != 0)
+    fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": value " + std::to_string(value) +
+                                   " starts off a 4-byte boundary; the vulkan backend binds 16-bit values from one");
+  const bool widen = mode < 2;
+  const uint32_t pipe = pipeline("convert16", {group_, mode});
+  const auto count = static_cast<uint64_t>(g_.values[value].numel());
+  const uint64_t chunk = chunk_elems(2);
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t n = std::min(chunk, count - e0);
+    Binding w16 = window(plus(half, e0 * 2), n * 2, !widen);
+    Binding w32 = window(plus(f32_copy, e0 * 4), n * 4, widen);
+    std::vector<Binding> bindings = widen ? std::vector<Binding>{w32, w16} : std::vector<Binding>{w16, w32};
+    emit_1d(pipe, std::move(bindings), {u32(n, "count")}, n);
+  }
+}
+
+void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t count = static_cast<uint64_t>(p.count);
   switch (n.op) {
     case KILN_OP_FILL: return elementwise(0, n.outputs[0], -1, -1, count, 1, n.fattrs[0]);
@@ -619,12 +709,16 @@ void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
     case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
     case KILN_OP_ADAMW: return adamw(n, p);
     case KILN_OP_DROPOUT: return dropout(n, p);
+    // Between f32 copies (node() stages the 16-bit side), a cast is a copy.
+    case KILN_OP_CAST:
     case KILN_OP_RESHAPE: {
       const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
-      if (src.slot == dst.slot && src.offset == dst.offset) return;  // same memory: nothing to do
+      if (src.mem == dst.mem && src.slot == dst.slot && src.offset == dst.offset) return;  // same memory
       const uint64_t bytes = count * 4;
-      if (src.slot == dst.slot && src.offset < dst.offset + bytes && dst.offset < src.offset + bytes)
-        fail(KILN_ERR_INVALID_ARGUMENT, "node " + std::to_string(index) + " (reshape): overlapping copy");
+      if (src.mem == dst.mem && src.slot == dst.slot && src.offset < dst.offset + bytes &&
+          dst.offset < src.offset + bytes)
+        fail(KILN_ERR_INVALID_ARGUMENT,
+             "node " + std::to_string(index) + " (" + backend::op_name(n.op) + "): overlapping copy");
       return copy2d(dst, src, count, 1, 1, 1);
     }
     case KILN_OP_PERMUTE: return permute(n, p);
@@ -725,6 +819,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_ALIBI,
     KILN_OP_GELU_ERF,
     KILN_OP_GELU_ERF_GRAD,
+    KILN_OP_CAST,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -107,6 +107,21 @@ struct ScopedCache {
   ScopedCache& operator=(const ScopedCache&) = delete;
 };
 
+// bf16/f16 values are read and written as 16-bit buffer elements
+// (convert16.comp): a device without storageBuffer16BitAccess refuses a
+// graph holding one at compile, before any work, with the reason.
+void require_16bit_storage(const kiln::ir::DecodedGraph& g, const kiln::vk::DeviceInfo& d) {
+  if ((d.low_precision & KILN_LOWP_16BIT_STORAGE) != 0) return;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const kiln_dtype dt = g.values[v].dtype;
+    if (dt != KILN_BF16 && dt != KILN_F16) continue;
+    std::string why = "value " + std::to_string(v) + " is " + kiln_dtype_name(dt) + ": vulkan device ";
+    why += d.name;
+    why += " lacks storageBuffer16BitAccess (VK_KHR_16bit_storage), which 16-bit storage needs";
+    fail(KILN_ERR_UNSUPPORTED, why);
+  }
+}
+
 // Points every dispatch's descriptor set at the bound buffers and records
 // the command buffer: the fill of the error flag, then every dispatch with
 // a pipeline barrier where lowering placed one.
@@ -241,7 +256,7 @@ struct VulkanPlugin {
     kiln::ir::DecodedGraph g;
     kiln::backend::decode_ir(args.ir, args.ir_size, &g, "vulkan");
     kiln::backend::require_supported(g, kiln::vk::kSupported);
-    kiln::backend::require_32bit_storage(g, kiln::vk::kSupported.backend);
+    require_16bit_storage(g, d);
     const std::vector<kiln::backend::NodeInfo> info = kiln::backend::analyze(g);
     kiln::vk::ExecutableImage image;
     image.stamp = {kiln::vk::kCompilerVersion, d.fingerprint, d.name};

@@ -5,5 +5,5 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-3";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs
+    "vulkan-4";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs; 4: bf16/f16 (convert16.comp), CAST
 }  // namespace kiln::vk

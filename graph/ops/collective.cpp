@@ -1,9 +1,11 @@
-// Host collectives over the tensor-parallel group: ALL_REDUCE.
+// Host collectives over the tensor-parallel group: ALL_REDUCE, and sequence
+// parallelism's ALL_GATHER, REDUCE_SCATTER and SCATTER.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
 // reference evaluation, registered in register_collective_ops at the bottom.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -17,6 +19,18 @@ namespace kiln::graph {
 
 ValueId Graph::all_reduce(ValueId x, Reduction r) {
   return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0})[0];
+}
+
+ValueId Graph::all_gather(ValueId x, int64_t axis, int64_t ranks) {
+  return add_node(KILN_OP_ALL_GATHER, {x}, {axis, ranks})[0];
+}
+
+ValueId Graph::reduce_scatter(ValueId x, int64_t axis, int64_t ranks) {
+  return add_node(KILN_OP_REDUCE_SCATTER, {x}, {axis, ranks})[0];
+}
+
+ValueId Graph::scatter(ValueId x, int64_t axis, int64_t ranks) {
+  return add_node(KILN_OP_SCATTER, {x}, {axis, ranks})[0];
 }
 
 namespace {
@@ -33,6 +47,25 @@ Grads vjp_all_reduce(Graph&, const VjpArgs& a) {
   return {a.dy[0]};
 }
 
+// Sequence parallelism, as Megatron's mappings. y = every rank's part: the
+// loss depends on rank r's x through every rank's use of y, so dx is rank
+// r's part of the sum of every rank's dy.
+Grads vjp_all_gather(Graph& g, const VjpArgs& a) {
+  return {g.reduce_scatter(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+}
+
+// y = part r of the sum: every rank's x reaches every part, so dx is the
+// whole gradient, every rank's dy gathered.
+Grads vjp_reduce_scatter(Graph& g, const VjpArgs& a) {
+  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+}
+
+// y = part r of a tensor every rank holds whole (and goes on with only its
+// part of): dx gathers the parts' gradients.
+Grads vjp_scatter(Graph& g, const VjpArgs& a) {
+  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+}
+
 // ---------------------------------------------------------------- reference
 
 // Tensor parallelism. The reference is a group of one rank: the sum or
@@ -43,8 +76,23 @@ void op_all_reduce(const ReferenceCtx& c) {
   c.out(0).f32 = c.f(0);
 }
 
+// The sequence-parallel collectives on a group of one rank, which holds
+// all of every tensor: each is the identity. A larger group's result
+// depends on the other ranks' data, which only the host has.
+void op_sequence_parallel(const ReferenceCtx& c) {
+  if (c.ia(1) != 1)
+    c.fail("a collective over " + std::to_string(c.ia(1)) +
+           " ranks runs on the host between compiled pieces; the reference runs groups of one");
+  c.out(0).f32 = c.f(0);
+}
+
 }  // namespace
 
-void register_collective_ops(OpDefs& defs) { defs[KILN_OP_ALL_REDUCE] = {vjp_all_reduce, op_all_reduce}; }
+void register_collective_ops(OpDefs& defs) {
+  defs[KILN_OP_ALL_REDUCE] = {vjp_all_reduce, op_all_reduce};
+  defs[KILN_OP_ALL_GATHER] = {vjp_all_gather, op_sequence_parallel};
+  defs[KILN_OP_REDUCE_SCATTER] = {vjp_reduce_scatter, op_sequence_parallel};
+  defs[KILN_OP_SCATTER] = {vjp_scatter, op_sequence_parallel};
+}
 
 }  // namespace kiln::graph

@@ -312,6 +312,24 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     case KILN_RULE_ALL_REDUCE:
       if (ia[0] != 0 && ia[0] != 1) throw std::string("reduction must be 0 (sum) or 1 (max)");
       return {d(0)};
+    case KILN_RULE_GATHER:
+    case KILN_RULE_SCATTER: {
+      const Dims& x = d(0);
+      const int64_t axis = ia[0], ranks = ia[1];
+      if (axis < 0 || axis >= static_cast<int64_t>(x.size())) throw std::string("axis out of range");
+      if (ranks <= 0 || ranks > 65536) throw "ranks must be in [1, 65536], got " + std::to_string(ranks);
+      const auto a = static_cast<size_t>(axis);
+      Dims y = x;
+      if (r.info.rule == KILN_RULE_SCATTER) {
+        if (x[a] % ranks != 0)
+          throw "dim " + std::to_string(x[a]) + " is not divisible into " + std::to_string(ranks) + " parts";
+        y[a] /= ranks;
+      } else {
+        if (x[a] > (int64_t{1} << 40) / ranks) throw std::string("gathered dim too large");
+        y[a] *= ranks;
+      }
+      return {y};
+    }
     case KILN_RULE_ALIBI: {
       // x [..., H, T, T] (queries x keys), one slope per head.
       const Dims& x = d(0);

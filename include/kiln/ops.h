@@ -102,7 +102,9 @@ typedef enum kiln_shape_rule {
   KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
   KILN_RULE_DROPOUT = 25,         /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
   KILN_RULE_ALIBI = 26,           /* (x [..., H, T, T], slopes [H]) -> x */
-  KILN_RULE_CAST = 27             /* x -> x's shape in the float dtype iattrs[0] names */
+  KILN_RULE_CAST = 27,            /* x -> x's shape in the float dtype iattrs[0] names */
+  KILN_RULE_GATHER = 28,          /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
+  KILN_RULE_SCATTER = 29          /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -249,7 +251,17 @@ typedef enum kiln_shape_rule {
    * NaN a NaN; widening is exact, and a cast to x's own dtype keeps every value (a signalling NaN comes out           \
    * quiet); kiln/half.h defines the bits. Not KILN_E: with a wider y, writing y[k] in x's memory would                \
    * overwrite x elements not yet read. */                                                                             \
-  X(CAST, 40, "cast", 1, 1, 1, 0, 0, EXACT, CAST, "x:f", "y:t")
+  X(CAST, 40, "cast", 1, 1, 1, 0, 0, EXACT, CAST, "x:f", "y:t")                                                       \
+  /* ---- sequence parallelism (issue 17): host collectives over the tensor-parallel group of R ranks;                 \
+   * iattrs = {dim, R}. Rank r's part of a tensor along dim is its r-th of R equal slices. */                          \
+  /* (x) -> y: y along dim is every rank's x in rank order (Megatron's gather from the sequence-parallel region). */   \
+  X(ALL_GATHER, 41, "all_gather", 1, 1, 2, 0, KILN_HC, EXACT, GATHER, "x:F", "y:F")                                   \
+  /* (x) -> y: this rank's part along dim of the elementwise sum of x over the group (Megatron's reduce-scatter       \
+   * to the sequence-parallel region). */                                                                              \
+  X(REDUCE_SCATTER, 42, "reduce_scatter", 1, 1, 2, 0, KILN_HC, ELEMENTWISE, SCATTER, "x:F", "y:F")                    \
+  /* (x) -> y: this rank's part along dim of x, which every rank holds whole (Megatron's scatter to the               \
+   * sequence-parallel region); no communication. */                                                                  \
+  X(SCATTER, 43, "scatter", 1, 1, 2, 0, KILN_HC, EXACT, SCATTER, "x:F", "y:F")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 3
+#define KILN_ABI_MINOR 4
 
 /* ---------------------------------------------------------------- errors */
 
@@ -94,6 +94,13 @@ typedef struct kiln_device_properties {
    * bits, whether or not the plugin's kernels use it yet (`kiln devices`
    * prints it). 0 from an older plugin: nothing known. */
   uint32_t low_precision;
+  /* ABI 1.4. Nonzero: compile each graph whole. The host otherwise cuts
+   * step graphs into compile units that repeat across a model's layers
+   * (one layer's forward, one layer's backward, the rest), so identical
+   * layers compile once; a backend whose step gets slower with the finer
+   * units (launch or fusion costs at unit boundaries) sets this. 0 from an
+   * older plugin: units. */
+  uint32_t whole_graph_units;
 } kiln_device_properties;
 
 /* kiln_device_properties.low_precision bits. */

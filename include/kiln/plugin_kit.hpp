@@ -151,8 +151,9 @@ struct DeviceProperties {
   int32_t kind = KILN_DEVICE_OTHER;
   uint64_t memory_bytes = 0;
   int32_t compute_units = 0;
-  std::string fingerprint;     // stable identity of device model + driver
-  uint32_t low_precision = 0;  // KILN_LOWP_* bits (ABI 1.3)
+  std::string fingerprint;         // stable identity of device model + driver
+  uint32_t low_precision = 0;      // KILN_LOWP_* bits (ABI 1.3)
+  bool whole_graph_units = false;  // compile whole graphs, not per-layer units (ABI 1.4)
 };
 
 // An older host knows a shorter struct: fills only what it has room for and
@@ -170,6 +171,9 @@ inline void fill_properties(kiln_device_properties* out, const DeviceProperties&
   copy_string(p.fingerprint, d.fingerprint);
 #if KILN_ABI_MINOR >= 3
   p.low_precision = d.low_precision;
+#endif
+#if KILN_ABI_MINOR >= 4
+  p.whole_graph_units = d.whole_graph_units ? 1u : 0u;
 #endif
   const size_t caller_size = out->struct_size;
   p.struct_size = caller_size;

@@ -14,3 +14,6 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # The value of a "Name: N" summary line.
 summary() { grep "^$1: " "$2" | tail -1 | sed 's/.*: //'; }
 count_files() { find "$1" -name "$2" -type f 2>/dev/null | wc -l; }
+# Compile units a precompile log says it extracted (duplicates included):
+# what a train run then loads, one per unit (graph/compile_units.h).
+units_of() { sed -n 's/^precompile: extracted [0-9]* graphs (\([0-9]*\) compile units).*/\1/p' "$1"; }

@@ -3,6 +3,9 @@
 # summary), every human line goes to stderr, and the exit status is
 # min(failures, 255) in both the status and the object.
 source "$(dirname "$0")/common.bash"
+# The counts below are those of whole step graphs (5 per run); per-layer
+# units are counted in test_compile_units.cpp and cache.require_precompiled.
+export KILN_COMPILE_UNITS=whole
 "$kiln" precompile "${model[@]}" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>"$tmp/err.log" ||
   { cat "$tmp/err.log"; fail "precompile --json exited with $?"; }
 cat "$tmp/out.json"

@@ -24,7 +24,7 @@ sleep 1  # a touched time would differ from the snapshot's
 # Hits.
 "$kiln" train "${model[@]}" --cache-dir "$cache" --require-precompiled >"$tmp/hit.log" 2>&1 ||
   { cat "$tmp/hit.log"; fail "train from a read-only cache"; }
-grep -q "compile cache: 5 graphs from the cache .*, 0 compiled" "$tmp/hit.log" || fail "hits were not loaded"
+grep -q "compile cache: [1-9][0-9]* graphs from the cache .*, 0 compiled" "$tmp/hit.log" || fail "hits were not loaded"
 # Misses (another micro-batch size): train and precompile compile, store nothing.
 "$kiln" train "${model[@]}" --micro-batch-size 1 --cache-dir "$cache" >"$tmp/miss.log" 2>&1 ||
   { cat "$tmp/miss.log"; fail "train with misses"; }

@@ -5,6 +5,9 @@
 # KILN_TEST_WORKER_MAX_VIRTUAL_MB) below what the faults plugin's compile
 # allocates, so malloc really fails there.
 source "$(dirname "$0")/common.bash"
+# The counts below are those of whole step graphs (5 per run); per-layer
+# units are counted in test_compile_units.cpp and cache.require_precompiled.
+export KILN_COMPILE_UNITS=whole
 export KILN_TEST_WORKER_MAX_VIRTUAL_MB=2048 KILN_TEST_COMPILE_ALLOC_MB=4096
 # Only each graph's first compile allocates: the retry passes.
 mkdir "$tmp/markers"

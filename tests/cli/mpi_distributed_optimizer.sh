@@ -4,7 +4,10 @@
 # holds half the AdamW moment bytes (the figure the log reports, summed over
 # the buffers allocated), and checkpoints stay layout-free: saved by DP=2
 # (and DP=2 x TP=2) with it, resumed by 1 process, and the reverse, each on
-# the uninterrupted trajectory. The overlap flags kiln lacks are refused.
+# the uninterrupted trajectory. With pipeline parallelism too: DP=2 x PP=2
+# (4 ranks) and DP=2 x TP=2 x PP=2 (8 ranks) follow one process, and their
+# checkpoints resume in one process and the reverse. The overlap flags kiln
+# lacks are refused.
 set -euo pipefail
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
@@ -23,6 +26,17 @@ same_trajectory "$tmp/dp2.jsonl" "$tmp/zero.jsonl" 12 "DP=2 distributed optimize
 grep -q "parameters identical on all 2 ranks at iteration 12" "$tmp/zero.log" ||
   { echo "no parameter check at iteration 12:"; cat "$tmp/zero.log"; exit 1; }
 
+# With pipeline stages: each stage's data-parallel group shards its own
+# parameters; the tied embedding's parts are summed over the first and last
+# stage and counted once in the gradient norm.
+pp=(--pipeline-model-parallel-size 2)
+mpi 4 "$kiln" train "${common[@]}" "${pp[@]}" --use-distributed-optimizer --metrics-file "$tmp/zero_pp.jsonl" \
+  >"$tmp/zero_pp.log" 2>&1
+same_trajectory "$tmp/one.jsonl" "$tmp/zero_pp.jsonl" 12 "DP=2 x PP=2 distributed optimizer vs 1 process"
+mpi 8 "$kiln" train "${common[@]}" "${pp[@]}" --tensor-model-parallel-size 2 --use-distributed-optimizer \
+  --metrics-file "$tmp/zero_3d.jsonl" >"$tmp/zero_3d.log" 2>&1
+same_trajectory "$tmp/one.jsonl" "$tmp/zero_3d.jsonl" 12 "DP=2 x TP=2 x PP=2 distributed optimizer vs 1 process"
+
 one=$(moment_bytes "$tmp/one.log"); zero=$(moment_bytes "$tmp/zero.log")
 [ -n "$one" ] && [ -n "$zero" ] || { echo "no moment bytes logged:"; cat "$tmp/one.log" "$tmp/zero.log"; exit 1; }
 [ $((2 * zero)) = "$one" ] || { echo "moment bytes per rank: $zero with DP=2, $one in 1 process (not half)"; exit 1; }
@@ -30,10 +44,11 @@ echo "AdamW moments per rank: $one bytes in 1 process, $zero with DP=2 and the d
 
 "$kiln" train "${common[@]}" --train-iters 6 --lr-decay-iters 12 --save "$tmp/one_ckpt" >/dev/null 2>&1
 after6 "$tmp/one.jsonl" >"$tmp/one_after6.jsonl"
-for layout in "2" "4 --tensor-model-parallel-size 2"; do
+for layout in "2 DP=2" "4 DP=2xTP=2 --tensor-model-parallel-size 2" \
+  "8 DP=2xTP=2xPP=2 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2"; do
   read -r -a args <<<"$layout"
-  ranks=${args[0]}; extra=("${args[@]:1}")
-  name="DP=2${extra[*]:+ x TP=2} with the distributed optimizer"
+  ranks=${args[0]}; extra=("${args[@]:2}")
+  name="${args[1]} with the distributed optimizer"
   mpi "$ranks" "$kiln" train "${common[@]}" "${extra[@]}" --use-distributed-optimizer --train-iters 6 \
     --lr-decay-iters 12 --save "$tmp/ckpt$ranks" >/dev/null 2>&1
   "$kiln" train "${common[@]}" --load "$tmp/ckpt$ranks" --metrics-file "$tmp/from$ranks.jsonl" >/dev/null 2>&1

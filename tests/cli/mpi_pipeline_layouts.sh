@@ -2,7 +2,8 @@
 # Pipeline-parallel layouts beyond mpi_pipeline_parallel.sh, under a real
 # mpirun:
 #   - Megatron's uneven split (--decoder-first-pipeline-num-layers 3 of 4
-#     layers) and TP=2 x PP=2 on 4 ranks follow the 1-process trajectory
+#     layers), TP=2 x PP=2 on 4 ranks and DP=2 x TP=2 x PP=2 on 8 follow
+#     the 1-process trajectory
 #     over 12 steps within 1e-5, and so does PP=2 with --bf16 and --fp16;
 #   - what pipeline parallelism does not support yet fails with one line.
 set -euo pipefail
@@ -27,6 +28,12 @@ mpi 4 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --tensor-mod
 same_trajectory "$tmp/gpt.jsonl" "$tmp/tp2pp2.jsonl" 12 "TP=2 x PP=2 vs 1 process"
 grep -q "tensor parallel: 2 ranks per model replica" "$tmp/tp2pp2.log" ||
   { echo "TP=2 x PP=2 run did not report tensor parallelism:"; cat "$tmp/tp2pp2.log"; exit 1; }
+
+# All three: DP=2 x TP=2 x PP=2 on 8 ranks (Megatron's rank order: tensor
+# ranks adjacent, then data, then pipeline).
+mpi 8 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/3d.jsonl" >"$tmp/3d.log" 2>&1
+same_trajectory "$tmp/gpt.jsonl" "$tmp/3d.jsonl" 12 "DP=2 x TP=2 x PP=2 vs 1 process"
 
 # Mixed precision: stages hand f32 copies of their 16-bit activations on,
 # which round-trip exactly, so PP=2 follows one process in the same dtype

@@ -14,8 +14,6 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 common=(--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2
         --global-batch-size 8 --lr-warmup-iters 2 --log-interval 1 --eval-iters 2 --eval-interval 6
         --num-threads 1 --train-iters 12)
-llama=(--normalization RMSNorm --group-query-attention --num-query-groups 2 --untie-embeddings-and-output-weights
-       --disable-bias-linear --swiglu --position-embedding-type rope)
 
 # Validation losses (printed by the last rank) agree within 1e-5 relative.
 same_validation() {

@@ -50,10 +50,9 @@ mpi 2 "$kiln" train "${common[@]}" "${resume[@]}" --tensor-model-parallel-size 2
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_tp1.jsonl" 6 "saved by 1 process, resumed under TP=2"
 
 # A Llama-style model (RMSNorm, 2 query groups of 2 heads: one per rank,
-# SwiGLU, RoPE, untied vocab-parallel output layer, no biases) follows its 1-process
+# SwiGLU, RoPE, untied vocab-parallel output layer, no biases, and QK-LayerNorm) follows its 1-process
 # trajectory too, and its TP=2 checkpoint resumes in one process.
-llama=(--normalization RMSNorm --group-query-attention --num-query-groups 2 --untie-embeddings-and-output-weights
-       --disable-bias-linear --qk-layernorm --swiglu --position-embedding-type rope)
+llama+=(--qk-layernorm)
 "$kiln" train "${common[@]}" "${llama[@]}" --train-iters 20 --metrics-file "$tmp/llama_one.jsonl" >/dev/null
 mpi 2 "$kiln" train "${common[@]}" "${llama[@]}" --train-iters 20 --tensor-model-parallel-size 2 \
   --metrics-file "$tmp/llama_tp2.jsonl" >/dev/null

@@ -6,13 +6,14 @@
 #     for them, .idx/.bin pairs from the dataset writer, safetensors files
 #     from the writer, checkpoint metadata, JSONL of the built-in corpus, and a
 #     BPE vocabulary learned from it;
+#   - make-vulkan-corpus.py: the Vulkan plugin's executables of those IR seeds;
 #   - the kiln binary: a checkpoint from `kiln train --save` (meta.json,
 #     model/optimizer safetensors) and a dataset from `kiln preprocess`.
 # The output is deterministic; commit it. Usage: tests/fuzz/make-corpus.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
-cmake --build "$build" --target kiln kiln_fuzz_gen_corpus
+cmake --build "$build" --target kiln kiln_fuzz_gen_corpus kiln-backend-vulkan
 gen=$build/bin/kiln_fuzz_gen_corpus
 kiln=$build/bin/kiln
 
@@ -32,6 +33,10 @@ cp "$tmp/ckpt/iter_0000002/optimizer.safetensors" "$here/corpus/safetensors/trai
   --tokenizer-type GPT2BPETokenizer --vocab-file "$here/data/tiny-vocab.json" \
   --merge-file "$here/data/tiny-merges.txt" > /dev/null 2>&1
 "$gen" pack-mmidx "$tmp/stories_text_document" "$here/corpus/mmidx/preprocessed_stories.mmidx"
+
+# The Vulkan plugin's executables of the IR seeds above (same seeds, so
+# regenerated with them).
+python3 "$here/make-vulkan-corpus.py" "$build"
 
 for d in "$here"/corpus/*/; do
   printf '%-16s %3d files %7d bytes\n' "$(basename "$d")" "$(find "$d" -type f | wc -l)" "$(cat "$d"/* | wc -c)"

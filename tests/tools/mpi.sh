@@ -26,3 +26,7 @@ same_trajectory() {
     END { printf "%s: %d steps, worst relative loss difference %.2e\n", what, k, worst
           exit !(k == n && worst < 1e-5) }'
 }
+# The Llama-style model the layout tests compare against one process:
+# RMSNorm, grouped queries, an untied head, no biases, SwiGLU, RoPE.
+llama=(--normalization RMSNorm --group-query-attention --num-query-groups 2 --untie-embeddings-and-output-weights
+       --disable-bias-linear --swiglu --position-embedding-type rope)

@@ -46,13 +46,18 @@ void expect_no_live_overlap(const Graph& g, const MemoryPlan& plan) {
     }
 }
 
-TEST(MemoryPlan, TrainStepHasNoLiveOverlapAndReusesMemory) {
+// A 2-layer GPT train step (hidden 32, 4 heads, seq 16, micro-batch 2).
+Graph small_train_step() {
   trainer::GptConfig cfg;
   cfg.num_layers = 2;
   cfg.hidden_size = 32;
   cfg.num_attention_heads = 4;
   cfg.seq_length = 16;
-  Graph g = trainer::build_train_step(cfg, 2);
+  return trainer::build_train_step(cfg, 2);
+}
+
+TEST(MemoryPlan, TrainStepHasNoLiveOverlapAndReusesMemory) {
+  Graph g = small_train_step();
   MemoryPlan plan = plan_memory(g);
   expect_no_live_overlap(g, plan);
   uint64_t total = 0;
@@ -120,12 +125,7 @@ std::string decode_error(const std::vector<uint8_t>& bytes) {
 }
 
 TEST(MemoryPlan, TrainStepIrKeepsTheAliasingContract) {
-  trainer::GptConfig cfg;
-  cfg.num_layers = 2;
-  cfg.hidden_size = 32;
-  cfg.num_attention_heads = 4;
-  cfg.seq_length = 16;
-  Graph g = trainer::build_train_step(cfg, 2);
+  Graph g = small_train_step();
   std::vector<uint8_t> bytes = serialize(g, plan_memory(g));
   EXPECT_EQ(decode_error(bytes), "");
 }

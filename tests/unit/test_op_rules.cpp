@@ -111,6 +111,22 @@ TEST(OpRules, LayoutOpsKeepTheDtype) {
   EXPECT_EQ(run(KILN_OP_PERMUTE, {f32({2, 3})}, &out, {0, 0}), "perm is not a permutation");
 }
 
+TEST(OpRules, SequenceParallelCollectivesScaleTheirAxis) {
+  std::vector<TensorType> out;
+  ASSERT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 3, 4})}, &out, {1, 2}), "");
+  EXPECT_EQ(out[0], f32({2, 6, 4}));
+  ASSERT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 6, 4})}, &out, {1, 2}), "");
+  EXPECT_EQ(out[0], f32({2, 3, 4}));
+  ASSERT_EQ(run(KILN_OP_SCATTER, {f32({2, 6, 4})}, &out, {1, 3}), "");
+  EXPECT_EQ(out[0], f32({2, 2, 4}));
+  EXPECT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 5, 4})}, &out, {1, 2}), "dim 5 is not divisible into 2 parts");
+  EXPECT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 5})}, &out, {2, 2}), "axis out of range");
+  EXPECT_EQ(run(KILN_OP_SCATTER, {f32({4})}, &out, {0, 0}), "ranks must be in [1, 65536], got 0");
+  EXPECT_NE(run(KILN_OP_ALL_GATHER, {i32({4})}, &out, {0, 2}), "");  // f32 only, as ALL_REDUCE
+  for (kiln_op op : {KILN_OP_ALL_GATHER, KILN_OP_REDUCE_SCATTER, KILN_OP_SCATTER})
+    EXPECT_TRUE(kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) << kiln_op_name(op);
+}
+
 TEST(OpRules, EmbeddingGradBoundsTheVocab) {
   std::vector<TensorType> out;
   EXPECT_EQ(run(KILN_OP_EMBEDDING_GRAD, {f32({4, 8}), i32({4})}, &out, {0}), "vocab must be positive");

@@ -98,6 +98,22 @@ TEST(PluginKit, LowPrecisionBitsReachOnlyA13Host) {
   EXPECT_EQ(old.low_precision, 0x5a5a5a5au);  // past the host's struct: untouched
 }
 
+TEST(PluginKit, WholeGraphUnitsReachOnlyA14Host) {
+  kit::DeviceProperties d;
+  d.low_precision = KILN_LOWP_16BIT_STORAGE;
+  d.whole_graph_units = true;
+  kiln_device_properties now{};
+  now.struct_size = sizeof(now);
+  ASSERT_EQ(guard([&] { kit::fill_properties(&now, d); }).code, KILN_OK);
+  EXPECT_EQ(now.whole_graph_units, 1u);
+  kiln_device_properties old{};
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = offsetof(kiln_device_properties, whole_graph_units);  // a 1.3 host
+  ASSERT_EQ(guard([&] { kit::fill_properties(&old, d); }).code, KILN_OK);
+  EXPECT_EQ(old.low_precision, KILN_LOWP_16BIT_STORAGE);
+  EXPECT_EQ(old.whole_graph_units, 0x5a5a5a5au);  // past the host's struct: untouched
+}
+
 TEST(PluginKit, RangesAndSlotsAreCheckedWithOneLineErrors) {
   int buffer = 0;
   EXPECT_EQ(guard([&] { kit::check_range("buffer_read", &buffer, 16, 8, 8); }).code, KILN_OK);

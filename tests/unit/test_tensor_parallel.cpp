@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "core/registry.h"
 #include "graph/executor.h"
@@ -118,6 +119,34 @@ TEST(TensorParallel, TwoAllReducesPerLayerEachWay) {
   EXPECT_EQ(count_all_reduces(build_train_step(small_model(1), 2), 0), 0);
 }
 
+int count_ops(const Graph& g, kiln_op op) {
+  int n = 0;
+  for (const graph::Node& node : g.nodes()) n += node.op == op ? 1 : 0;
+  return n;
+}
+
+// Sequence parallelism: each layer's 2 all-reduces become reduce-scatters
+// and its 2 column-parallel inputs are gathered (and the LM head's), the
+// embedding's output is scattered; backward mirrors each. The all-reduces
+// left are the embedding's, the loss's, and the gradients of the
+// replicated parameters applied to slices (2 norms of 2 each and 2
+// row-parallel biases per layer, the final norm's 2).
+TEST(TensorParallel, SequenceParallelGathersAndScattersAroundEachLayer) {
+  GptConfig c = small_model(2);
+  c.sequence_parallel = true;
+  const int64_t L = c.num_layers;
+  Graph eval = build_eval_step(c, 2);
+  EXPECT_EQ(count_ops(eval, KILN_OP_ALL_GATHER), 2 * L + 1);
+  EXPECT_EQ(count_ops(eval, KILN_OP_REDUCE_SCATTER), 2 * L);
+  EXPECT_EQ(count_ops(eval, KILN_OP_SCATTER), 1);
+  EXPECT_EQ(count_all_reduces(eval, 0), 1 + 1);
+  Graph train = build_train_step(c, 2, GradMode::Overwrite);
+  EXPECT_EQ(count_ops(train, KILN_OP_ALL_GATHER), (2 * L + 1) + 2 * L + 1);
+  EXPECT_EQ(count_ops(train, KILN_OP_REDUCE_SCATTER), 2 * L + (2 * L + 1));
+  EXPECT_EQ(count_ops(train, KILN_OP_SCATTER), 1);
+  EXPECT_EQ(count_all_reduces(train, 0), 1 + 1 + L * (2 * 2 + 2) + 2);
+}
+
 // ---------------------------------------------------------------- executing collectives
 
 // A process group of `size` threads in one process: a real all-reduce, the
@@ -125,6 +154,7 @@ TEST(TensorParallel, TwoAllReducesPerLayerEachWay) {
 class ThreadGroup {
  public:
   explicit ThreadGroup(int size) : size_(size) {}
+  int size() const { return size_; }
   void all_reduce(std::span<float> data, Graph::Reduction r) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (failed_) throw Error("a peer of the thread group failed");
@@ -166,11 +196,14 @@ class ThreadGroup {
 
 class GroupMember : public graph::Collectives {
  public:
-  explicit GroupMember(ThreadGroup& g) : group_(g) {}
+  GroupMember(ThreadGroup& g, int rank) : group_(g), rank_(rank) {}
   void all_reduce(std::span<float> data, Graph::Reduction r) override { group_.all_reduce(data, r); }
+  int rank() const override { return rank_; }
+  int size() const override { return group_.size(); }
 
  private:
   ThreadGroup& group_;
+  int rank_;
 };
 
 TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
@@ -189,7 +222,7 @@ TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
 
   // Two ranks with the same x: the sum is x itself, the max too.
   ThreadGroup group(2);
-  GroupMember me(group), peer(group);
+  GroupMember me(group, 0), peer(group, 1);
   exe.set_collectives(&me);
   std::thread other([&] {
     std::vector<float> half(15);
@@ -206,6 +239,58 @@ TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
     const double v = in[i];
     EXPECT_NEAR(z[i], 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))), 1e-5) << i;
     EXPECT_EQ(m[i], in[i]) << i;
+  }
+}
+
+// Sequence parallelism's collectives through the executor, two ranks as
+// threads: rank r holds x_r [2, 2, 3] (2 samples, its 2 of 4 tokens); the
+// gather puts x_r at tokens [2r, 2r + 2) of each sample, the reduce-scatter
+// of the gathered tensor (the same on both ranks) gives 2 x_r, and the
+// scatter gives x_r back.
+TEST(TensorParallel, ExecutorRunsSequenceParallelCollectives) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {2, 2, 3});
+  ValueId whole = g.all_gather(x, 1, 2);
+  g.output("whole", whole);
+  g.output("summed", g.reduce_scatter(whole, 1, 2));
+  g.output("mine", g.scatter(whole, 1, 2));
+  ThreadGroup group(2);
+  std::vector<float> in[2], wholes[2], summed[2], mine[2];
+  // Each rank's device, opened before the threads start: the registry
+  // loads a plugin from one thread at a time.
+  std::unique_ptr<Device> devices[2] = {Registry::instance().open("cpu", 0, 1), Registry::instance().open("cpu", 0, 1)};
+  auto run_rank = [&](int r) {
+    try {
+      graph::Executable exe(*devices[r], g);
+      EXPECT_EQ(exe.split().collectives, 3);
+      GroupMember me(group, r);
+      exe.set_collectives(&me);
+      in[r].resize(12);
+      for (size_t i = 0; i < 12; ++i) in[r][i] = 100.0f * static_cast<float>(r) + static_cast<float>(i);
+      exe.buffer("x")->write(in[r].data(), 48);
+      exe.run();
+      for (auto [name, out, n] :
+           {std::tuple{"whole", &wholes[r], 24}, {"summed", &summed[r], 12}, {"mine", &mine[r], 12}}) {
+        out->resize(static_cast<size_t>(n));
+        exe.buffer(name)->read(out->data(), static_cast<uint64_t>(n) * 4);
+      }
+    } catch (...) {
+      group.fail();
+      throw;
+    }
+  };
+  std::thread other([&] { EXPECT_NO_THROW(run_rank(1)); });
+  EXPECT_NO_THROW(run_rank(0));
+  other.join();
+  for (int r = 0; r < 2; ++r) {
+    for (size_t b = 0; b < 2; ++b)
+      for (size_t t = 0; t < 4; ++t)
+        for (size_t c = 0; c < 3; ++c)
+          EXPECT_EQ(wholes[r][(b * 4 + t) * 3 + c], in[t / 2][(b * 2 + t % 2) * 3 + c]) << r << b << t << c;
+    for (size_t i = 0; i < 12; ++i) {
+      EXPECT_EQ(summed[r][i], 2 * in[r][i]) << r << " " << i;
+      EXPECT_EQ(mine[r][i], in[r][i]) << r << " " << i;
+    }
   }
 }
 
@@ -277,7 +362,7 @@ void expect_two_ranks_match_one(const GptConfig& model) {
   train_step(one, 0, nullptr, params, tokens, targets, want);
 
   ThreadGroup group(2);
-  GroupMember m0(group), m1(group);
+  GroupMember m0(group, 0), m1(group, 1);
   StepResult r0, r1;
   std::string errors[2];
   auto rank = [&](int64_t r, GroupMember* m, StepResult* out) {
@@ -311,14 +396,11 @@ void expect_two_ranks_match_one(const GptConfig& model) {
   }
 }
 
-TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ranks_match_one(small_model(1)); }
-
 // Llama's options split over two ranks: one query group of 2 heads each
 // (Megatron-core's per-group QKV rows), SwiGLU's fc1 as each rank's rows of
 // gate and of up, the untied output layer vocab-parallel, RMSNorm and
 // QK-LayerNorm replicated, no biases, RoPE tables on every rank.
-TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
-  GptConfig c = small_model(1);
+GptConfig llama_like(GptConfig c) {
   c.normalization = Normalization::RMSNorm;
   c.num_query_groups = 2;
   c.untie_embeddings_and_output_weights = true;
@@ -327,7 +409,25 @@ TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
   c.position_embedding_type = PositionEmbedding::Rope;
   c.swiglu = true;
   c.ffn_hidden_size = 24;  // [gate; up] of 12 rows per rank
+  return c;
+}
+
+TEST(TensorParallel, TwoRanksGiveTheSingleRankLossAndGradients) { expect_two_ranks_match_one(small_model(1)); }
+
+// Sequence parallelism: norms and residual adds on each rank's half of the
+// sequence, the replicated parameters' gradients summed over the group;
+// GPT-2's learned positions (the scattered embedding) and Llama's options.
+TEST(TensorParallel, SequenceParallelGivesTheSingleRankLossAndGradients) {
+  GptConfig c = small_model(1);
+  c.sequence_parallel = true;
   expect_two_ranks_match_one(c);
+  c = llama_like(small_model(1));
+  c.sequence_parallel = true;
+  expect_two_ranks_match_one(c);
+}
+
+TEST(TensorParallel, LlamaLikeOptionsGiveTheSingleRankLossAndGradients) {
+  expect_two_ranks_match_one(llama_like(small_model(1)));
 }
 
 // MPT's options over two ranks: each holds the ALiBi slopes of its heads.

@@ -2,20 +2,21 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer::dist {
 
-DistributedOptimizer::DistributedOptimizer(Comm& dp_group, const ModelState& state, int64_t tensor_parallel,
+DistributedOptimizer::DistributedOptimizer(Comm& dp_group, const ModelState& state, const GptConfig& stage,
                                            int64_t tp_rank)
     : group_(dp_group) {
   for (const ParamSpec& s : state.params()) {
     const int64_t numel = graph::numel(s.shape);
     const size_t size = static_cast<size_t>(shard_elements(numel, group_.size()));
-    const bool sharded = s.shard_dim >= 0 && tensor_parallel > 1;
+    const bool sharded = s.shard_dim >= 0 && stage.tensor_parallel > 1;
     parts_.push_back({&state.buffer(grad_name(s.name)), &state.buffer(grad_shard_name(s.name)),
-                      &state.buffer(main_param_name(s.name)), &state.buffer(s.name), static_cast<size_t>(numel), size,
-                      block_, sharded || tp_rank == 0});
+                      &state.buffer(main_param_name(s.name)), &state.buffer(s.name), s.name, static_cast<size_t>(numel),
+                      size, block_, (sharded || tp_rank == 0) && counted_in_grad_norm(stage, s)});
     block_ += size;
   }
   all_.resize(block_ * static_cast<size_t>(group_.size()));
@@ -37,6 +38,15 @@ void DistributedOptimizer::start_reduce_scatter() {
 
 void DistributedOptimizer::finish_reduce_scatter() {
   for (const Part& p : parts_) p.grad_shard->write(mine_.data() + p.offset, p.size * 4);
+}
+
+std::span<float> DistributedOptimizer::summed_part(const std::string& param) {
+  for (const Part& p : parts_)
+    if (p.name == param) return {mine_.data() + p.offset, p.size};
+  std::string what = "distributed optimizer: no parameter ";
+  what += param;
+  what += " on this rank";
+  throw Error(what);
 }
 
 double DistributedOptimizer::local_grad_squares() const {

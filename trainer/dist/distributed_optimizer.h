@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,15 +23,21 @@ namespace kiln::trainer::dist {
 
 class DistributedOptimizer {
  public:
-  // `tensor_parallel`, `tp_rank`: this rank's place in its model replica
-  // (the gradient norm counts a replicated parameter once per replica).
-  DistributedOptimizer(Comm& dp_group, const ModelState& state, int64_t tensor_parallel, int64_t tp_rank);
+  // `stage`: the model (pipeline stage) `state` holds; `tp_rank`: this
+  // rank's place in its tensor-parallel group (the gradient norm counts a
+  // replicated parameter once per replica, and a tied embedding once per
+  // pipeline).
+  DistributedOptimizer(Comm& dp_group, const ModelState& state, const GptConfig& stage, int64_t tp_rank);
 
   // Reads every gradient and starts the reduce-scatter; the caller completes
   // it with the group's wait() (with any other collective it started), then
   // finish_reduce_scatter() writes this rank's summed part to grad_shard.*.
   void start_reduce_scatter();
   void finish_reduce_scatter();
+  // Between the two: this rank's summed part of one parameter's gradient,
+  // for a further sum (a tied embedding's over the first and last pipeline
+  // stage, whose parts of it are the same elements).
+  std::span<float> summed_part(const std::string& param);
   // This rank's share of the squared global gradient norm (of the sums, as
   // reduced): its part of every tensor-parallel-sharded parameter, and of
   // every replicated one on tensor-parallel rank 0 only, so the sum over all
@@ -42,12 +49,14 @@ class DistributedOptimizer {
 
  private:
   struct Part {
-    DeviceBuffer* grad;          // grad.<param>, the whole local tensor
-    DeviceBuffer* grad_shard;    // grad_shard.<param>, this rank's part
-    DeviceBuffer* main;          // main.<param>, this rank's part
-    DeviceBuffer* param;         // <param>, the whole local tensor
+    DeviceBuffer* grad;        // grad.<param>, the whole local tensor
+    DeviceBuffer* grad_shard;  // grad_shard.<param>, this rank's part
+    DeviceBuffer* main;        // main.<param>, this rank's part
+    DeviceBuffer* param;       // <param>, the whole local tensor
+    std::string name;
     size_t numel, size, offset;  // local elements; part size and offset within a block
-    bool counted_in_norm;        // false for a replicated parameter off tensor-parallel rank 0
+    bool counted_in_norm;        // false for a replicated parameter off tensor-parallel rank 0, and
+                                 // for the last pipeline stage's tied embedding
   };
   Comm& group_;
   std::vector<Part> parts_;

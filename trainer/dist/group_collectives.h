@@ -1,5 +1,6 @@
 // The executor's collectives (graph/collectives.h) over a process group:
-// how a graph's ALL_REDUCE nodes reach MPI for the tensor-parallel group.
+// how a graph's ALL_REDUCE, ALL_GATHER and REDUCE_SCATTER nodes reach MPI
+// for the tensor-parallel group.
 #pragma once
 
 #include "graph/collectives.h"
@@ -16,6 +17,16 @@ class GroupCollectives : public graph::Collectives {
     else
       group_.start_sum(data);
     group_.wait("tensor-parallel all-reduce");
+  }
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.size(); }
+  void all_gather(std::span<const float> mine, std::span<float> all) override {
+    group_.start_all_gather(mine, all);
+    group_.wait("sequence-parallel all-gather");
+  }
+  void reduce_scatter(std::span<const float> all, std::span<float> mine) override {
+    group_.start_reduce_scatter(all, mine);
+    group_.wait("sequence-parallel reduce-scatter");
   }
 
  private:

@@ -16,8 +16,12 @@ DropoutKeys dropout_keys(const GptConfig& c, uint64_t seed, int64_t iteration, i
   const auto H = static_cast<uint64_t>(c.num_attention_heads), local_heads = static_cast<uint64_t>(c.local_heads());
   const auto sample = static_cast<uint64_t>(first_sample), rank = static_cast<uint64_t>(tp_rank);
   DropoutKeys k;
-  // Hidden states [B*T, C] hold whole samples of T*C elements each.
-  k.hidden = key(seed, iteration, sample * T * C);
+  // Hidden states [B*T, C] hold whole samples of T*C elements each; with
+  // sequence parallelism each rank's [B, T/R, C] slice is a column block of
+  // [B, T*C] (the graph gives DROPOUT period T/R*C and stride T*C), so the
+  // key also names this rank's first token.
+  const auto T_local = static_cast<uint64_t>(c.local_seq_length());
+  k.hidden = key(seed, iteration, sample * T * C + (c.splits_sequence() ? rank * T_local * C : 0));
   // Probabilities [B, H_local*T*T] are a column block of the single-process
   // [B, H*T*T]: the graph gives DROPOUT period H_local*T*T and stride H*T*T,
   // the key the first sample's row and this rank's first head.

@@ -9,8 +9,9 @@
 // data-parallel ranks, or on resuming; and a tensor-parallel rank's
 // attention heads draw the single-process masks of those heads (hidden
 // dropout is on replicated tensors, so all ranks draw the same mask, as
-// Megatron's RNG tracker makes them). Evaluation and generation build their
-// graphs without dropout.
+// Megatron's RNG tracker makes them, or with sequence parallelism on each
+// rank's slice of the sequence, the single-process masks of those tokens).
+// Evaluation and generation build their graphs without dropout.
 #pragma once
 
 #include <array>

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "graph/compile_units.h"
 #include "trainer/model/dropout_keys.h"
 #include "trainer/model/position_inputs.h"
 
@@ -100,6 +101,9 @@ void GptConfig::validate() const {
   if (vocab_size % tensor_parallel != 0)
     throw Error("--vocab-size " + std::to_string(vocab_size) + tp +
                 "; pick a multiple (with --vocab-file, kiln pads the vocab like Megatron)");
+  if (splits_sequence() && seq_length % tensor_parallel != 0)
+    throw Error("--seq-length " + std::to_string(seq_length) + tp +
+                "; with --sequence-parallel each rank holds an equal slice of the sequence");
   if (recompute_granularity == RecomputeGranularity::Full &&
       (recompute_method == RecomputeMethod::None || recompute_num_layers < 1))
     throw Error(
@@ -212,18 +216,82 @@ ValueId all_reduce_as(Graph& g, ValueId x, Graph::Reduction r = Graph::Reduction
   return g.cast(g.all_reduce(g.cast(x, KILN_F32), r), dtype);
 }
 
-// y = x W^T (+ b), with W stored [out, in] as in Megatron and PyTorch.
+// x widened to f32 (exact); x itself when it is f32.
+ValueId widened(Graph& g, ValueId x) { return g.value(x).dtype == KILN_F32 ? x : g.cast(x, KILN_F32); }
+
+// y = x W^T (+ b), with W stored [out, in] as in Megatron and PyTorch. An
+// f32 x with a 16-bit W is a tensor-parallel layer's widened input
+// (column_parallel_input in gpt_forward): W is widened too and the product,
+// accumulated in f32 as any GEMM's, is rounded once to W's dtype, the value
+// the 16-bit GEMM stores.
 ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
-  ValueId y = g.matmul(x, w, false, true);
+  const kiln_dtype dtype = g.value(w).dtype;
+  ValueId y =
+      g.value(x).dtype == dtype ? g.matmul(x, w, false, true) : g.cast(g.matmul(x, widened(g, w), false, true), dtype);
   return b >= 0 ? g.add(y, b) : y;
+}
+
+// ---- sequence parallelism (GptConfig::sequence_parallel). Hidden states
+// [B*T, C] become this rank's slice of each sample's tokens, [B*T/R, C];
+// the collectives move slices along the sequence dim of [B, T, C] and are
+// f32 (the op table), so a 16-bit value is widened first (exact).
+
+// This rank's slices -> whole samples, f32 [B*T, C]. ALL_GATHER's
+// gradient reduce-scatters, which sums the tensor-parallel layer's input
+// gradient over the group, as column_parallel_input's all-reduce does.
+ValueId gather_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
+  const int64_t C = g.shape(x).back();
+  ValueId whole = g.all_gather(g.reshape(widened(g, x), {B, c.local_seq_length(), C}), 1, c.tensor_parallel);
+  return g.reshape(whole, {B * c.seq_length, C});
+}
+
+// Whole samples [B*T, C] f32 -> this rank's slices [B*T/R, C]: of their sum
+// over the group (a row-parallel layer's partial products), or of a value
+// every rank holds whole (the embedding's output).
+ValueId reduce_scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
+  const int64_t C = g.shape(x).back();
+  ValueId mine = g.reduce_scatter(g.reshape(x, {B, c.seq_length, C}), 1, c.tensor_parallel);
+  return g.reshape(mine, {B * c.local_seq_length(), C});
+}
+ValueId scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
+  const kiln_dtype dtype = g.value(x).dtype;
+  const int64_t C = g.shape(x).back();
+  ValueId mine = g.scatter(g.reshape(widened(g, x), {B, c.seq_length, C}), 1, c.tensor_parallel);
+  mine = g.reshape(mine, {B * c.local_seq_length(), C});
+  return dtype == KILN_F32 ? mine : g.cast(mine, dtype);
+}
+
+// A replicated parameter applied to this rank's slice of the sequence
+// (a norm's, a row-parallel bias) gets that slice's share of its gradient:
+// it passes through a reshape whose gradient graph::backward sums over the
+// group, so every rank applies the whole gradient.
+ValueId with_summed_gradient(Graph& g, ValueId v, std::set<ValueId>& reduce_gradients) {
+  v = g.reshape(v, g.shape(v));
+  reduce_gradients.insert(v);
+  return v;
 }
 
 // Megatron's row-parallel linear: each rank multiplies its slice of the
 // input by its columns of W, the partial products are summed over the
-// group, then the (replicated) bias is added once.
-ValueId row_parallel_linear(Graph& g, const GptConfig& c, ValueId x, ValueId w, ValueId b) {
-  ValueId y = g.matmul(x, w, false, true);
-  if (c.tensor_parallel > 1) y = all_reduce_as(g, y);
+// group (reduce-scattered along the sequence with sequence parallelism),
+// then the (replicated) bias is added once. In 16 bits the partial
+// products stay f32 (widened operands, exact) until the sum over the group
+// is complete, and are rounded once: what one process's GEMM stores, up to
+// the order of the f32 additions. Rounding each partial first would differ
+// from one process by an occasional bf16 ulp.
+ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, ValueId w, ValueId b,
+                            std::set<ValueId>& reduce_gradients) {
+  const kiln_dtype dtype = g.value(w).dtype;
+  ValueId y;
+  if (c.tensor_parallel == 1) {
+    y = g.matmul(x, w, false, true);
+  } else {
+    ValueId partial =
+        dtype == KILN_F32 ? g.matmul(x, w, false, true) : g.matmul(widened(g, x), widened(g, w), false, true);
+    y = c.splits_sequence() ? reduce_scatter_sequence(g, c, B, partial) : g.all_reduce(partial);
+    if (dtype != KILN_F32) y = g.cast(y, dtype);
+  }
+  if (b >= 0 && c.splits_sequence()) b = with_summed_gradient(g, b, reduce_gradients);
   return b >= 0 ? g.add(y, b) : y;
 }
 
@@ -348,14 +416,15 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
   y = g.reshape(y, {B * T, H * D});
-  return row_parallel_linear(g, c, y, p.at(L + "self_attention.linear_proj.weight"),
-                             optional_param(p, L + "self_attention.linear_proj.bias"));
+  return row_parallel_linear(g, c, B, y, p.at(L + "self_attention.linear_proj.weight"),
+                             optional_param(p, L + "self_attention.linear_proj.bias"), reduce_gradients);
 }
 
 // fc1 column-parallel, fc2 row-parallel: the activation (GELU, or SwiGLU's
 // silu(gate) * up) applies to each rank's columns on their own, so the MLP
 // needs one all-reduce.
-ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& L) {
+ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
+            std::set<ValueId>& reduce_gradients) {
   ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
   if (c.swiglu) {
     // This rank's fc1 rows are its rows of the gate, then its rows of up
@@ -365,7 +434,8 @@ ValueId mlp(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std:
   } else {
     h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
   }
-  return row_parallel_linear(g, c, h, p.at(L + "mlp.linear_fc2.weight"), optional_param(p, L + "mlp.linear_fc2.bias"));
+  return row_parallel_linear(g, c, B, h, p.at(L + "mlp.linear_fc2.weight"),
+                             optional_param(p, L + "mlp.linear_fc2.bias"), reduce_gradients);
 }
 
 // Where layer l stands in full recomputation's units (Megatron's
@@ -401,9 +471,21 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
 
   const bool parallel = c.tensor_parallel > 1;
   // A column-parallel layer's input: each rank uses all of it with part of
-  // the weights, so its gradient is the sum of every rank's part.
+  // the weights, so its gradient is the sum of every rank's part. In 16
+  // bits the layer reads it widened to f32 (linear), so each rank's part of
+  // the gradient stays f32 until the sum over the group is complete and is
+  // rounded once, by the widening CAST's gradient, as in one process.
+  //
+  // With sequence parallelism it is gathered from the ranks' slices, and
+  // ALL_GATHER's gradient sums it over the group.
+  const bool sequence = c.splits_sequence();
+  const int64_t T_local = c.local_seq_length();
+  std::set<ValueId>* sliced_norms = sequence ? &f.all_reduce_gradient_of : nullptr;
   auto column_parallel_input = [&](ValueId v) {
-    if (parallel) f.all_reduce_gradient_of.insert(v);
+    if (!parallel) return v;
+    if (sequence) return gather_sequence(g, c, B, v);
+    v = widened(g, v);
+    f.all_reduce_gradient_of.insert(v);
     return v;
   };
 
@@ -415,7 +497,7 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     // A later pipeline stage starts from the previous stage's output. Stages
     // hand f32 to each other (the schedule's buffers are float); a 16-bit
     // value and its gradient survive the round trip exactly.
-    f.hidden_in = x = g.input(kHiddenIn, KILN_F32, {B * T, C});
+    f.hidden_in = x = g.input(kHiddenIn, KILN_F32, {B * T_local, C});
     if (c.compute_dtype != KILN_F32) x = g.cast(x, c.compute_dtype);
   } else if (!parallel) {
     f.tokens = g.input("tokens", KILN_I32, {B, T});
@@ -436,12 +518,20 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   if (c.pre_process && c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
     x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
   if (c.pre_process) x = g.reshape(x, {B * T, C});
+  // Megatron scatters the embedding's output to the sequence-parallel
+  // region (reduce-scatters it without learned positions: the same values).
+  if (c.pre_process && sequence) x = scatter_sequence(g, c, B, x);
   // Dropout keys are inputs the trainer fills per micro-batch, so the graph
   // stays the same from step to step.
   const ValueId hidden_key = c.hidden_dropout > 0.0f ? g.input(kHiddenDropoutKey, KILN_I32, {4}) : -1;
   const ValueId attention_key = c.attention_dropout > 0.0f ? g.input(kAttentionDropoutKey, KILN_I32, {4}) : -1;
+  // On a slice of the sequence, element e of the [B, T/R, C] slice is
+  // element (e / (T/R*C)) * T*C + e % (T/R*C) + the key's offset of the
+  // whole [B, T, C] (docs/DROPOUT.md), so the masks are one process's.
   auto hidden_dropout = [&](ValueId v, int64_t site) {
-    return c.hidden_dropout > 0.0f ? g.dropout(v, hidden_key, c.hidden_dropout, site) : v;
+    if (c.hidden_dropout <= 0.0f) return v;
+    if (sequence) return g.dropout(v, hidden_key, c.hidden_dropout, site, T_local * C, T * C);
+    return g.dropout(v, hidden_key, c.hidden_dropout, site);
   };
   if (c.pre_process) x = hidden_dropout(x, embedding_dropout_site());
   PositionValues pos;
@@ -456,19 +546,23 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     const RecomputeUnit unit = full_recompute_unit(c, l);
     if (unit.starts) unit_begin = static_cast<int>(g.nodes().size());
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
-    ValueId h = norm(g, c, x, p, L + "input_layernorm");
+    // Each layer is a compile unit of its own (graph/compile_units.h).
+    g.set_unit(graph::layer_forward_unit(l));
+    ValueId h = norm(g, c, x, p, L + "input_layernorm", sliced_norms);
     ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l,
                             f.recompute_segments);
     x = g.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
-    h = norm(g, c, x, p, L + "pre_mlp_layernorm");
-    x = g.add(x, hidden_dropout(mlp(g, c, column_parallel_input(h), p, L), mlp_output_dropout_site(l)));
+    h = norm(g, c, x, p, L + "pre_mlp_layernorm", sliced_norms);
+    x = g.add(x, hidden_dropout(mlp(g, c, B, column_parallel_input(h), p, L, f.all_reduce_gradient_of),
+                                mlp_output_dropout_site(l)));
     if (unit.ends) f.recompute_segments.push_back({unit_begin, static_cast<int>(g.nodes().size())});
+    g.set_unit(graph::kRestUnit);
   }
   if (!c.post_process) {
     f.hidden_out = c.compute_dtype == KILN_F32 ? x : g.cast(x, KILN_F32);
     return f;
   }
-  x = norm(g, c, x, p, "decoder.final_layernorm");
+  x = norm(g, c, x, p, "decoder.final_layernorm", sliced_norms);
   // The LM head: this rank's vocab rows of the token embedding (tied) or of
   // the output layer.
   ValueId head = c.untie_embeddings_and_output_weights ? p.at("output_layer.weight") : words;
@@ -478,7 +572,7 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   // summed in 16 bits first.
   if (head == words && c.pre_process && c.compute_dtype != KILN_F32)
     head = g.cast(f.param_inputs.at("embedding.word_embeddings.weight"), c.compute_dtype);
-  f.logits = g.matmul(column_parallel_input(x), head, false, true);
+  f.logits = linear(g, column_parallel_input(x), head, -1);
   return f;
 }
 

@@ -76,6 +76,12 @@ struct GptConfig {
   // --tensor-model-parallel-size). A layout, not part of the model: it is
   // not saved in checkpoints, which hold full tensors.
   int64_t tensor_parallel = 1;
+  // Megatron's --sequence-parallel (with tensor_parallel > 1): between the
+  // tensor-parallel layers (the norms, dropout, residual adds) each rank
+  // holds its slice of the sequence, [B, T / tensor_parallel, C]; the
+  // all-reduces become reduce-scatters, and the tensor-parallel layers'
+  // inputs are all-gathered. A layout, not part of the model.
+  bool sequence_parallel = false;
   // The dtype the model computes in (--bf16, --fp16): a training choice,
   // not part of the model and not saved in checkpoints. The parameters stay
   // f32 graph inputs (the optimizer's main copy); the forward casts them to
@@ -117,6 +123,10 @@ struct GptConfig {
   int64_t local_heads() const { return num_attention_heads / tensor_parallel; }
   int64_t local_query_groups() const { return query_groups() / tensor_parallel; }
   int64_t local_vocab() const { return vocab_size / tensor_parallel; }
+  bool splits_sequence() const { return sequence_parallel && tensor_parallel > 1; }
+  // Tokens per sample in this rank's hidden states (between layers, and
+  // what a pipeline stage hands on).
+  int64_t local_seq_length() const { return splits_sequence() ? seq_length / tensor_parallel : seq_length; }
   int64_t stage_end() const { return end_layer < 0 ? num_layers : end_layer; }
   bool is_pipeline_stage() const { return !pre_process || !post_process; }
   // Throws kiln::Error naming the flag if the shape is inconsistent.

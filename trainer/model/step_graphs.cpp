@@ -34,7 +34,7 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
     objective = loss;
     if (cfg.compute_dtype == KILN_F16) objective = g.mul(loss, g.input(kLossScaleInput, KILN_F32, {1}));
   } else {
-    objective = handed_on_objective(g, f, B * cfg.seq_length * cfg.hidden_size);
+    objective = handed_on_objective(g, f, B * cfg.local_seq_length() * cfg.hidden_size);
   }
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   std::vector<ValueId> wrt;
@@ -93,6 +93,10 @@ ValueId concat_all(Graph& g, std::vector<ValueId> xs) {
 }
 }  // namespace
 
+bool counted_in_grad_norm(const GptConfig& cfg, const ParamSpec& param) {
+  return cfg.pre_process || param.name != "embedding.word_embeddings.weight";
+}
+
 Graph build_grad_norm(const GptConfig& cfg) {
   Graph g;
   // One sum of squares per parameter, summed by the host in double in
@@ -103,8 +107,7 @@ Graph build_grad_norm(const GptConfig& cfg) {
   // all-reduce of all of them) and replicated parameters counted once.
   std::vector<ValueId> sharded, replicated;
   for (const auto& s : gpt_parameters(cfg)) {
-    // The last pipeline stage's copy of a tied word embedding: counted on the first stage.
-    if (!cfg.pre_process && s.name == "embedding.word_embeddings.weight") continue;
+    if (!counted_in_grad_norm(cfg, s)) continue;
     ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
     (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated).push_back(sq);
   }

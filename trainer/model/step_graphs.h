@@ -67,6 +67,11 @@ inline constexpr const char* kGradHiddenOut = "grad_hidden_out";
 inline constexpr const char* kGradHiddenIn = "grad_hidden_in";
 graph::Graph build_stage_forward(const GptConfig& cfg, int64_t micro_batch);
 
+// Whether a parameter of this stage counts in the gradient norm: all but the
+// last pipeline stage's copy of a tied word embedding, which the first
+// stage counts (the two copies hold the same summed gradient).
+bool counted_in_grad_norm(const GptConfig& cfg, const ParamSpec& param);
+
 // Sums of squares of the gradient accumulators: "grad_sq" [n] f32, one per
 // parameter (tensor-parallel shards' summed over the group, after the
 // replicated ones), for the host to add up in double (a pipeline stage's
