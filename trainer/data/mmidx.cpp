@@ -165,6 +165,8 @@ void IndexedDataset::get(int64_t i, int64_t offset, int64_t length, int32_t* out
 }
 
 void IndexedDataset::copy_tokens(int64_t i, int64_t offset, int64_t length, int32_t* out) const {
+  // An empty read touches nothing: an empty .bin maps no memory, and memcpy must not see its null pointer.
+  if (length == 0) return;
   const size_t item = dtype_size(dtype_);
   const uint8_t* src = bin_.data() + sequence_pointer(i) + static_cast<size_t>(offset) * item;
   const size_t n = static_cast<size_t>(length);
