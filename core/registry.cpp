@@ -186,6 +186,7 @@ void Registry::load_all() {
 }
 
 const std::vector<PluginRecord>& Registry::records() {
+  const std::lock_guard lock(mutex_);
   load_all();
   return records_;
 }
@@ -220,7 +221,10 @@ std::vector<std::string> Registry::search_path() const {
   return dirs;
 }
 
-PluginRecord Registry::load_file(const std::string& path) { return load_file(path, /*probe_in_child=*/false); }
+PluginRecord Registry::load_file(const std::string& path) {
+  const std::lock_guard lock(mutex_);
+  return load_file(path, /*probe_in_child=*/false);
+}
 
 PluginRecord Registry::load_file(const std::string& path, bool probe_in_child) {
   const std::string real = real_path(path);
@@ -295,6 +299,7 @@ PluginRecord Registry::load_file(const std::string& path, bool probe_in_child) {
 }
 
 std::vector<std::shared_ptr<const Plugin>> Registry::plugins() {
+  const std::lock_guard lock(mutex_);
   load_all();
   std::vector<std::shared_ptr<const Plugin>> out;
   for (const PluginRecord& r : records_) {
@@ -311,6 +316,7 @@ std::shared_ptr<const Plugin> Registry::loaded(const std::string& backend) const
 }
 
 std::shared_ptr<const Plugin> Registry::find(const std::string& backend) {
+  const std::lock_guard lock(mutex_);
   if (auto p = loaded(backend)) return p;
   if (auto it = candidates_by_backend_.find(backend); it != candidates_by_backend_.end()) {
     for (const std::string& file : it->second) {
@@ -324,6 +330,7 @@ std::shared_ptr<const Plugin> Registry::find(const std::string& backend) {
 }
 
 std::unique_ptr<Device> Registry::open(const std::string& backend, int index, int num_threads) {
+  std::unique_lock lock(mutex_);
   std::shared_ptr<const Plugin> plugin;
   if (backend.find('/') != std::string::npos || backend.ends_with(kSuffix)) {
     PluginRecord r = load_file(backend);
@@ -360,6 +367,7 @@ std::unique_ptr<Device> Registry::open(const std::string& backend, int index, in
                     "directory holding it to KILN_PLUGIN_PATH, or pass --backend the .so file's path)",
                     backend, names.empty() ? "none" : names, dirs.empty() ? "(empty)" : dirs, file));
   }
+  lock.unlock();  // opening the device is the plugin's own business
   return std::make_unique<Device>(plugin, index, num_threads);
 }
 

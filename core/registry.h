@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,7 @@ class Registry {
 
   // Every plugin file on the search path, each loaded first (each in a child
   // process first, so that one that crashes or exits is only reported).
+  // Records are only ever appended, so the reference stays valid.
   const std::vector<PluginRecord>& records();
   std::vector<std::shared_ptr<const Plugin>> plugins();
   // The plugin with this backend name, loading the files named
@@ -65,6 +67,11 @@ class Registry {
   bool all_loaded_ = false;
   std::vector<PluginRecord> records_;
   std::unordered_map<std::string, size_t> record_by_real_path_;
+  // Threads may open devices at once (a test's ranks, a compile pool). Loads
+  // go one at a time: the records above, and the process-wide exit and crash
+  // hooks a load runs under (core/plugin_load_guard.h), are shared.
+  // Recursive because open() and find() reach the other public methods.
+  mutable std::recursive_mutex mutex_;
 };
 
 }  // namespace kiln

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend.h"
@@ -256,6 +258,24 @@ kiln_plugin_api fake_api() {
 
 std::shared_ptr<kiln::Plugin> fake_plugin(const kiln_plugin_api& api, size_t table_size = sizeof(kiln_plugin_api)) {
   return std::make_shared<kiln::Plugin>("fake", "/fake/libkiln-backend-fake.so", &api, table_size);
+}
+
+// Threads that open devices at once (ranks in one test process, a compile
+// pool) share the first load of the plugin: each gets a working device, and
+// TSan sees no race on the registry or the load guard's hooks.
+TEST(Loader, ThreadsOpenTheSameBackendAtOnce) {
+  if (!fs::exists(cpu_plugin())) GTEST_SKIP() << cpu_plugin() << " not built yet";
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<kiln::Device>> devices(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&devices, t] { devices[t] = kiln::Registry::instance().open("cpu", 0, 1); });
+  for (std::thread& t : threads) t.join();
+  for (const auto& d : devices) {
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->backend(), "cpu");
+  }
+  EXPECT_EQ(kiln::Registry::instance().find("cpu").get(), &devices[0]->plugin());
 }
 
 TEST(BackendHandles, DeviceAndBuffers) {
