@@ -73,6 +73,12 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
   : > "$SLURM_DIR/plugstack.conf"
+  # PMIx's per-step directory defaults to /tmp/spmix_appdir_<uid>_<job>.<step>:
+  # two test clusters (jobs numbered from 1 in each) or a killed earlier run
+  # would share it, and the second step then fails to launch ("File exists").
+  # Each cluster keeps its own.
+  mkdir -p "$SLURM_DIR/pmix"
+  printf 'PMIxCliTmpDirBase=%s\n' "$SLURM_DIR/pmix" > "$SLURM_DIR/mpi.conf"
   # slurmd 22.05 always initialises a cgroup plugin, and its default
   # (autodetect) fails where nothing is mounted on /sys/fs/cgroup (a chroot,
   # some containers). Naming cgroup/v1 only loads the plugin: with
