@@ -13,22 +13,10 @@ kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 8
         --lr 1e-2 --log-interval 1 --eval-iters 0 --num-threads 2 --hidden-dropout 0 --attention-dropout 0)
-last_loss() { grep -o '"lm_loss":[^,]*' "$1" | tail -1 | cut -d: -f2; }
+source "$(dirname "$0")/../tools/precisions.sh"
 
-# 1. Final loss after 30 steps, fp32 against bf16 and fp16 (fp16 from a
-# scale that does not overflow at once: the default 2^32 would spend its
-# first ~18 steps halving, as in Megatron).
-"$kiln" train "${common[@]}" --train-iters 30 --metrics-file "$tmp/f32.jsonl" >/dev/null
-"$kiln" train "${common[@]}" --train-iters 30 --bf16 --metrics-file "$tmp/bf16.jsonl" >"$tmp/bf16.log"
-"$kiln" train "${common[@]}" --train-iters 30 --fp16 --initial-loss-scale 4096 \
-  --metrics-file "$tmp/fp16.jsonl" >"$tmp/fp16.log"
-for p in bf16 fp16; do
-  awk -v a="$(last_loss "$tmp/f32.jsonl")" -v b="$(last_loss "$tmp/$p.jsonl")" -v p="$p" 'BEGIN {
-    r = (b - a) / a; if (r < 0) r = -r
-    printf "final loss fp32 %.4f, %s %.4f: %.2f%% apart\n", a, p, b, 100 * r; exit !(r < 0.05) }'
-done
-grep -q ' lm loss: [^|]* | loss scale: 1.0 | grad norm: ' "$tmp/bf16.log" ||
-  { echo "bf16 log line has no 'loss scale: 1.0' after the loss:"; tail -2 "$tmp/bf16.log"; exit 1; }
+# 1. Final loss after 30 steps, fp32 against bf16 and fp16.
+train_in_three_precisions "$tmp" cpu "${common[@]}"
 
 # 2. The injected overflow: iteration 3 skipped, scale 4096 -> 2048, the
 # skip counted (not as a nan iteration), training goes on.
@@ -61,7 +49,7 @@ for pair in "bf16 fp32" "fp32 bf16"; do
   rm -rf "$tmp/ck/iter_0000008"; echo 4 >"$tmp/ck/latest_checkpointed_iteration.txt"
   "$kiln" train "${common[@]}" --train-iters 8 $(flag "$2") --load "$tmp/ck" --metrics-file "$tmp/resumed.jsonl" \
     >/dev/null
-  awk -v a="$(last_loss "$tmp/straight.jsonl")" -v b="$(last_loss "$tmp/resumed.jsonl")" -v w="$1 -> $2" 'BEGIN {
+  awk -v a="$(final_loss "$tmp/straight.jsonl")" -v b="$(final_loss "$tmp/resumed.jsonl")" -v w="$1 -> $2" 'BEGIN {
     r = (b - a) / a; if (r < 0) r = -r
     printf "resume %s: final loss %.5f against %.5f straight (%.2e relative)\n", w, b, a, r; exit !(r < 1e-3) }'
 done

@@ -17,32 +17,6 @@ if ! grep -q '^  device 0:' "$tmp/opencl"; then
   exit 0
 fi
 
-common=(--backend opencl --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
-        --micro-batch-size 8 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0
-        --train-iters 30)
-last_loss() { grep -o '"lm_loss":[^,}]*' "$1" | tail -1 | cut -d: -f2; }
-fail=0
-run() {
-  local name=$1
-  shift
-  if ! "$kiln" train "${common[@]}" "$@" --metrics-file "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1; then
-    echo "FAIL: kiln train --backend opencl $* exited non-zero:"
-    tail -5 "$tmp/$name.log"
-    exit 1
-  fi
-}
-run fp32
-run bf16 --bf16
-run fp16 --fp16 --initial-loss-scale 4096
-for p in bf16 fp16; do
-  awk -v a="$(last_loss "$tmp/fp32.jsonl")" -v b="$(last_loss "$tmp/$p.jsonl")" -v p="$p" 'BEGIN {
-    r = (b - a) / a; if (r < 0) r = -r
-    printf "opencl final loss fp32 %.4f, %s %.4f: %.2f%% apart\n", a, p, b, 100 * r; exit !(r < 0.05) }' || fail=1
-done
-grep ' lm loss: [^|]* | loss scale: 1.0 | grad norm: ' "$tmp/bf16.log" >"$tmp/bf16.lines" || true
-if [ ! -s "$tmp/bf16.lines" ]; then
-  echo "FAIL: the bf16 log line has no 'loss scale: 1.0' after the loss:"
-  tail -2 "$tmp/bf16.log"
-  fail=1
-fi
-exit $fail
+source "$(dirname "$0")/../tools/precisions.sh"
+train_in_three_precisions "$tmp" opencl --backend opencl --num-layers 2 --hidden-size 32 --num-attention-heads 4 \
+  --seq-length 32 --micro-batch-size 8 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0

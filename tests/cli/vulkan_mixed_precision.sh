@@ -25,23 +25,10 @@ fi
 
 common=(--backend vulkan --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
         --micro-batch-size 8 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0)
-last_loss() { grep -o '"lm_loss":[^,]*' "$1" | tail -1 | cut -d: -f2; }
+source "$(dirname "$0")/../tools/precisions.sh"
 
-# 1. 30 steps each; fp16 from a scale that does not overflow at once.
-run() {
-  local name=$1; shift
-  if ! "$kiln" train "${common[@]}" --train-iters 30 "$@" --metrics-file "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1; then
-    echo "FAIL: kiln train --backend vulkan $* exited non-zero:"; tail -5 "$tmp/$name.log"; exit 1
-  fi
-}
-run f32
-run bf16 --bf16
-run fp16 --fp16 --initial-loss-scale 4096
-for p in bf16 fp16; do
-  awk -v a="$(last_loss "$tmp/f32.jsonl")" -v b="$(last_loss "$tmp/$p.jsonl")" -v p="$p" 'BEGIN {
-    r = (b - a) / a; if (r < 0) r = -r
-    printf "vulkan final loss fp32 %.4f, %s %.4f: %.2f%% apart\n", a, p, b, 100 * r; exit !(r < 0.05) }' || exit 1
-done
+# 1. 30 steps each, within 5% of fp32.
+train_in_three_precisions "$tmp" vulkan "${common[@]}" || exit 1
 
 # 2. No 16-bit storage: refused at setup, before any step graph compiles.
 if KILN_VULKAN_NO_16BIT_STORAGE=1 "$kiln" train "${common[@]}" --train-iters 1 --bf16 >"$tmp/refused.log" 2>&1; then

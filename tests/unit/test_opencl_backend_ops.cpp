@@ -27,6 +27,7 @@
 #include "graph/passes.h"
 #include "graph/reference/reference.h"
 #include "graph/serialize.h"
+#include "shared_device.h"
 
 namespace kiln::graph {
 namespace {
@@ -35,22 +36,7 @@ using conformance::kTolGemm;
 constexpr double kTolSoftmax = kTolGemm;
 
 // The device, or nullptr with the reason in `why`.
-Device* device(std::string* why = nullptr) {
-  static Registry& registry = Registry::instance();
-  static std::unique_ptr<Device> dev;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    try {
-      dev = registry.open("opencl", 0);
-    } catch (const Error& e) {
-      reason = e.what();
-    }
-  }
-  if (why) *why = reason;
-  return dev.get();
-}
+Device* device(std::string* why = nullptr) { return test::shared_device("opencl", why); }
 
 #define REQUIRE_OPENCL()                                                        \
   do {                                                                          \

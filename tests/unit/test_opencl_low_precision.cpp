@@ -22,6 +22,7 @@
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 #include "graph/serialize.h"
+#include "shared_device.h"
 
 namespace kiln::graph {
 namespace {
@@ -29,19 +30,9 @@ namespace {
 class OpenclLowPrecision : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::unique_ptr<Device> dev;
-    static std::string why;
-    static bool tried = false;
-    if (!tried) {
-      tried = true;
-      try {
-        dev = Registry::instance().open("opencl", 0);
-      } catch (const Error& e) {
-        why = e.what();
-      }
-    }
-    if (dev == nullptr) GTEST_SKIP() << "no OpenCL device: " << why;
-    dev_ = dev.get();
+    std::string why;
+    dev_ = test::shared_device("opencl", &why);
+    if (dev_ == nullptr) GTEST_SKIP() << "no OpenCL device: " << why;
   }
 
   // The generated OpenCL C of `graph` (the plugin's compile, no cache).

@@ -20,25 +20,12 @@
 #include "graph/compiled_graph.h"
 #include "graph/graph.h"
 #include "kiln/half.h"
+#include "shared_device.h"
 
 namespace kiln::graph {
 namespace {
 
-Device* vulkan_device(std::string* why) {
-  static std::unique_ptr<Device> dev;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    try {
-      dev = Registry::instance().open("vulkan", 0);
-    } catch (const Error& e) {
-      reason = e.what();
-    }
-  }
-  *why = reason;
-  return dev.get();
-}
+Device* vulkan_device(std::string* why) { return test::shared_device("vulkan", why); }
 
 // f32 bit patterns where rounding to bf16 or f16 can go wrong.
 std::vector<uint32_t> narrowing_inputs() {

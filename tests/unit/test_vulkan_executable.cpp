@@ -22,25 +22,12 @@
 #include "graph/passes.h"
 #include "graph/reference/reference.h"
 #include "graph/serialize.h"
+#include "shared_device.h"
 
 namespace kiln::graph {
 namespace {
 
-Device* device(std::string* why = nullptr) {
-  static std::unique_ptr<Device> dev;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    try {
-      dev = Registry::instance().open("vulkan", 0);
-    } catch (const Error& e) {
-      reason = e.what();
-    }
-  }
-  if (why) *why = reason;
-  return dev.get();
-}
+Device* device(std::string* why = nullptr) { return test::shared_device("vulkan", why); }
 
 // Where the parts of an executable are (backends/vulkan/executable.h).
 struct ExeLayout {
