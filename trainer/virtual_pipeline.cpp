@@ -28,12 +28,12 @@ void TrainConfig::check_virtual_pipeline() const {
     throw Error(
         "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank cannot be set at the same "
         "time; give one");
-  // Megatron's words (arguments.py); kiln's point-to-point messages are
+  // Megatron's words (parallel_state.py); kiln's point-to-point messages are
   // tagged per chunk, so P = 2 works here where Megatron needs P > 2
   // without --overlap-p2p-communication.
   if (P <= 1)
     throw Error(
-        "When interleaved schedule is used, pipeline-model-parallel size should be greater than 1 "
+        "pipeline-model-parallel size should be greater than 1 with interleaved schedule "
         "(--pipeline-model-parallel-size 2 or more, or drop the virtual pipeline flag)");
   if (decoder_first_pipeline_num_layers > 0 || decoder_last_pipeline_num_layers > 0)
     throw Error(
