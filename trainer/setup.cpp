@@ -141,9 +141,10 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
       split += std::to_string(cfg.stage_layers(s));
     }
     if (cfg.virtual_chunks() > 1)
-      logger().info("pipeline parallel: {} stages of {} model chunks of {} layers each, interleaved 1F1B over {} "
-                    "micro-batches",
-                    pp, cfg.virtual_chunks(), model.num_layers / (pp * cfg.virtual_chunks()), micro_batches);
+      logger().info(
+          "pipeline parallel: {} stages of {} model chunks of {} layers each, interleaved 1F1B over {} "
+          "micro-batches",
+          pp, cfg.virtual_chunks(), model.num_layers / (pp * cfg.virtual_chunks()), micro_batches);
     else
       logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
                     micro_batches == 1 ? "" : "es");

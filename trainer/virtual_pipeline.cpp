@@ -42,9 +42,10 @@ void TrainConfig::check_virtual_pipeline() const {
   const std::string layers = "--num-layers " + std::to_string(L);
   if (V > 0) {
     if (L % P != 0 || (L / P) % V != 0)
-      throw Error("number of layers per pipeline stage must be divisible number of layers per virtual pipeline stage (" +
-                  layers + " over --pipeline-model-parallel-size " + std::to_string(P) + " is not a multiple of " +
-                  "--num-layers-per-virtual-pipeline-stage " + std::to_string(V) + ")");
+      throw Error(
+          "number of layers per pipeline stage must be divisible number of layers per virtual pipeline stage (" +
+          layers + " over --pipeline-model-parallel-size " + std::to_string(P) + " is not a multiple of " +
+          "--num-layers-per-virtual-pipeline-stage " + std::to_string(V) + ")");
   } else if (L % (P * vp) != 0) {
     throw Error(layers + " is not divisible by --pipeline-model-parallel-size " + std::to_string(P) +
                 " x --num-virtual-stages-per-pipeline-rank " + std::to_string(vp) +
@@ -54,8 +55,8 @@ void TrainConfig::check_virtual_pipeline() const {
   // (one chunk per rank is the plain 1F1B schedule, which does not).
   const int64_t M = num_micro_batches();
   if (virtual_chunks() > 1 && M % P != 0)
-    throw Error("number of microbatches (" + std::to_string(M) + ") is not divisible by pipeline-model-parallel-size (" +
-                std::to_string(P) +
+    throw Error("number of microbatches (" + std::to_string(M) +
+                ") is not divisible by pipeline-model-parallel-size (" + std::to_string(P) +
                 ") when using interleaved schedule; make --global-batch-size / (--micro-batch-size x data-parallel "
                 "size) a multiple of " +
                 std::to_string(P));
