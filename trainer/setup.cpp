@@ -140,14 +140,16 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
       if (s > 0) split += "+";
       split += std::to_string(cfg.stage_layers(s));
     }
-    if (cfg.virtual_chunks() > 1)
+    if (cfg.virtual_chunks() > 1) {
+      const int64_t per_chunk = model.num_layers / (pp * cfg.virtual_chunks());
       logger().info(
-          "pipeline parallel: {} stages of {} model chunks of {} layers each, interleaved 1F1B over {} "
+          "pipeline parallel: {} stages of {} model chunks of {} layer{} each, interleaved 1F1B over {} "
           "micro-batches",
-          pp, cfg.virtual_chunks(), model.num_layers / (pp * cfg.virtual_chunks()), micro_batches);
-    else
+          pp, cfg.virtual_chunks(), per_chunk, per_chunk == 1 ? "" : "s", micro_batches);
+    } else {
       logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
                     micro_batches == 1 ? "" : "es");
+    }
   }
 
   auto t0 = Clock::now();

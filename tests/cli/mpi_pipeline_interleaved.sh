@@ -39,7 +39,7 @@ for family in gpt llama; do
   same_trajectory "$tmp/$family.jsonl" "$tmp/$family-vp.jsonl" 12 "$family-style interleaved PP=2 x 2 chunks vs 1 process"
   same_validation "$tmp/$family.log" "$tmp/$family-vp.log" "$family-style interleaved validation"
 done
-grep -q "pipeline parallel: 2 stages of 2 model chunks of 1 layers each, interleaved 1F1B over 4 micro-batches" \
+grep -q "pipeline parallel: 2 stages of 2 model chunks of 1 layer each, interleaved 1F1B over 4 micro-batches" \
   "$tmp/gpt-vp.log" || { echo "interleaved run did not report its layout:"; cat "$tmp/gpt-vp.log"; exit 1; }
 
 # As many micro-batches as stages: Megatron's all-warm-up case.
