@@ -8,6 +8,8 @@
 #     embedding, dropout on) and a Llama-style one, with 4 micro-batches
 #     (warm-up, steady and cool-down phases) and with 2 (= P: all warm-up);
 #     validation losses agree too;
+#   - so do DP=2 x interleaved PP=2 with --use-distributed-optimizer and
+#     TP=2 x interleaved PP=2;
 #   - checkpoints stay layout-free: saved under interleaved PP=2, resumed by
 #     1 process, and the reverse, on the uninterrupted trajectory;
 #   - `kiln precompile --world-size 2` builds every chunk's graphs (the run
@@ -60,6 +62,15 @@ same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_vp.jsonl" 6 "saved under inte
 mpi 2 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --load "$tmp/one" \
   --metrics-file "$tmp/to_vp.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/to_vp.jsonl" 6 "saved by 1 process, resumed under interleaved PP=2"
+
+# A rank's chunks are just more layers to the distributed optimizer and to
+# tensor parallelism (4 ranks each).
+mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --use-distributed-optimizer \
+  --metrics-file "$tmp/dp2.jsonl" >"$tmp/dp2.log" 2>&1
+same_trajectory "$tmp/one.jsonl" "$tmp/dp2.jsonl" 12 "DP=2 x interleaved PP=2 with the distributed optimizer vs 1 process"
+mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/tp2.jsonl" >"$tmp/tp2.log" 2>&1
+same_trajectory "$tmp/one.jsonl" "$tmp/tp2.jsonl" 12 "TP=2 x interleaved PP=2 vs 1 process"
 
 # precompile builds what every chunk of every rank runs.
 "$kiln" precompile "${flags[@]}" "${interleaved[@]}" --world-size 2 --cache-dir "$tmp/cache" >"$tmp/precompile.log"
