@@ -27,7 +27,9 @@ PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare)
       inputs_(static_cast<size_t>(run.micro_batches)),
       output_(activation_elements_),
       grad_output_(activation_elements_),
-      grad_input_(activation_elements_) {}
+      grad_input_(activation_elements_) {
+  if (run.chunks.size() > 1) interleaved_ = std::make_unique<InterleavedSchedule>(run, prepare_);
+}
 
 void PipelineSchedule::exchange(const std::vector<float>* send, int send_peer, int send_tag,
                                 std::vector<float>* receive, int receive_peer, int receive_tag, const char* what,
@@ -54,7 +56,7 @@ void PipelineSchedule::receive_forward(int64_t m) {
 // The last stage's forward runs inside its train step (backward()).
 void PipelineSchedule::forward(int64_t m) {
   if (stage_ == last_) return;
-  graph::Executable& exe = *run_.stage_forward;
+  graph::Executable& exe = *run_.chunks.front().stage_forward;
   prepare_(exe, m);
   if (stage_ > 0) {
     const std::vector<float>& in = inputs_[static_cast<size_t>(m)];
@@ -65,7 +67,7 @@ void PipelineSchedule::forward(int64_t m) {
 }
 
 void PipelineSchedule::backward(int64_t m) {
-  graph::Executable& exe = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
+  graph::Executable& exe = m == 0 ? *run_.chunks.front().first_micro_batch : *run_.chunks.front().next_micro_batch;
   prepare_(exe, m);
   if (stage_ > 0) {
     std::vector<float>& in = inputs_[static_cast<size_t>(m)];
@@ -79,6 +81,7 @@ void PipelineSchedule::backward(int64_t m) {
 }
 
 double PipelineSchedule::train_step(int64_t iteration) {
+  if (interleaved_) return interleaved_->train_step(iteration);
   iteration_ = iteration;
   loss_sum_ = 0;
   const int64_t M = run_.micro_batches;
@@ -116,7 +119,8 @@ double PipelineSchedule::train_step(int64_t iteration) {
 }
 
 double PipelineSchedule::evaluate(int64_t count, const Prepare& prepare_eval) {
-  graph::Executable& exe = *run_.eval;
+  if (interleaved_) return interleaved_->evaluate(count, prepare_eval);
+  graph::Executable& exe = *run_.chunks.front().eval;
   const int next = stage_ < last_ ? stage_ + 1 : kNobody;
   std::vector<float> in;
   double sum = 0;

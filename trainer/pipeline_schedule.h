@@ -12,12 +12,16 @@
 // A stage before the last keeps only each in-flight micro-batch's input;
 // its train step recomputes the forward before the backward (the
 // activations inside the stage are never stored between the two).
+// With several model chunks per rank (--num-layers-per-virtual-pipeline-stage)
+// it hands the step to the interleaved schedule (trainer/interleaved_schedule.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "trainer/interleaved_schedule.h"
 #include "trainer/setup.h"
 
 namespace kiln::trainer {
@@ -56,6 +60,8 @@ class PipelineSchedule {
   std::vector<std::vector<float>> inputs_;  // each in-flight micro-batch's received activations
   std::vector<float> output_, grad_output_, grad_input_;
   double loss_sum_ = 0;
+  // With vp model chunks per rank, the interleaved schedule does the work.
+  std::unique_ptr<InterleavedSchedule> interleaved_;
 };
 
 }  // namespace kiln::trainer

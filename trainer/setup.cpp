@@ -140,36 +140,59 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
       if (s > 0) split += "+";
       split += std::to_string(cfg.stage_layers(s));
     }
-    logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
-                  micro_batches == 1 ? "" : "es");
+    if (cfg.virtual_chunks() > 1) {
+      const int64_t per_chunk = model.num_layers / (pp * cfg.virtual_chunks());
+      logger().info(
+          "pipeline parallel: {} stages of {} model chunks of {} layer{} each, interleaved 1F1B over {} "
+          "micro-batches",
+          pp, cfg.virtual_chunks(), per_chunk, per_chunk == 1 ? "" : "s", micro_batches);
+    } else {
+      logger().info("pipeline parallel: {} stages of {} layers, 1F1B over {} micro-batch{}", pp, split, micro_batches,
+                    micro_batches == 1 ? "" : "es");
+    }
   }
 
   auto t0 = Clock::now();
   graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at));
-  first_micro_batch = std::make_unique<graph::Executable>(*device, graphs->first_micro_batch, &fallback);
-  if (graphs->next_micro_batch)
-    next_micro_batch = std::make_unique<graph::Executable>(*device, *graphs->next_micro_batch, &fallback);
-  grad_norm = std::make_unique<graph::Executable>(*device, graphs->grad_norm, &fallback);
-  optimizer = std::make_unique<graph::Executable>(*device, graphs->optimizer, &fallback);
-  if (graphs->eval) eval = std::make_unique<graph::Executable>(*device, *graphs->eval, &fallback);
-  if (graphs->stage_forward)
-    stage_forward = std::make_unique<graph::Executable>(*device, *graphs->stage_forward, &fallback);
-  for (graph::Executable* exe :
-       {first_micro_batch.get(), next_micro_batch.get(), grad_norm.get(), eval.get(), stage_forward.get()})
-    if (exe) exe->set_collectives(tp_collectives.get());
-  logger().info("compiled {} step graphs in {:.2f} s",
-                3 + (next_micro_batch ? 1 : 0) + (eval ? 1 : 0) + (stage_forward ? 1 : 0),
+  const std::vector<GptConfig> chunk_models = cfg.stage_chunks(at.pp_rank);
+  int compiled = 0;
+  std::vector<StepGraph> split_graphs;
+  for (size_t c = 0; c < chunk_models.size(); ++c) {
+    const RunGraphs& g = c == 0 ? *graphs : graphs->later_chunks[c - 1];
+    ChunkSteps& chunk = chunks.emplace_back();
+    chunk.model = chunk_models[c];
+    auto compile = [&](const graph::Graph& graph) {
+      ++compiled;
+      return std::make_unique<graph::Executable>(*device, graph, &fallback);
+    };
+    chunk.first_micro_batch = compile(g.first_micro_batch);
+    if (g.next_micro_batch) chunk.next_micro_batch = compile(*g.next_micro_batch);
+    chunk.grad_norm = compile(g.grad_norm);
+    chunk.optimizer = compile(g.optimizer);
+    if (g.eval) chunk.eval = compile(*g.eval);
+    if (g.stage_forward) chunk.stage_forward = compile(*g.stage_forward);
+    for (graph::Executable* exe : {chunk.first_micro_batch.get(), chunk.next_micro_batch.get(), chunk.grad_norm.get(),
+                                   chunk.eval.get(), chunk.stage_forward.get()})
+      if (exe) exe->set_collectives(tp_collectives.get());
+    split_graphs.push_back({"train step (first micro-batch)", chunk.first_micro_batch.get(), 1});
+    split_graphs.push_back({"train step (later micro-batches)", chunk.next_micro_batch.get(), micro_batches - 1});
+    split_graphs.push_back({"grad norm", chunk.grad_norm.get(), 1});
+    split_graphs.push_back({"optimizer", chunk.optimizer.get(), 1});
+    split_graphs.push_back({"eval step", chunk.eval.get(), 0});
+  }
+  logger().info("compiled {} step graphs in {:.2f} s", compiled,
                 std::chrono::duration<double>(Clock::now() - t0).count());
   log_compile_cache_use();
-  log_split({{"train step (first micro-batch)", first_micro_batch.get(), 1},
-             {"train step (later micro-batches)", next_micro_batch.get(), micro_batches - 1},
-             {"grad norm", grad_norm.get(), 1},
-             {"optimizer", optimizer.get(), 1},
-             {"eval step", eval.get(), 0}});
+  log_split(split_graphs);
 
   // ---- persistent state, resident on the device
-  state = std::make_unique<ModelState>(*device, stage_model, /*with_optimizer=*/true, at.tp_rank, tp_owned.get(),
-                                       cfg.shards_optimizer() ? dp_group : nullptr);
+  // Every chunk's parameters in one state: to the optimizer, the gradient
+  // reductions and checkpoints they are just this rank's layers.
+  std::vector<ParamSpec> params;
+  for (const ChunkSteps& chunk : chunks)
+    for (ParamSpec& p : gpt_parameters(chunk.model)) params.push_back(std::move(p));
+  state = std::make_unique<ModelState>(*device, stage_model, std::move(params), /*with_optimizer=*/true, at.tp_rank,
+                                       tp_owned.get(), cfg.shards_optimizer() ? dp_group : nullptr);
   // Measured from the buffers allocated, so the saving is visible in the log.
   logger().info("optimizer state: {} bytes of AdamW moments on this rank{}", state->moment_bytes(),
                 cfg.shards_optimizer()
@@ -181,10 +204,10 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
     progress = resume_from(resume, *state, cfg);
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));
-  for (graph::Executable* exe : {first_micro_batch.get(), grad_norm.get(), optimizer.get()}) state->bind(*exe);
-  if (next_micro_batch) state->bind(*next_micro_batch);
-  if (eval) state->bind(*eval);
-  if (stage_forward) state->bind(*stage_forward);
+  for (const ChunkSteps& chunk : chunks)
+    for (graph::Executable* exe : {chunk.first_micro_batch.get(), chunk.next_micro_batch.get(), chunk.grad_norm.get(),
+                                   chunk.optimizer.get(), chunk.eval.get(), chunk.stage_forward.get()})
+      if (exe) state->bind(*exe);
   if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
   if (cfg.shards_optimizer()) {
     distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank);

@@ -44,6 +44,14 @@ struct Progress {
   LossScaleState loss_scale;
 };
 
+// One model chunk's compiled step graphs. The first micro-batch of a step
+// writes the gradients, later ones add.
+struct ChunkSteps {
+  GptConfig model;  // its layers
+  std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
+  std::unique_ptr<graph::Executable> stage_forward;  // a virtual stage before the last
+};
+
 struct Setup {
   Setup(const TrainConfig& cfg, dist::Comm& comm);
   Setup(const Setup&) = delete;
@@ -66,7 +74,7 @@ struct Setup {
   // and with a tied embedding the first and last stage's pair, which sums
   // the word embedding's gradient. Null without pipeline parallelism.
   std::unique_ptr<dist::Comm> pp_group, embedding_group;
-  GptConfig stage_model;  // this rank's part of the model (all of it without pipeline parallelism)
+  GptConfig stage_model;  // this rank's part of the model (all of it without pipeline parallelism; chunk 0 interleaved)
 
   std::unique_ptr<Device> device;
   FallbackDevice fallback;                 // runs the ops the backend lacks; outlives the executables
@@ -74,11 +82,12 @@ struct Setup {
   std::unique_ptr<TokenSource> data;
   std::unique_ptr<LrSchedule> schedule;
 
-  // The same list `kiln precompile` extracts (trainer/model/run_graphs.h). The
-  // first micro-batch of a step writes the gradients, later ones add.
+  // The same list `kiln precompile` extracts (trainer/model/run_graphs.h),
+  // compiled per model chunk: one chunk, or vp under the interleaved
+  // schedule (all bound to the one ModelState holding every chunk's
+  // parameters).
   std::unique_ptr<const RunGraphs> graphs;
-  std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
-  std::unique_ptr<graph::Executable> stage_forward;  // a pipeline stage before the last
+  std::vector<ChunkSteps> chunks;
 
   std::unique_ptr<ModelState> state;  // resident on the device
   // One of the two: the all-reduce of gradients, or with

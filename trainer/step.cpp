@@ -79,7 +79,8 @@ double Step::forward_backward(double loss_scale) {
   }
   double loss_sum = 0;
   for (int64_t m = 0; m < run_.micro_batches; ++m) {
-    graph::Executable& train_step = m == 0 ? *run_.first_micro_batch : *run_.next_micro_batch;
+    ChunkSteps& steps = run_.chunks.front();
+    graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
     prepare_micro_batch(train_step, m, scale);
     train_step.run();
     loss_sum += read_scalar(train_step, "loss");
@@ -159,12 +160,14 @@ double Step::gradient_norm(double loss_scale) {
                   "gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
     return std::sqrt(squares) / run_.batch_terms / loss_scale;
   }
-  run_.grad_norm->run();
-  DeviceBuffer& parts = *run_.grad_norm->buffer("grad_sq");
-  std::vector<float> per_parameter(parts.size() / sizeof(float));
-  parts.read(per_parameter.data(), parts.size());
   double squares = 0;
-  for (float sq : per_parameter) squares += sq;
+  for (ChunkSteps& chunk : run_.chunks) {
+    chunk.grad_norm->run();
+    DeviceBuffer& parts = *chunk.grad_norm->buffer("grad_sq");
+    std::vector<float> per_parameter(parts.size() / sizeof(float));
+    parts.read(per_parameter.data(), parts.size());
+    for (float sq : per_parameter) squares += sq;
+  }
   // Each pipeline stage's own parameters (a tied embedding counted on the first).
   if (run_.pp_group)
     run_.pp_group->sum(std::span<double>(&squares, 1),
@@ -211,8 +214,11 @@ void Step::update(const StepResult& result, double loss_scale) {
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
                             static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
                             static_cast<float>(clip / run_.batch_terms / loss_scale)};
-  run_.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
-  run_.optimizer->run();
+  // Each model chunk's parameters (one chunk without the interleaved schedule).
+  for (ChunkSteps& chunk : run_.chunks) {
+    chunk.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
+    chunk.optimizer->run();
+  }
   if (run_.distributed_optimizer)
     run_.distributed_optimizer->gather_parameters("parameter all-gather at iteration " +
                                                   std::to_string(result.iteration));
@@ -235,9 +241,10 @@ double evaluate(Setup& run) {
     sum = pipeline.evaluate(cfg.eval_iters, prepare);
   } else {
     for (int64_t i = 0; i < cfg.eval_iters; ++i) {
-      prepare(*run.eval, i);
-      run.eval->run();
-      sum += read_scalar(*run.eval, "loss");
+      graph::Executable& eval = *run.chunks.front().eval;
+      prepare(eval, i);
+      eval.run();
+      sum += read_scalar(eval, "loss");
     }
   }
   // Counted once: by a tensor-parallel group's first rank on the last stage.

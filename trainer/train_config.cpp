@@ -87,6 +87,10 @@ void TrainConfig::register_flags(Flags& f) {
         "layers of the first pipeline stage (default: an equal share)");
   f.add("--decoder-last-pipeline-num-layers", &decoder_last_pipeline_num_layers,
         "layers of the last pipeline stage (default: an equal share)");
+  f.add("--num-layers-per-virtual-pipeline-stage", &num_layers_per_virtual_pipeline_stage,
+        "interleaved 1F1B: layers per virtual pipeline stage (each rank holds several model chunks)");
+  f.add("--num-virtual-stages-per-pipeline-rank", &num_virtual_stages_per_pipeline_rank,
+        "interleaved 1F1B: model chunks (virtual stages) per pipeline rank");
   f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
@@ -276,6 +280,7 @@ void TrainConfig::check_pipeline_layout() const {
     throw Error(
         "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
         "--pipeline-model-parallel-size 2 or more");
+  check_virtual_pipeline();
   if (P == 1) return;
   const std::string pp = "--pipeline-model-parallel-size " + std::to_string(P);
   const std::string layers = "--num-layers " + std::to_string(model.num_layers);
@@ -305,6 +310,7 @@ GptConfig TrainConfig::stage_model(int64_t stage) const {
   GptConfig m = model;
   const int64_t P = pipeline_model_parallel_size;
   if (P == 1) return m;
+  if (virtual_chunks() > 1) return chunk_model(stage, 0);
   m.first_layer = 0;
   for (int64_t s = 0; s < stage; ++s) m.first_layer += stage_layers(s);
   m.end_layer = m.first_layer + stage_layers(stage);

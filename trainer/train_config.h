@@ -58,6 +58,11 @@ struct TrainConfig {
   // even share); the other stages share the remaining layers evenly.
   int64_t decoder_first_pipeline_num_layers = 0;
   int64_t decoder_last_pipeline_num_layers = 0;
+  // Megatron's interleaved schedule: layers per virtual stage, or (its newer
+  // spelling) virtual stages per rank; 0: off. Either sets the model chunks
+  // each rank holds (virtual_chunks()).
+  int64_t num_layers_per_virtual_pipeline_stage = 0;
+  int64_t num_virtual_stages_per_pipeline_rank = 0;
 
   double lr = 3e-3;
   double min_lr = 3e-4;
@@ -120,6 +125,15 @@ struct TrainConfig {
   GptConfig stage_model(int64_t stage) const;
   // How many layers pipeline stage `stage` holds.
   int64_t stage_layers(int64_t stage) const;
+  // Model chunks per pipeline rank (Megatron's virtual pipeline size vp; 1
+  // without the interleaved schedule). Chunk c of stage p is virtual stage
+  // c x P + p: layers [v x L/(P vp), (v+1) x L/(P vp)), the embedding on
+  // virtual stage 0, the head and loss on the last.
+  int64_t virtual_chunks() const;
+  GptConfig chunk_model(int64_t stage, int64_t chunk) const;
+  // Every chunk stage `stage` holds, in chunk order (stage_model(stage) alone
+  // without the interleaved schedule).
+  std::vector<GptConfig> stage_chunks(int64_t stage) const;
 
   void register_flags(Flags& flags);
   // Fills defaults that depend on other flags and throws kiln::Error for any
@@ -137,6 +151,8 @@ struct TrainConfig {
   // Throws naming the flags when an activation would exceed the IR's limit.
   void check_tensor_sizes() const;
   void check_pipeline_layout() const;
+  // The interleaved schedule's flags, refused in Megatron's words where it refuses them.
+  void check_virtual_pipeline() const;
   // The --recompute-* flags into `model`, refusing Megatron's invalid combinations.
   void finalize_recompute(const Flags& flags);
 };

@@ -45,7 +45,7 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
     const StepResult result = step.run();
     const int64_t iteration = result.iteration;
     reporter.log(result);
-    if (run.eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters))
+    if (run.chunks.front().eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters))
       reporter.log_validation(iteration, evaluate(run));
     if (cfg.check_weight_hash_interval > 0 && iteration % cfg.check_weight_hash_interval == 0)
       dist::check_parameters_identical(*run.dp_group, *run.state, iteration);

@@ -61,8 +61,7 @@ expect_error "leaves 0 for the other 1 stages of --pipeline-model-parallel-size 
   mpi 2 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 4
 expect_error "pipeline-model-parallel-size 2 x --tensor-model-parallel-size 1 does not divide the 3 ranks" \
   mpi 3 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2
-expect_error "unknown flag --num-layers-per-virtual-pipeline-stage" \
-  "$kiln" train "${common[@]}" --num-layers-per-virtual-pipeline-stage 1
+# (The interleaved schedule's refusals: mpi_pipeline_interleaved.sh.)
 # precompile places the ranks of --world-size N with train's own checks and words.
 expect_error "pipeline-model-parallel-size 2 x --tensor-model-parallel-size 1 does not divide the 3 ranks" \
   "$kiln" precompile "${common[@]}" --pipeline-model-parallel-size 2 --world-size 3

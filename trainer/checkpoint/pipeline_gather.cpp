@@ -1,6 +1,7 @@
 #include "trainer/checkpoint/pipeline_gather.h"
 
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace kiln::trainer {
@@ -15,7 +16,10 @@ void gather_pipeline_stages(const TrainConfig& cfg, dist::Comm& stages, std::map
   // Who sends each parameter: the first stage holding it.
   std::set<std::string> earlier;
   for (int owner = 0; owner < stages.size(); ++owner) {
-    for (const ParamSpec& s : gpt_parameters(cfg.stage_model(owner))) {
+    std::vector<ParamSpec> owned;  // every model chunk's (one without the interleaved schedule)
+    for (const GptConfig& chunk : cfg.stage_chunks(owner))
+      for (ParamSpec& s : gpt_parameters(chunk)) owned.push_back(std::move(s));
+    for (const ParamSpec& s : owned) {
       if (!earlier.insert(s.name).second || owner == 0) continue;
       std::vector<std::string> names = {s.name};
       if (!cfg.no_save_optim) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "trainer/model/position_inputs.h"
 #include "trainer/model/step_graphs.h"
@@ -10,14 +11,14 @@
 
 namespace kiln::trainer {
 
-ModelState::ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank, dist::Comm* tp_group,
-                       dist::Comm* dp_shard_group)
+ModelState::ModelState(Device& device, const GptConfig& cfg, std::vector<ParamSpec> params, bool with_optimizer,
+                       int64_t tp_rank, dist::Comm* tp_group, dist::Comm* dp_shard_group)
     : device_(device),
       cfg_(cfg),
       tp_rank_(tp_rank),
       tp_group_(tp_group),
       dp_group_(with_optimizer && dp_shard_group && dp_shard_group->size() > 1 ? dp_shard_group : nullptr),
-      specs_(gpt_parameters(cfg)) {
+      specs_(std::move(params)) {
   if (cfg.tensor_parallel > 1 && (!tp_group || tp_group->size() != cfg.tensor_parallel))
     throw Error("internal: a tensor-parallel model state needs its group of " + std::to_string(cfg.tensor_parallel) +
                 " ranks");

@@ -33,7 +33,12 @@ namespace kiln::trainer {
 class ModelState {
  public:
   ModelState(Device& device, const GptConfig& cfg, bool with_optimizer, int64_t tp_rank = 0,
-             dist::Comm* tp_group = nullptr, dist::Comm* dp_shard_group = nullptr);
+             dist::Comm* tp_group = nullptr, dist::Comm* dp_shard_group = nullptr)
+      : ModelState(device, cfg, gpt_parameters(cfg), with_optimizer, tp_rank, tp_group, dp_shard_group) {}
+  // The parameters `params` of cfg's model: several chunks' under the
+  // interleaved pipeline schedule (their union; cfg any of them).
+  ModelState(Device& device, const GptConfig& cfg, std::vector<ParamSpec> params, bool with_optimizer,
+             int64_t tp_rank = 0, dist::Comm* tp_group = nullptr, dist::Comm* dp_shard_group = nullptr);
 
   const std::vector<ParamSpec>& params() const { return specs_; }
 

@@ -9,7 +9,10 @@ namespace kiln::trainer {
 RunGraphs build_run_graphs(const TrainConfig& cfg) { return build_run_graphs(cfg, cfg.model); }
 
 RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at) {
-  return build_run_graphs(cfg, cfg.stage_model(at.pp_rank));
+  const std::vector<GptConfig> chunks = cfg.stage_chunks(at.pp_rank);
+  RunGraphs g = build_run_graphs(cfg, chunks.front());
+  for (size_t c = 1; c < chunks.size(); ++c) g.later_chunks.push_back(build_run_graphs(cfg, chunks[c]));
+  return g;
 }
 
 RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
@@ -22,7 +25,8 @@ RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
               cfg.shards_optimizer() ? build_sharded_optimizer_step(model, adam, cfg.data_parallel_size)
                                      : build_optimizer_step(model, adam),
               std::nullopt,
-              std::nullopt};
+              std::nullopt,
+              {}};
   // Every micro-batch has B samples (the global batch is a multiple of
   // B x data-parallel size, checked by TrainConfig::finalize), so there is
   // no partial last micro-batch shape to build.
@@ -40,6 +44,14 @@ std::vector<std::pair<std::string, const graph::Graph*>> RunGraphs::list() const
   out.emplace_back("optimizer", &optimizer);
   if (eval) out.emplace_back("eval step", &*eval);
   if (stage_forward) out.emplace_back("pipeline stage forward", &*stage_forward);
+  for (size_t c = 0; c < later_chunks.size(); ++c) {
+    for (const auto& [name, g] : later_chunks[c].list()) {
+      std::string chunk_name = "chunk " + std::to_string(c + 1);
+      chunk_name += ": ";
+      chunk_name += name;
+      out.emplace_back(chunk_name, g);
+    }
+  }
   return out;
 }
 

@@ -26,15 +26,20 @@ struct RunGraphs {
   // A pipeline stage before the last: the forward it runs per micro-batch
   // before its train step (trainer/model/step_graphs.h).
   std::optional<graph::Graph> stage_forward;
+  // The interleaved schedule: the graphs of this rank's model chunks 1 to
+  // vp - 1 (these are chunk 0's), each over its own layers.
+  std::vector<RunGraphs> later_chunks;
 
-  // Every graph with a name for logs, in build order.
+  // Every graph with a name for logs, in build order (a later chunk's
+  // names prefixed "chunk c: ").
   std::vector<std::pair<std::string, const graph::Graph*>> list() const;
 };
 
 RunGraphs build_run_graphs(const TrainConfig& cfg);
 // The graphs of one pipeline stage (TrainConfig::stage_model).
 RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& stage);
-// The graphs the rank at `at` builds: its pipeline stage's. Of a rank's
+// The graphs the rank at `at` builds: its pipeline stage's (every model
+// chunk's under the interleaved schedule). Of a rank's
 // coordinates only pp_rank matters, so the ranks of one stage share them
 // (precompile builds them once per stage).
 RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at);
