@@ -159,6 +159,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
   }
   if (extract == nullptr) share_arenas(segments);  // extract mode allocates nothing
   plan_steps(pieces, segments);
+  find_final_writers(pieces);
   if (!split_.fallback.empty())
     logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
                    split_.primary_nodes, split_.primary, split_.fallback_nodes, split_.fallback,
@@ -280,6 +281,23 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
   }
 }
 
+// The step after which each output port holds its final value: the last
+// piece that writes it, or the last copy or collective into its buffer.
+void Executable::find_final_writers(const std::vector<SegmentGraph>& pieces) {
+  std::map<std::string, size_t> last;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.segment >= 0) {
+      for (const auto& [name, v] : pieces[static_cast<size_t>(step.segment)].outputs)
+        if (!name.starts_with("%") && graph_.find_output(name) != nullptr) last[port_key(name)] = i;
+    } else if (!step.dst.port.empty()) {
+      last[step.dst.port] = i;
+    }
+  }
+  final_after_.assign(steps_.size(), {});
+  for (const auto& [port, i] : last) final_after_[i].push_back(port);
+}
+
 // Ports are addressed by input name; an in-place output is its input.
 const std::string& Executable::port_key(const std::string& name) const {
   if (const Port* p = graph_.find_input(name)) return p->name;
@@ -318,36 +336,44 @@ std::shared_ptr<DeviceBuffer> Executable::buffer(const std::string& name) {
 
 DeviceBuffer& Executable::resolve(Ref& ref) { return ref.port.empty() ? *ref.buffer : *buffer(ref.port); }
 
-void Executable::run() {
+void Executable::run() { run(nullptr); }
+
+void Executable::run(const OutputsReady& ready) {
   if (ports_dirty_) {
     for (const PortBinding& b : port_bindings_) segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
     ports_dirty_ = false;
   }
-  for (Step& step : steps_) {
-    if (step.segment >= 0) {
-      segments_[static_cast<size_t>(step.segment)]->run();
-      continue;
-    }
-    // Through host memory: the two devices may belong to different plugins,
-    // and collectives run on the host.
-    staging_.resize(step.src_bytes);
-    resolve(step.src).read(staging_.data(), step.src_bytes);
-    if (step.collective < 0) {
-      resolve(step.dst).write(staging_.data(), step.bytes);
-      continue;
-    }
-    const Node& node = graph_.nodes()[static_cast<size_t>(step.collective)];
-    if (!collectives_) {
-      std::string why = "graph has an ";
-      why += kiln_op_name(node.op);
-      why += " but runs without a process group (internal: set_collectives)";
-      throw Error(why);
-    }
-    run_host_collective(graph_, node, *collectives_,
-                        std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4),
-                        collective_out_);
-    resolve(step.dst).write(collective_out_.data(), step.bytes);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    run_step(steps_[i]);
+    // After the last piece nothing runs that the caller could overlap with.
+    if (ready && i + 1 < steps_.size() && !final_after_[i].empty()) ready(final_after_[i]);
   }
+}
+
+void Executable::run_step(Step& step) {
+  if (step.segment >= 0) {
+    segments_[static_cast<size_t>(step.segment)]->run();
+    return;
+  }
+  // Through host memory: the two devices may belong to different plugins,
+  // and collectives run on the host.
+  staging_.resize(step.src_bytes);
+  resolve(step.src).read(staging_.data(), step.src_bytes);
+  if (step.collective < 0) {
+    resolve(step.dst).write(staging_.data(), step.bytes);
+    return;
+  }
+  const Node& node = graph_.nodes()[static_cast<size_t>(step.collective)];
+  if (!collectives_) {
+    std::string why = "graph has an ";
+    why += kiln_op_name(node.op);
+    why += " but runs without a process group (internal: set_collectives)";
+    throw Error(why);
+  }
+  run_host_collective(graph_, node, *collectives_,
+                      std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4),
+                      collective_out_);
+  resolve(step.dst).write(collective_out_.data(), step.bytes);
 }
 
 }  // namespace kiln::graph

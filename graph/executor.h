@@ -18,6 +18,7 @@
 // port buffers explicitly.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +70,13 @@ class Executable {
   void set_collectives(Collectives* collectives) { collectives_ = collectives; }
 
   void run();
+  // run(), calling `ready(ports)` after each piece but the last with the
+  // output ports (by port key: an in-place output by its input's name) that
+  // no later piece writes: their buffers hold their final values, and the
+  // caller may start moving them while the rest runs (--overlap-grad-reduce).
+  // Whatever is not reported is final when run() returns.
+  using OutputsReady = std::function<void(const std::vector<std::string>& ports)>;
+  void run(const OutputsReady& ready);
 
   // The graph as compiled: dead nodes removed, ports kept.
   const Graph& graph() const { return graph_; }
@@ -101,10 +109,12 @@ class Executable {
   // fallback in `device_of`, and it returns false to be called again.
   bool build(std::vector<int>& device_of, FallbackDevice* fallback, compiler_cache::Extraction* extract);
   void plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments);
+  void find_final_writers(const std::vector<SegmentGraph>& pieces);
   void share_arenas(const std::vector<Segment>& segments);
   const std::string& port_key(const std::string& name) const;
   uint64_t port_bytes(const std::string& key) const;
   DeviceBuffer& resolve(Ref& ref);
+  void run_step(Step& step);
 
   Device& device_;
   Device* fallback_ = nullptr;  // set when some ops run on the fallback
@@ -114,6 +124,7 @@ class Executable {
   std::vector<float> collective_out_;                     // a collective's result on its way to dst
   Collectives* collectives_ = nullptr;
   std::vector<Step> steps_;
+  std::vector<std::vector<std::string>> final_after_;  // per step: the output ports it writes last
   std::vector<PortBinding> port_bindings_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
   bool ports_dirty_ = true;

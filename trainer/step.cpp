@@ -82,10 +82,23 @@ double Step::forward_backward(double loss_scale) {
     ChunkSteps& steps = run_.chunks.front();
     graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
     prepare_micro_batch(train_step, m, scale);
-    train_step.run();
+    if (m == run_.micro_batches - 1 && overlaps_grad_reduce())
+      // Each bucket's all-reduce starts once backward has written its
+      // gradients for the last time, while the earlier layers' backward runs.
+      train_step.run([this](const std::vector<std::string>& ports) {
+        run_.gradient_allreduce->start_ready(ports);
+        run_.dp_group->progress();
+      });
+    else
+      train_step.run();
     loss_sum += read_scalar(train_step, "loss");
   }
   return loss_sum;
+}
+
+bool Step::overlaps_grad_reduce() const {
+  return run_.cfg.overlap_grad_reduce && run_.gradient_allreduce && !run_.distributed_optimizer &&
+         run_.dp_group->size() > 1;
 }
 
 void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale) {

@@ -28,6 +28,8 @@ class Step {
 
  private:
   double forward_backward(double loss_scale);
+  // --overlap-grad-reduce applies: data-parallel all-reduce, no distributed optimizer.
+  bool overlaps_grad_reduce() const;
   // Writes micro-batch m of this step to a step graph: samples, dropout keys, loss scale.
   void prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale);
   // With a tied embedding under pipeline parallelism: the first and last

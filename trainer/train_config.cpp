@@ -141,7 +141,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--use-distributed-optimizer", &use_distributed_optimizer,
         "shard the AdamW moments and fp32 main parameters over the data-parallel ranks (ZeRO-1)");
   f.add("--overlap-grad-reduce", &overlap_grad_reduce,
-        "overlap the gradient reduction with backward (not yet supported)");
+        "start the data-parallel gradient all-reduce bucket by bucket during the last micro-batch's backward "
+        "(--ddp-bucket-size elements each)");
   f.add("--overlap-param-gather", &overlap_param_gather,
         "overlap the distributed optimizer's parameter all-gather with forward (not yet supported)");
   f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
@@ -246,8 +247,18 @@ void TrainConfig::finalize(const Flags& f) {
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
   if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
-  if (overlap_grad_reduce)
-    throw Error("--overlap-grad-reduce is not yet supported: kiln reduces the gradients after backward; drop the flag");
+  // --overlap-grad-reduce starts the data-parallel all-reduce bucket by
+  // bucket during the last micro-batch's backward (trainer/step.cpp); the
+  // distributed optimizer's reduce-scatter and the pipeline's backward are
+  // not bucketed yet.
+  if (overlap_grad_reduce && use_distributed_optimizer)
+    throw Error(
+        "--overlap-grad-reduce with --use-distributed-optimizer is not yet supported: kiln reduce-scatters the "
+        "gradients after backward; drop one of the two flags");
+  if (overlap_grad_reduce && pipeline_model_parallel_size > 1)
+    throw Error(
+        "--overlap-grad-reduce with --pipeline-model-parallel-size > 1 is not yet supported: kiln reduces the "
+        "gradients after the pipeline's last backward; drop the flag");
   if (overlap_param_gather)
     throw Error(
         "--overlap-param-gather is not yet supported: kiln gathers the parameters right after the optimizer step; "

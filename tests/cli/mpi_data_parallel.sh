@@ -4,6 +4,7 @@
 # (float rounding only: the gradient sums are added in another order), and
 # the parameters are bit-identical on both ranks at the end. Only the last
 # rank prints Megatron's lines. Small buckets: several all-reduces per step.
+# With --overlap-grad-reduce they start during backward, on the same trajectory.
 set -euo pipefail
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
@@ -21,6 +22,17 @@ grep -q "parameters identical on all 2 ranks at iteration 20" "$tmp/two.log" ||
 lines=$(grep -c "iteration .*/ *20 |" "$tmp/two.log")
 [ "$lines" = 20 ] || { echo "expected 20 iteration lines (last rank only), got $lines"; exit 1; }
 echo "parameters identical on both ranks; one rank logged"
+
+# --overlap-grad-reduce: each bucket's all-reduce starts during the last
+# micro-batch's backward once its gradients are final; the sums, and so the
+# trajectory, are those of the run without it.
+KILN_LOG_LEVEL=debug mpi 2 "$kiln" train "${common[@]}" --metrics-file "$tmp/overlap.jsonl" --ddp-bucket-size 4096 \
+  --overlap-grad-reduce >"$tmp/overlap.log" 2>&1
+same_trajectory "$tmp/two.jsonl" "$tmp/overlap.jsonl" 20 "DP=2 with --overlap-grad-reduce vs without"
+grep -Eo "gradient all-reduce: [0-9]+ of [0-9]+ buckets started during backward" "$tmp/overlap.log" | sort | uniq -c
+early=$(grep -Ec "gradient all-reduce: [1-9][0-9]* of [0-9]+ buckets started during backward" "$tmp/overlap.log" || true)
+# (the last rank logs, as it prints Megatron's lines)
+[ "$early" = 20 ] || { echo "expected 20 steps with buckets started during backward, got $early"; exit 1; }
 
 # A user error under mpirun: one line per rank, the job ends non-zero at once.
 status=0

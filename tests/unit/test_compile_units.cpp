@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler_cache/compile_cache.h"
 #include "core/registry.h"
@@ -111,6 +113,40 @@ TEST(CompileUnits, CutsFollowLabelsInRunOrder) {
   for (size_t s = 0; s < cut.size(); ++s) EXPECT_EQ(cut[s].nodes, std::vector<int>{static_cast<int>(s)});
   EXPECT_EQ(backward_unit(layer_forward_unit(3)), -4);
   EXPECT_EQ(backward_unit(kRestUnit), kRestUnit);
+}
+
+// --overlap-grad-reduce's signal: after each piece but the last, the
+// outputs no later piece writes, each once. With per-layer units the last
+// layer's gradients are final before the first layer's (backward runs from
+// the top), in the first micro-batch's step and in the later ones' (whose
+// gradient sums are per layer too); a whole graph is one piece, so nothing is
+// final before its end.
+TEST(CompileUnits, OutputsAreReportedFinalAfterTheirLastPiece) {
+  for (const char* mode : {"layers", "whole"}) {
+    for (trainer::GradMode grads : {trainer::GradMode::Overwrite, trainer::GradMode::Accumulate}) {
+      UnitsMode units(mode);
+      std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+      Executable step(*cpu, trainer::build_train_step(model(2), 2, grads));
+      for (const Port& p : step.graph().inputs()) {  // zeros: valid token ids, finite values
+        const std::shared_ptr<DeviceBuffer> b = step.buffer(p.name);
+        const std::vector<uint8_t> zeros(b->size(), 0);
+        b->write(zeros.data(), zeros.size());
+      }
+      std::vector<std::vector<std::string>> reports;
+      step.run([&](const std::vector<std::string>& ports) { reports.push_back(ports); });
+      if (std::string(mode) == "whole") {
+        EXPECT_TRUE(reports.empty());
+        continue;
+      }
+      std::map<std::string, size_t> report_of;
+      for (size_t r = 0; r < reports.size(); ++r)
+        for (const std::string& p : reports[r]) EXPECT_TRUE(report_of.emplace(p, r).second) << p << " twice";
+      const std::string top = trainer::grad_name("decoder.layers.1.mlp.linear_fc2.weight"),
+                        bottom = trainer::grad_name("decoder.layers.0.mlp.linear_fc2.weight");
+      ASSERT_TRUE(report_of.count(top) && report_of.count(bottom));
+      EXPECT_LT(report_of[top], report_of[bottom]);
+    }
+  }
 }
 
 }  // namespace

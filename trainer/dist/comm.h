@@ -50,6 +50,10 @@ class Comm {
   // Completes every started collective. `what` names them in the error if
   // the deadline passes (then the job is aborted; this does not return).
   virtual void wait(const std::string& what) = 0;
+  // Moves the started collectives along without waiting for them: MPI's
+  // nonblocking collectives advance only inside MPI calls, so a rank that
+  // computes between start and wait() calls this now and then.
+  virtual void progress() {}
 
   // Every rank's value, in rank order (blocking, with the same deadline).
   virtual std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) = 0;

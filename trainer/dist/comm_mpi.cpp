@@ -105,6 +105,11 @@ class MpiComm : public Comm {
     MPI_Ibarrier(collectives_, &pending_.back());
   }
 
+  void progress() override {
+    int done = 0;  // requests that completed are freed here and read as done by wait()
+    if (!pending_.empty()) MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
+  }
+
   void wait(const std::string& what) override {
     ++generation_;  // the same on every rank: each wait() is one collective step
     if (pending_.empty()) return;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer::dist {
@@ -20,21 +21,44 @@ GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_
     Bucket& b = buckets_.back();
     b.slices.push_back({&grad, b.host.size(), count});
     b.host.resize(b.host.size() + count);
+    b.not_final = b.slices.size();
+    bucket_of_[grad_name(it->name)] = buckets_.size() - 1;
+  }
+}
+
+void GradientAllReduce::start_bucket(Bucket& b) {
+  for (const Slice& s : b.slices) s.buffer->read(b.host.data() + s.offset, s.count * sizeof(float));
+  comm_.start_sum(b.host);
+  b.started = true;
+}
+
+void GradientAllReduce::start_ready(const std::vector<std::string>& ports) {
+  if (comm_.size() == 1) return;
+  for (const std::string& port : ports) {
+    const auto it = bucket_of_.find(port);
+    if (it == bucket_of_.end()) continue;  // not a gradient (the loss, a sum of squares)
+    Bucket& b = buckets_[it->second];
+    if (b.not_final > 0 && --b.not_final == 0 && !b.started) start_bucket(b);
   }
 }
 
 void GradientAllReduce::start() {
   if (comm_.size() == 1) return;
+  size_t early = 0;
   for (Bucket& b : buckets_) {
-    for (const Slice& s : b.slices) s.buffer->read(b.host.data() + s.offset, s.count * sizeof(float));
-    comm_.start_sum(b.host);
+    if (b.started) ++early;
+    if (!b.started) start_bucket(b);
   }
+  if (early > 0) logger().debug("gradient all-reduce: {} of {} buckets started during backward", early, buckets_.size());
 }
 
 void GradientAllReduce::finish() {
   if (comm_.size() == 1) return;
-  for (Bucket& b : buckets_)
+  for (Bucket& b : buckets_) {
     for (const Slice& s : b.slices) s.buffer->write(b.host.data() + s.offset, s.count * sizeof(float));
+    b.not_final = b.slices.size();
+    b.started = false;
+  }
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ class GradientAllReduce {
   void start();
   void finish();
   size_t buckets() const { return buckets_.size(); }
+  // --overlap-grad-reduce: backward has written the final values of these
+  // grad.* ports; starts each bucket whose gradients are now all final
+  // (last parameters first, as backward makes them). start() starts the rest.
+  void start_ready(const std::vector<std::string>& ports);
 
  private:
   struct Slice {
@@ -33,9 +38,13 @@ class GradientAllReduce {
   struct Bucket {
     std::vector<Slice> slices;
     std::vector<float> host;
+    size_t not_final = 0;  // slices backward has not finished this step
+    bool started = false;
   };
+  void start_bucket(Bucket& b);
   Comm& comm_;
   std::vector<Bucket> buckets_;
+  std::map<std::string, size_t> bucket_of_;  // grad.* port -> its bucket
 };
 
 // Megatron's --check-weight-hash-across-dp-replicas-interval: a hash of
