@@ -27,14 +27,24 @@ trainer::GptConfig model(int64_t layers) {
   return c;
 }
 
-// Compile units of the train step, by cache key: how many pieces have each key.
-std::map<std::string, int> units_by_key(int64_t layers) {
+// Compile units of a graph, by cache key: how many pieces have each key.
+std::map<std::string, int> keys_of(const Graph& g) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   compiler_cache::Extraction extraction;
-  Executable step(*cpu, trainer::build_train_step(model(layers), 2), nullptr, &extraction);
+  Executable exe(*cpu, g, nullptr, &extraction);
   std::map<std::string, int> count;
   for (const auto& task : extraction.tasks()) ++count[task.key];
   return count;
+}
+
+// The train step's units (a later micro-batch's: it adds to the gradients).
+std::map<std::string, int> units_by_key(int64_t layers) { return keys_of(trainer::build_train_step(model(layers), 2)); }
+
+// How many keys occur exactly `times` times.
+int keys_seen(const std::map<std::string, int>& count, int times) {
+  int n = 0;
+  for (const auto& [key, k] : count) n += k == times ? 1 : 0;
+  return n;
 }
 
 // Sets KILN_COMPILE_UNITS for one test and restores it after.
@@ -50,8 +60,9 @@ TEST(CompileUnits, TwoLayersForwardAndBackwardShareKeys) {
   int shared = 0;
   for (const auto& [key, n] : count)
     if (n == 2) ++shared;
-  // One key for both layers' forwards, one for both backwards.
-  EXPECT_EQ(shared, 2);
+  // One key for both layers' forwards, one for both backwards, one for both
+  // layers' gradient sums.
+  EXPECT_EQ(shared, 3);
 }
 
 TEST(CompileUnits, UniqueUnitsDoNotGrowWithLayers) {
@@ -60,14 +71,40 @@ TEST(CompileUnits, UniqueUnitsDoNotGrowWithLayers) {
   int units_two = 0, units_six = 0;
   for (const auto& [key, n] : two) units_two += n;
   for (const auto& [key, n] : six) units_six += n;
-  EXPECT_EQ(units_six - units_two, 2 * (6 - 2));  // a forward and a backward per added layer
-  // The layers' units are the same pieces at any depth (the rest, which
-  // holds every parameter's gradient sum, differs with the parameter count).
+  // A forward, a backward and the gradient sums per added layer.
+  EXPECT_EQ(units_six - units_two, 3 * (6 - 2));
+  // Every unit is the same piece at any depth: the layers' (forward,
+  // backward, gradient sums) and the rest's, whose gradient sums hold only
+  // the rest's own parameters.
   for (const auto& [key, n] : two) {
-    if (n != 2) continue;
-    ASSERT_TRUE(six.count(key)) << "a layer unit of the 2-layer step is missing from the 6-layer step";
-    EXPECT_EQ(six.at(key), 6);
+    ASSERT_TRUE(six.count(key)) << "a unit of the 2-layer step is missing from the 6-layer step";
+    EXPECT_EQ(six.at(key), n == 2 ? 6 : n);
   }
+}
+
+TEST(CompileUnits, OptimizerUnitsAreSharedAcrossLayers) {
+  const trainer::AdamWConfig adam;
+  const std::map<std::string, int> two = keys_of(trainer::build_optimizer_step(model(2), adam));
+  const std::map<std::string, int> six = keys_of(trainer::build_optimizer_step(model(6), adam));
+  // One key for every layer's AdamW updates, plus the rest's.
+  EXPECT_EQ(keys_seen(two, 2), 1);
+  EXPECT_EQ(keys_seen(six, 6), 1);
+  EXPECT_EQ(two.size(), six.size());
+  for (const auto& [key, n] : two) {
+    ASSERT_TRUE(six.count(key)) << "an optimizer unit of the 2-layer model is missing from the 6-layer one";
+    EXPECT_EQ(six.at(key), n == 2 ? 6 : n);
+  }
+  // The distributed optimizer's parts too.
+  EXPECT_EQ(keys_seen(keys_of(trainer::build_sharded_optimizer_step(model(6), adam, 2)), 6), 1);
+}
+
+TEST(CompileUnits, GradNormUnitsAreSharedAcrossLayers) {
+  const std::map<std::string, int> two = keys_of(trainer::build_grad_norm(model(2)));
+  const std::map<std::string, int> six = keys_of(trainer::build_grad_norm(model(6)));
+  EXPECT_EQ(keys_seen(two, 2), 1);
+  EXPECT_EQ(keys_seen(six, 6), 1);
+  // Only the final join of the layers' squares sees the depth.
+  EXPECT_EQ(two.size(), six.size());
 }
 
 TEST(CompileUnits, WholeGraphModeCompilesOnePiece) {
@@ -111,6 +148,17 @@ TEST(CompileUnits, CutsFollowLabelsInRunOrder) {
   for (size_t s = 0; s < cut.size(); ++s) EXPECT_EQ(cut[s].nodes, std::vector<int>{static_cast<int>(s)});
   EXPECT_EQ(backward_unit(layer_forward_unit(3)), -4);
   EXPECT_EQ(backward_unit(kRestUnit), kRestUnit);
+}
+
+TEST(CompileUnits, ParametersBelongToTheirLayer) {
+  EXPECT_EQ(parameter_layer("decoder.layers.12.mlp.linear_fc1.weight"), 12);
+  EXPECT_EQ(parameter_layer("decoder.layers.0.input_layernorm.weight"), 0);
+  EXPECT_EQ(parameter_layer("decoder.final_layernorm.weight"), -1);
+  EXPECT_EQ(parameter_layer("embedding.word_embeddings.weight"), -1);
+  EXPECT_EQ(parameter_layer("decoder.layers.x.weight"), -1);
+  EXPECT_EQ(parameter_layer("decoder.layers.3"), -1);
+  EXPECT_NE(layer_parameter_unit(0), layer_forward_unit(0));
+  EXPECT_NE(layer_parameter_unit(0), layer_parameter_unit(1));
 }
 
 }  // namespace
