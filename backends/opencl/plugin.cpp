@@ -126,7 +126,7 @@ struct OpenclPlugin {
     // elementwise fusion stops at unit borders).
     return {d.name,        d.vendor,        d.platform_name + " " + d.driver_version,
             d.kind,        d.memory_bytes,  d.compute_units,
-            d.fingerprint, d.low_precision, /*whole_graph_units=*/true};
+            d.fingerprint, d.low_precision, /*whole_graph_units=*/false};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {
