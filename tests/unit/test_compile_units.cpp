@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/registry.h"
 #include "graph/compile_units.h"
 #include "graph/executor.h"
+#include "graph/reference/reference.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::graph {
@@ -105,6 +107,52 @@ TEST(CompileUnits, GradNormUnitsAreSharedAcrossLayers) {
   EXPECT_EQ(keys_seen(six, 6), 1);
   // Only the final join of the layers' squares sees the depth.
   EXPECT_EQ(two.size(), six.size());
+}
+
+// Runs g once on cpu from deterministic inputs in [0, 0.1) (token ids below
+// 29); every port's contents after the run, and the number of pieces run.
+std::map<std::string, HostTensor> run_once(const Graph& g, int64_t* pieces) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Executable exe(*cpu, g, nullptr);
+  uint32_t x = 12345;
+  auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 8; };
+  for (const Port& p : g.inputs()) {
+    HostTensor t = HostTensor::zeros(g.value(p.value).dtype, g.shape(p.value));
+    for (float& v : t.f32) v = 0.1f * static_cast<float>(next()) / 16777216.0f;
+    for (int32_t& v : t.i32) v = static_cast<int32_t>(next() % 29);
+    exe.buffer(p.name)->write(t.data(), t.bytes());
+  }
+  exe.run();
+  std::map<std::string, HostTensor> out;
+  for (const auto* ports : {&g.inputs(), &g.outputs()})
+    for (const Port& p : *ports) {
+      HostTensor t = HostTensor::zeros(g.value(p.value).dtype, g.shape(p.value));
+      exe.buffer(p.name)->read(t.data(), t.bytes());
+      out[p.name] = std::move(t);
+    }
+  *pieces = exe.split().segments;
+  return out;
+}
+
+// The per-layer units of the train step, optimizer and grad norm give the
+// same bits as the whole graphs: labelling changes where the host cuts,
+// never what is computed.
+TEST(CompileUnits, UnitsComputeTheSameBitsAsWholeGraphs) {
+  const trainer::GptConfig cfg = model(3);
+  for (const Graph& g : {trainer::build_train_step(cfg, 2), trainer::build_optimizer_step(cfg, trainer::AdamWConfig{}),
+                         trainer::build_grad_norm(cfg)}) {
+    int64_t cut = 0, whole_pieces = 0;
+    const std::map<std::string, HostTensor> units = run_once(g, &cut);
+    std::map<std::string, HostTensor> whole;
+    {
+      UnitsMode mode("whole");
+      whole = run_once(g, &whole_pieces);
+    }
+    EXPECT_GT(cut, 3);
+    EXPECT_EQ(whole_pieces, 1);
+    for (const auto& [name, t] : whole)
+      EXPECT_EQ(std::memcmp(t.data(), units.at(name).data(), t.bytes()), 0) << "port " << name << " differs";
+  }
 }
 
 TEST(CompileUnits, WholeGraphModeCompilesOnePiece) {
