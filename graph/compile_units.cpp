@@ -16,6 +16,26 @@ int32_t layer_forward_unit(int64_t layer) {
 // Negative labels: a layer's backward never collides with any forward unit.
 int32_t backward_unit(int32_t forward_unit) { return -forward_unit; }
 
+// Labels above every forward label (a layer number stays far below 2^30).
+constexpr int32_t kParameterUnitBase = 1 << 30;
+
+int32_t layer_parameter_unit(int64_t layer) {
+  if (layer < 0 || layer >= kParameterUnitBase - 1)
+    throw Error("internal: layer " + std::to_string(layer) + " out of range");
+  return kParameterUnitBase + static_cast<int32_t>(layer);
+}
+
+int64_t parameter_layer(const std::string& name) {
+  static const std::string kPrefix = "decoder.layers.";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  size_t end = kPrefix.size();
+  int64_t layer = 0;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9' && layer < kParameterUnitBase)
+    layer = layer * 10 + (name[end++] - '0');
+  if (end == kPrefix.size() || end >= name.size() || name[end] != '.') return -1;
+  return layer;
+}
+
 bool cut_into_units(const kiln_device_properties& device) {
   if (KILN_STRUCT_HAS(kiln_device_properties, &device, whole_graph_units) && device.whole_graph_units != 0)
     return false;

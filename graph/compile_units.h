@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -37,6 +38,17 @@ int32_t layer_forward_unit(int64_t layer);
 // a layer's backward is a unit of its own; the rest's backward stays with
 // the rest.
 int32_t backward_unit(int32_t forward_unit);
+
+// The nodes that act on layer `layer`'s parameters alone, outside its forward
+// and backward: their AdamW updates, their gradients' sums of squares for the
+// norm, and the micro-batch gradient sums at the end of a train step
+// (trainer/model/step_graphs.cpp). Each layer's piece is then the same unit,
+// so the optimizer and norm graphs do not grow in unique units with depth.
+int32_t layer_parameter_unit(int64_t layer);
+
+// The layer (0-based) of a parameter named "decoder.layers.<n>.<...>", or
+// -1 for a parameter outside the layers (embedding, final norm, head).
+int64_t parameter_layer(const std::string& name);
 
 // Whether graphs are cut into units at all. Off when the device's plugin
 // asks for whole graphs (kiln_device_properties.whole_graph_units, ABI 1.4)

@@ -75,4 +75,39 @@ Graph rematerialize_input_casts(const Graph& g, size_t backward_begin) {
   return out;
 }
 
+Graph place_after_producers(const Graph& g, size_t begin) {
+  const std::vector<Node>& nodes = g.nodes();
+  const size_t end = nodes.size();  // the anchor of nodes that read graph inputs only
+  std::vector<size_t> anchor_of(g.values().size(), 0);
+  std::vector<bool> made(g.values().size(), false);
+  for (size_t i = 0; i < std::min(begin, end); ++i)
+    for (ValueId v : nodes[i].outputs) anchor_of[static_cast<size_t>(v)] = i, made[static_cast<size_t>(v)] = true;
+  // Equal keys keep insertion order, so a moved node that reads another
+  // moved node's output follows it.
+  std::multimap<size_t, Node> after;
+  for (size_t i = begin; i < end; ++i) {
+    size_t anchor = end;
+    for (ValueId v : nodes[i].inputs)
+      if (made[static_cast<size_t>(v)])
+        anchor = anchor == end ? anchor_of[static_cast<size_t>(v)] : std::max(anchor, anchor_of[static_cast<size_t>(v)]);
+    Node moved = nodes[i];
+    if (anchor != end) moved.unit = nodes[anchor].unit;
+    for (ValueId v : moved.outputs) {
+      anchor_of[static_cast<size_t>(v)] = anchor;
+      made[static_cast<size_t>(v)] = anchor != end;
+    }
+    after.emplace(anchor, moved);
+  }
+  std::vector<Node> order;
+  order.reserve(end);
+  for (size_t i = 0; i <= end; ++i) {
+    if (i < std::min(begin, end)) order.push_back(nodes[i]);
+    auto [lo, hi] = after.equal_range(i);
+    for (auto it = lo; it != hi; ++it) order.push_back(it->second);
+  }
+  Graph out = g;
+  out.set_nodes(std::move(order));
+  return out;
+}
+
 }  // namespace kiln::graph

@@ -19,4 +19,13 @@ Graph eliminate_dead_code(const Graph& g);
 // bitwise the same (CAST is deterministic); only liveness changes.
 Graph rematerialize_input_casts(const Graph& g, size_t backward_begin);
 
+// Moves each node from index `begin` on to just after the last node that
+// makes one of its inputs, in that node's compile unit (a node reading only
+// graph inputs stays at the end). The train step's gradient sums then run
+// inside the backward unit of their layer, so a layer's gradients are final
+// when its backward piece ends (--overlap-grad-reduce starts their
+// all-reduce there), and each gradient contribution dies at once. Values are
+// bitwise the same; only the order and liveness change.
+Graph place_after_producers(const Graph& g, size_t begin);
+
 }  // namespace kiln::graph

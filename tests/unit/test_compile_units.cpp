@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "core/registry.h"
 #include "graph/compile_units.h"
 #include "graph/executor.h"
+#include "graph/reference/reference.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::graph {
@@ -29,14 +31,24 @@ trainer::GptConfig model(int64_t layers) {
   return c;
 }
 
-// Compile units of the train step, by cache key: how many pieces have each key.
-std::map<std::string, int> units_by_key(int64_t layers) {
+// Compile units of a graph, by cache key: how many pieces have each key.
+std::map<std::string, int> keys_of(const Graph& g) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   compiler_cache::Extraction extraction;
-  Executable step(*cpu, trainer::build_train_step(model(layers), 2), nullptr, &extraction);
+  Executable exe(*cpu, g, nullptr, &extraction);
   std::map<std::string, int> count;
   for (const auto& task : extraction.tasks()) ++count[task.key];
   return count;
+}
+
+// The train step's units (a later micro-batch's: it adds to the gradients).
+std::map<std::string, int> units_by_key(int64_t layers) { return keys_of(trainer::build_train_step(model(layers), 2)); }
+
+// How many keys occur exactly `times` times.
+int keys_seen(const std::map<std::string, int>& count, int times) {
+  int n = 0;
+  for (const auto& [key, k] : count) n += k == times ? 1 : 0;
+  return n;
 }
 
 // Sets KILN_COMPILE_UNITS for one test and restores it after.
@@ -52,7 +64,8 @@ TEST(CompileUnits, TwoLayersForwardAndBackwardShareKeys) {
   int shared = 0;
   for (const auto& [key, n] : count)
     if (n == 2) ++shared;
-  // One key for both layers' forwards, one for both backwards.
+  // One key for both layers' forwards, one for both backwards (whose
+  // gradient sums run inside them: graph::place_after_producers).
   EXPECT_EQ(shared, 2);
 }
 
@@ -62,13 +75,85 @@ TEST(CompileUnits, UniqueUnitsDoNotGrowWithLayers) {
   int units_two = 0, units_six = 0;
   for (const auto& [key, n] : two) units_two += n;
   for (const auto& [key, n] : six) units_six += n;
-  EXPECT_EQ(units_six - units_two, 2 * (6 - 2));  // a forward and a backward per added layer
-  // The layers' units are the same pieces at any depth (the rest, which
-  // holds every parameter's gradient sum, differs with the parameter count).
+  // A forward and a backward (with its gradient sums) per added layer.
+  EXPECT_EQ(units_six - units_two, 2 * (6 - 2));
+  // Every unit is the same piece at any depth: the layers' (forward,
+  // backward) and the rest's, whose gradient sums hold only the rest's own
+  // parameters.
   for (const auto& [key, n] : two) {
-    if (n != 2) continue;
-    ASSERT_TRUE(six.count(key)) << "a layer unit of the 2-layer step is missing from the 6-layer step";
-    EXPECT_EQ(six.at(key), 6);
+    ASSERT_TRUE(six.count(key)) << "a unit of the 2-layer step is missing from the 6-layer step";
+    EXPECT_EQ(six.at(key), n == 2 ? 6 : n);
+  }
+}
+
+TEST(CompileUnits, OptimizerUnitsAreSharedAcrossLayers) {
+  const trainer::AdamWConfig adam;
+  const std::map<std::string, int> two = keys_of(trainer::build_optimizer_step(model(2), adam));
+  const std::map<std::string, int> six = keys_of(trainer::build_optimizer_step(model(6), adam));
+  // One key for every layer's AdamW updates, plus the rest's.
+  EXPECT_EQ(keys_seen(two, 2), 1);
+  EXPECT_EQ(keys_seen(six, 6), 1);
+  EXPECT_EQ(two.size(), six.size());
+  for (const auto& [key, n] : two) {
+    ASSERT_TRUE(six.count(key)) << "an optimizer unit of the 2-layer model is missing from the 6-layer one";
+    EXPECT_EQ(six.at(key), n == 2 ? 6 : n);
+  }
+  // The distributed optimizer's parts too.
+  EXPECT_EQ(keys_seen(keys_of(trainer::build_sharded_optimizer_step(model(6), adam, 2)), 6), 1);
+}
+
+TEST(CompileUnits, GradNormUnitsAreSharedAcrossLayers) {
+  const std::map<std::string, int> two = keys_of(trainer::build_grad_norm(model(2)));
+  const std::map<std::string, int> six = keys_of(trainer::build_grad_norm(model(6)));
+  EXPECT_EQ(keys_seen(two, 2), 1);
+  EXPECT_EQ(keys_seen(six, 6), 1);
+  // Only the final join of the layers' squares sees the depth.
+  EXPECT_EQ(two.size(), six.size());
+}
+
+// Runs g once on cpu from deterministic inputs in [0, 0.1) (token ids below
+// 29); every port's contents after the run, and the number of pieces run.
+std::map<std::string, HostTensor> run_once(const Graph& g, int64_t* pieces) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Executable exe(*cpu, g, nullptr);
+  uint32_t x = 12345;
+  auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 8; };
+  for (const Port& p : g.inputs()) {
+    HostTensor t = HostTensor::zeros(g.value(p.value).dtype, g.shape(p.value));
+    for (float& v : t.f32) v = 0.1f * static_cast<float>(next()) / 16777216.0f;
+    for (int32_t& v : t.i32) v = static_cast<int32_t>(next() % 29);
+    exe.buffer(p.name)->write(t.data(), t.bytes());
+  }
+  exe.run();
+  std::map<std::string, HostTensor> out;
+  for (const auto* ports : {&g.inputs(), &g.outputs()})
+    for (const Port& p : *ports) {
+      HostTensor t = HostTensor::zeros(g.value(p.value).dtype, g.shape(p.value));
+      exe.buffer(p.name)->read(t.data(), t.bytes());
+      out[p.name] = std::move(t);
+    }
+  *pieces = exe.split().segments;
+  return out;
+}
+
+// The per-layer units of the train step, optimizer and grad norm give the
+// same bits as the whole graphs: labelling changes where the host cuts,
+// never what is computed.
+TEST(CompileUnits, UnitsComputeTheSameBitsAsWholeGraphs) {
+  const trainer::GptConfig cfg = model(3);
+  for (const Graph& g : {trainer::build_train_step(cfg, 2), trainer::build_optimizer_step(cfg, trainer::AdamWConfig{}),
+                         trainer::build_grad_norm(cfg)}) {
+    int64_t cut = 0, whole_pieces = 0;
+    const std::map<std::string, HostTensor> units = run_once(g, &cut);
+    std::map<std::string, HostTensor> whole;
+    {
+      UnitsMode mode("whole");
+      whole = run_once(g, &whole_pieces);
+    }
+    EXPECT_GT(cut, 3);
+    EXPECT_EQ(whole_pieces, 1);
+    for (const auto& [name, t] : whole)
+      EXPECT_EQ(std::memcmp(t.data(), units.at(name).data(), t.bytes()), 0) << "port " << name << " differs";
   }
 }
 
@@ -113,6 +198,17 @@ TEST(CompileUnits, CutsFollowLabelsInRunOrder) {
   for (size_t s = 0; s < cut.size(); ++s) EXPECT_EQ(cut[s].nodes, std::vector<int>{static_cast<int>(s)});
   EXPECT_EQ(backward_unit(layer_forward_unit(3)), -4);
   EXPECT_EQ(backward_unit(kRestUnit), kRestUnit);
+}
+
+TEST(CompileUnits, ParametersBelongToTheirLayer) {
+  EXPECT_EQ(parameter_layer("decoder.layers.12.mlp.linear_fc1.weight"), 12);
+  EXPECT_EQ(parameter_layer("decoder.layers.0.input_layernorm.weight"), 0);
+  EXPECT_EQ(parameter_layer("decoder.final_layernorm.weight"), -1);
+  EXPECT_EQ(parameter_layer("embedding.word_embeddings.weight"), -1);
+  EXPECT_EQ(parameter_layer("decoder.layers.x.weight"), -1);
+  EXPECT_EQ(parameter_layer("decoder.layers.3"), -1);
+  EXPECT_NE(layer_parameter_unit(0), layer_forward_unit(0));
+  EXPECT_NE(layer_parameter_unit(0), layer_parameter_unit(1));
 }
 
 // --overlap-grad-reduce's signal: after each piece but the last, the

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/autodiff.h"
+#include "graph/compile_units.h"
 #include "graph/passes.h"
 
 namespace kiln::trainer {
@@ -11,6 +12,15 @@ using graph::Graph;
 using graph::ValueId;
 
 namespace {
+// The compile unit of the nodes that act on one parameter alone (its
+// update, norm square, gradient sum): its layer's parameter unit, so every
+// layer's piece is one shared unit (graph/compile_units.h); the rest's
+// parameters stay with the rest.
+int32_t parameter_unit(const ParamSpec& s) {
+  const int64_t layer = graph::parameter_layer(s.name);
+  return layer < 0 ? graph::kRestUnit : graph::layer_parameter_unit(layer);
+}
+
 // A stage that hands its output on: backward starts from the next stage's
 // gradient of it, as the derivative of sum(hidden_out x grad_hidden_out),
 // whose gradient with respect to hidden_out is exactly grad_hidden_out.
@@ -46,12 +56,16 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of, f.recompute_segments);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
+  const size_t sums_begin = g.nodes().size();
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
     ValueId in = g.input(acc, KILN_F32, specs[i].shape);
     // Overwrite: the gradient's producer writes straight into the buffer.
     g.output(updated(acc), mode == GradMode::Accumulate ? g.add(in, grads[i]) : grads[i], acc);
   }
+  // Each sum runs right after its gradient is made, in that layer's
+  // backward unit: the layer's gradients are final when its piece ends.
+  g = graph::place_after_producers(g, sums_begin);
   // The 16-bit weight copies then live through their layer's forward and
   // its backward, not the whole step (docs/MIXED_PRECISION.md, "Memory").
   if (cfg.compute_dtype != KILN_F32) return graph::rematerialize_input_casts(g, backward_begin);
@@ -105,12 +119,30 @@ Graph build_grad_norm(const GptConfig& cfg) {
   // differently from one f32 sum, and the clipping factor with it). With
   // tensor parallelism, shards' squares are summed over the group (one
   // all-reduce of all of them) and replicated parameters counted once.
+  // A layer's squares are joined inside its own unit (one vector per layer
+  // and kind), so each layer's piece is the same unit and only the final
+  // joins, which keep the parameter order, see the depth.
   std::vector<ValueId> sharded, replicated;
+  std::vector<ValueId> layer_sharded, layer_replicated;
+  auto end_layer = [&] {
+    if (!layer_sharded.empty()) sharded.push_back(concat_all(g, layer_sharded));
+    if (!layer_replicated.empty()) replicated.push_back(concat_all(g, layer_replicated));
+    layer_sharded.clear();
+    layer_replicated.clear();
+  };
+  int32_t unit = graph::kRestUnit;
   for (const auto& s : gpt_parameters(cfg)) {
     if (!counted_in_grad_norm(cfg, s)) continue;
+    if (parameter_unit(s) != unit) {
+      end_layer();
+      unit = parameter_unit(s);
+      g.set_unit(unit);
+    }
     ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
-    (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? sharded : replicated).push_back(sq);
+    (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? layer_sharded : layer_replicated).push_back(sq);
   }
+  end_layer();
+  g.set_unit(graph::kRestUnit);
   if (!sharded.empty()) replicated.push_back(g.all_reduce(concat_all(g, sharded)));
   g.output("grad_sq", concat_all(g, replicated));
   return g;
@@ -121,6 +153,7 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
   ValueId hp = g.input("hparams", KILN_F32, {5});
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   for (const auto& s : specs) {
+    g.set_unit(parameter_unit(s));
     ValueId p = g.input(s.name, KILN_F32, s.shape);
     ValueId grad = g.input(grad_name(s.name), KILN_F32, s.shape);
     ValueId m = g.input(exp_avg_name(s.name), KILN_F32, s.shape);
@@ -137,6 +170,7 @@ Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam
   Graph g;
   ValueId hp = g.input("hparams", KILN_F32, {5});
   for (const auto& s : gpt_parameters(cfg)) {
+    g.set_unit(parameter_unit(s));
     const graph::Shape part = {shard_elements(graph::numel(s.shape), data_parallel)};
     ValueId p = g.input(main_param_name(s.name), KILN_F32, part);
     ValueId grad = g.input(grad_shard_name(s.name), KILN_F32, part);
