@@ -3,7 +3,8 @@
 # 384, 6 heads, seq 256, vocab 50304, mock data): the same global batch of 8
 # sequences per step on 1 rank x 2 threads (2 micro-batches of 4) and on
 # 2 ranks x 1 thread (one micro-batch of 4 each, one gradient all-reduce of
-# the 30M-parameter gradients per step; then with --use-distributed-optimizer),
+# the 30M-parameter gradients per step; then with --overlap-grad-reduce, and with
+# --use-distributed-optimizer),
 # and on 2 ranks as one
 # tensor-parallel model.
 #   usage: bench/train_data_parallel.sh [build-dir] [iters]
@@ -28,6 +29,11 @@ report "1 rank x 2 threads" "$tmp/one.jsonl"
 mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --metrics-file "$tmp/two.jsonl" \
   >/dev/null 2>&1
 report "2 ranks x 1 thread" "$tmp/two.jsonl"
+# The same with each bucket's all-reduce started as soon as backward has
+# finished its gradients (per-layer compile units), not after backward.
+mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --overlap-grad-reduce \
+  --metrics-file "$tmp/overlap.jsonl" >/dev/null 2>&1
+report "2 ranks x 1 thread, --overlap-grad-reduce" "$tmp/overlap.jsonl"
 # The distributed optimizer: a reduce-scatter and an all-gather instead of
 # the all-reduce, and each rank runs AdamW on half the parameters.
 mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --use-distributed-optimizer \
