@@ -371,8 +371,7 @@ void Executable::run_step(Step& step) {
     throw Error(why);
   }
   run_host_collective(graph_, node, *collectives_,
-                      std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4),
-                      collective_out_);
+                      std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4), collective_out_);
   resolve(step.dst).write(collective_out_.data(), step.bytes);
 }
 

@@ -89,7 +89,8 @@ Graph place_after_producers(const Graph& g, size_t begin) {
     size_t anchor = end;
     for (ValueId v : nodes[i].inputs)
       if (made[static_cast<size_t>(v)])
-        anchor = anchor == end ? anchor_of[static_cast<size_t>(v)] : std::max(anchor, anchor_of[static_cast<size_t>(v)]);
+        anchor =
+            anchor == end ? anchor_of[static_cast<size_t>(v)] : std::max(anchor, anchor_of[static_cast<size_t>(v)]);
     Node moved = nodes[i];
     if (anchor != end) moved.unit = nodes[anchor].unit;
     for (ValueId v : moved.outputs) {

@@ -3,11 +3,11 @@
 // not grow with the number of layers.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -49,7 +49,8 @@ void GradientAllReduce::start() {
     if (b.started) ++early;
     if (!b.started) start_bucket(b);
   }
-  if (early > 0) logger().debug("gradient all-reduce: {} of {} buckets started during backward", early, buckets_.size());
+  if (early > 0)
+    logger().debug("gradient all-reduce: {} of {} buckets started during backward", early, buckets_.size());
 }
 
 void GradientAllReduce::finish() {
