@@ -160,6 +160,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
   if (extract == nullptr) share_arenas(segments);  // extract mode allocates nothing
   plan_steps(pieces, segments);
   find_final_writers(pieces);
+  find_first_readers(pieces);
   if (!split_.fallback.empty())
     logger().debug("graph split: {} nodes on {}, {} on {} ({}), {} segments, {} bytes copied per run",
                    split_.primary_nodes, split_.primary, split_.fallback_nodes, split_.fallback,
@@ -298,6 +299,27 @@ void Executable::find_final_writers(const std::vector<SegmentGraph>& pieces) {
   for (const auto& [port, i] : last) final_after_[i].push_back(port);
 }
 
+// The step before which each input port must hold its value: the first
+// piece that reads it, or the first copy or collective out of its buffer.
+void Executable::find_first_readers(const std::vector<SegmentGraph>& pieces) {
+  std::map<ValueId, std::string> input_of;
+  for (const Port& p : graph_.inputs()) input_of[p.value] = p.name;
+  std::set<std::string> seen;
+  first_read_before_.assign(steps_.size(), {});
+  auto reads = [&](size_t i, const std::string& port) {
+    if (graph_.find_input(port) != nullptr && seen.insert(port).second) first_read_before_[i].push_back(port);
+  };
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.segment >= 0) {
+      for (const auto& [name, v] : pieces[static_cast<size_t>(step.segment)].inputs)
+        if (const auto it = input_of.find(v); it != input_of.end()) reads(i, it->second);
+    } else if (!step.src.port.empty()) {
+      reads(i, step.src.port);
+    }
+  }
+}
+
 // Ports are addressed by input name; an in-place output is its input.
 const std::string& Executable::port_key(const std::string& name) const {
   if (const Port* p = graph_.find_input(name)) return p->name;
@@ -338,12 +360,13 @@ DeviceBuffer& Executable::resolve(Ref& ref) { return ref.port.empty() ? *ref.buf
 
 void Executable::run() { run(nullptr); }
 
-void Executable::run(const OutputsReady& ready) {
+void Executable::run(const OutputsReady& ready, const InputsNeeded& needed) {
   if (ports_dirty_) {
     for (const PortBinding& b : port_bindings_) segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
     ports_dirty_ = false;
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (needed && !first_read_before_[i].empty()) needed(first_read_before_[i]);
     run_step(steps_[i]);
     // After the last piece nothing runs that the caller could overlap with.
     if (ready && i + 1 < steps_.size() && !final_after_[i].empty()) ready(final_after_[i]);

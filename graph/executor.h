@@ -75,8 +75,12 @@ class Executable {
   // no later piece writes: their buffers hold their final values, and the
   // caller may start moving them while the rest runs (--overlap-grad-reduce).
   // Whatever is not reported is final when run() returns.
+  // And `needed(ports)` before each piece with the input ports that it reads
+  // and no earlier piece read: the caller may still be writing them, and
+  // must have finished before it returns (--overlap-param-gather).
   using OutputsReady = std::function<void(const std::vector<std::string>& ports)>;
-  void run(const OutputsReady& ready);
+  using InputsNeeded = std::function<void(const std::vector<std::string>& ports)>;
+  void run(const OutputsReady& ready, const InputsNeeded& needed = nullptr);
 
   // The graph as compiled: dead nodes removed, ports kept.
   const Graph& graph() const { return graph_; }
@@ -110,6 +114,7 @@ class Executable {
   bool build(std::vector<int>& device_of, FallbackDevice* fallback, compiler_cache::Extraction* extract);
   void plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments);
   void find_final_writers(const std::vector<SegmentGraph>& pieces);
+  void find_first_readers(const std::vector<SegmentGraph>& pieces);
   void share_arenas(const std::vector<Segment>& segments);
   const std::string& port_key(const std::string& name) const;
   uint64_t port_bytes(const std::string& key) const;
@@ -124,7 +129,8 @@ class Executable {
   std::vector<float> collective_out_;                     // a collective's result on its way to dst
   Collectives* collectives_ = nullptr;
   std::vector<Step> steps_;
-  std::vector<std::vector<std::string>> final_after_;  // per step: the output ports it writes last
+  std::vector<std::vector<std::string>> final_after_;        // per step: the output ports it writes last
+  std::vector<std::vector<std::string>> first_read_before_;  // per step: the input ports it reads first
   std::vector<PortBinding> port_bindings_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
   bool ports_dirty_ = true;

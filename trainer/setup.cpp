@@ -210,11 +210,17 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
       if (exe) state->bind(*exe);
   if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
   if (cfg.shards_optimizer()) {
-    distributed_optimizer = std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank);
+    distributed_optimizer =
+        std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank, cfg.ddp_bucket_size);
+    logger().info("distributed optimizer: {} bucket(s)", distributed_optimizer->buckets());
   } else {
     gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
     if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
   }
+}
+
+void Setup::finish_parameter_gather(const std::string& before) {
+  if (distributed_optimizer) distributed_optimizer->finish_parameter_gather("parameter all-gather before " + before);
 }
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/fallback_device.h"
@@ -97,6 +98,12 @@ struct Setup {
   std::unique_ptr<dist::DistributedOptimizer> distributed_optimizer;
   Progress progress;
   Batch batch;  // host staging, shared by training and evaluation
+
+  // --overlap-param-gather leaves the last optimizer step's parameter
+  // all-gather running into the next step's forward. Whatever else reads
+  // the parameters (`before`: evaluation, a checkpoint, the weight hash, the
+  // end of the run) completes it first; a no-op otherwise.
+  void finish_parameter_gather(const std::string& before);
 };
 
 // Writes a micro-batch to a step graph's inputs, as ids of this rank's

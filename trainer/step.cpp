@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "trainer/model/dropout_keys.h"
 #include "trainer/model/step_graphs.h"
 
@@ -74,31 +75,53 @@ StepResult Step::run() {
 double Step::forward_backward(double loss_scale) {
   const auto scale = static_cast<float>(loss_scale);
   if (pipeline_) {
+    run_.finish_parameter_gather("the pipeline's forward");
     loss_scale_ = scale;
     return pipeline_->train_step(run_.progress.iteration + 1);
   }
   double loss_sum = 0;
+  const std::string at_iteration = " at iteration " + std::to_string(run_.progress.iteration + 1);
   for (int64_t m = 0; m < run_.micro_batches; ++m) {
     ChunkSteps& steps = run_.chunks.front();
     graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
     prepare_micro_batch(train_step, m, scale);
+    // Each bucket's gradient collective starts once backward has written its
+    // gradients for the last time, while the earlier layers' backward runs.
+    graph::Executable::OutputsReady ready;
     if (m == run_.micro_batches - 1 && overlaps_grad_reduce())
-      // Each bucket's all-reduce starts once backward has written its
-      // gradients for the last time, while the earlier layers' backward runs.
-      train_step.run([this](const std::vector<std::string>& ports) {
-        run_.gradient_allreduce->start_ready(ports);
+      ready = [this](const std::vector<std::string>& ports) { gradients_final(ports); };
+    // The first forward reads each bucket's parameters once its all-gather
+    // (started by the last optimizer step) has arrived.
+    graph::Executable::InputsNeeded needed;
+    size_t pieces_begun = 0, awaited_inside = 0;  // for the debug line below
+    if (m == 0 && run_.cfg.overlap_param_gather && run_.distributed_optimizer)
+      needed = [&](const std::vector<std::string>& ports) {
+        const size_t written =
+            run_.distributed_optimizer->parameters_needed(ports, "parameter all-gather" + at_iteration);
+        if (pieces_begun++ > 0) awaited_inside += written;
         run_.dp_group->progress();
-      });
-    else
-      train_step.run();
+      };
+    if (!needed) run_.finish_parameter_gather("the forward" + at_iteration);
+    train_step.run(ready, needed);
+    if (needed) {
+      // A parameter no piece reports (none in a train step) is written here.
+      run_.finish_parameter_gather("the forward" + at_iteration);
+      logger().debug("parameter all-gather: {} of {} buckets awaited after the forward began", awaited_inside,
+                     run_.distributed_optimizer->buckets());
+    }
     loss_sum += read_scalar(train_step, "loss");
   }
   return loss_sum;
 }
 
-bool Step::overlaps_grad_reduce() const {
-  return run_.cfg.overlap_grad_reduce && run_.gradient_allreduce && !run_.distributed_optimizer &&
-         run_.dp_group->size() > 1;
+bool Step::overlaps_grad_reduce() const { return run_.cfg.overlap_grad_reduce && run_.dp_group->size() > 1; }
+
+void Step::gradients_final(const std::vector<std::string>& ports) {
+  if (run_.distributed_optimizer)
+    run_.distributed_optimizer->start_ready(ports);
+  else
+    run_.gradient_allreduce->start_ready(ports);
+  run_.dp_group->progress();
 }
 
 void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale) {
@@ -232,15 +255,20 @@ void Step::update(const StepResult& result, double loss_scale) {
     chunk.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
     chunk.optimizer->run();
   }
-  if (run_.distributed_optimizer)
-    run_.distributed_optimizer->gather_parameters("parameter all-gather at iteration " +
-                                                  std::to_string(result.iteration));
+  if (run_.distributed_optimizer) {
+    run_.distributed_optimizer->start_parameter_gather();
+    // Otherwise the next step's forward waits for each bucket in turn.
+    if (!cfg.overlap_param_gather)
+      run_.distributed_optimizer->finish_parameter_gather("parameter all-gather at iteration " +
+                                                          std::to_string(result.iteration));
+  }
 }
 
 // Each data-parallel rank evaluates its share of eval_iters x DP
 // micro-batches (a tensor-parallel group shares its micro-batches and loss,
 // counted once).
 double evaluate(Setup& run) {
+  run.finish_parameter_gather("evaluation");
   const TrainConfig& cfg = run.cfg;
   const Layout& at = run.at;
   double sum = 0;

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "trainer/job_control.h"
 #include "trainer/pipeline_schedule.h"
@@ -28,8 +30,11 @@ class Step {
 
  private:
   double forward_backward(double loss_scale);
-  // --overlap-grad-reduce applies: data-parallel all-reduce, no distributed optimizer.
+  // --overlap-grad-reduce applies: more than one data-parallel rank.
   bool overlaps_grad_reduce() const;
+  // Backward has written these ports for the last time this step: starts
+  // the gradient collectives of the buckets now complete.
+  void gradients_final(const std::vector<std::string>& ports);
   // Writes micro-batch m of this step to a step graph: samples, dropout keys, loss scale.
   void prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale);
   // With a tied embedding under pipeline parallelism: the first and last

@@ -137,14 +137,16 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--distributed-timeout-minutes", &distributed_timeout_minutes,
         "end the job when a collective waits longer than this (a rank died or hangs)",
         Bounds::left_open(0, kMaxMinutes));
-  f.add("--ddp-bucket-size", &ddp_bucket_size, "gradient all-reduce bucket size, in elements");
+  f.add("--ddp-bucket-size", &ddp_bucket_size,
+        "data-parallel bucket size, in elements (the gradient all-reduce, or the distributed optimizer's "
+        "reduce-scatter and all-gather)");
   f.add("--use-distributed-optimizer", &use_distributed_optimizer,
         "shard the AdamW moments and fp32 main parameters over the data-parallel ranks (ZeRO-1)");
   f.add("--overlap-grad-reduce", &overlap_grad_reduce,
-        "start the data-parallel gradient all-reduce bucket by bucket during the last micro-batch's backward "
-        "(--ddp-bucket-size elements each)");
+        "start the data-parallel gradient all-reduce (or reduce-scatter) bucket by bucket during the last "
+        "micro-batch's backward (--ddp-bucket-size elements each)");
   f.add("--overlap-param-gather", &overlap_param_gather,
-        "overlap the distributed optimizer's parameter all-gather with forward (not yet supported)");
+        "overlap the distributed optimizer's parameter all-gather with the next forward (bucket by bucket)");
   f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
         "every N steps, check that parameters are bit-identical on all ranks (0: off)");
   f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)",
@@ -247,22 +249,19 @@ void TrainConfig::finalize(const Flags& f) {
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
   if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
-  // --overlap-grad-reduce starts the data-parallel all-reduce bucket by
-  // bucket during the last micro-batch's backward (trainer/step.cpp); the
-  // distributed optimizer's reduce-scatter and the pipeline's backward are
-  // not bucketed yet.
-  if (overlap_grad_reduce && use_distributed_optimizer)
-    throw Error(
-        "--overlap-grad-reduce with --use-distributed-optimizer is not yet supported: kiln reduce-scatters the "
-        "gradients after backward; drop one of the two flags");
+  // --overlap-grad-reduce starts each bucket's all-reduce or reduce-scatter
+  // during the last micro-batch's backward, --overlap-param-gather each
+  // bucket's all-gather during the next forward (trainer/step.cpp); the
+  // pipeline's backward is not bucketed yet.
   if (overlap_grad_reduce && pipeline_model_parallel_size > 1)
     throw Error(
         "--overlap-grad-reduce with --pipeline-model-parallel-size > 1 is not yet supported: kiln reduces the "
         "gradients after the pipeline's last backward; drop the flag");
-  if (overlap_param_gather)
-    throw Error(
-        "--overlap-param-gather is not yet supported: kiln gathers the parameters right after the optimizer step; "
-        "drop the flag");
+  // Megatron's rules and words.
+  if (overlap_param_gather && !use_distributed_optimizer)
+    throw Error("--overlap-param-gather only supported with distributed optimizer; add --use-distributed-optimizer");
+  if (overlap_param_gather && !overlap_grad_reduce)
+    throw Error("Must use --overlap-param-gather with --overlap-grad-reduce; add --overlap-grad-reduce");
   if (check_weight_hash_interval < 0)
     throw Error("--check-weight-hash-across-dp-replicas-interval must not be negative");
   if (exit_duration_in_mins < 0) throw Error("--exit-duration-in-mins must not be negative");

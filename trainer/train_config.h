@@ -108,8 +108,8 @@ struct TrainConfig {
   int64_t check_weight_hash_interval = 0;   // compare parameter hashes across ranks every N steps
   bool use_distributed_optimizer = false;   // shard the AdamW state over data-parallel ranks (ZeRO-1)
   bool sequence_parallel = false;           // --sequence-parallel (model.sequence_parallel once checked)
-  bool overlap_grad_reduce = false;         // all-reduce buckets start during backward (not with distopt or PP)
-  bool overlap_param_gather = false;        // refused: not yet supported
+  bool overlap_grad_reduce = false;         // gradient buckets start during backward (not with PP)
+  bool overlap_param_gather = false;        // parameter all-gathers run into the next forward
   double exit_duration_in_mins = 0;         // save and exit after this long (0: never)
   std::string save_trigger_file;            // default <save>/kiln-save-now
   std::string exit_trigger_file;            // default <save>/kiln-exit-now

@@ -47,14 +47,18 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
     reporter.log(result);
     if (run.chunks.front().eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters))
       reporter.log_validation(iteration, evaluate(run));
-    if (cfg.check_weight_hash_interval > 0 && iteration % cfg.check_weight_hash_interval == 0)
+    if (cfg.check_weight_hash_interval > 0 && iteration % cfg.check_weight_hash_interval == 0) {
+      run.finish_parameter_gather("the weight hash");
       dist::check_parameters_identical(*run.dp_group, *run.state, iteration);
+    }
     if (checkpointer.maybe_save(result.request)) reporter.restart_clock();
     if (result.request.exit) {
       reporter.log_exit(iteration, result.request);
+      run.finish_parameter_gather("exit");
       return 0;
     }
   }
+  run.finish_parameter_gather("the end of training");
   return 0;
 }
 

@@ -140,6 +140,7 @@ std::string first_non_finite(const std::map<std::string, SafeTensor>& tensors) {
 }  // namespace
 
 void Checkpointer::save(int64_t it) {
+  run_.finish_parameter_gather("a checkpoint");
   const TrainConfig& cfg = run_.cfg;
   const Progress& p = run_.progress;
   nlohmann::json meta = {{"config", model_config_json(cfg.model)},

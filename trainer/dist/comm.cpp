@@ -29,6 +29,8 @@ class SingleProcessComm : public Comm {
   void start_recv(std::span<float>, int, int) override { abort("internal: a receive in a single-process job"); }
   std::unique_ptr<Comm> split(int, int) override { return std::make_unique<SingleProcessComm>(); }
   void wait(const std::string&) override {}
+  uint64_t started() const override { return 0; }
+  void wait_through(uint64_t, const std::string&) override {}
   std::vector<uint64_t> all_gather(uint64_t value, const std::string&) override { return {value}; }
   [[noreturn]] void abort(const std::string& message) override {
     std::fprintf(stderr, "kiln: error: %s\n", message.c_str());

@@ -50,6 +50,13 @@ class Comm {
   // Completes every started collective. `what` names them in the error if
   // the deadline passes (then the job is aborted; this does not return).
   virtual void wait(const std::string& what) = 0;
+  // How many collectives this group has started so far. wait_through(n)
+  // completes those among the first n started that are still pending and
+  // leaves later ones running: --overlap-param-gather waits for one
+  // bucket's all-gather at a time. Every rank must call it where it calls
+  // it on the others, as wait().
+  virtual uint64_t started() const = 0;
+  virtual void wait_through(uint64_t n, const std::string& what) = 0;
   // Moves the started collectives along without waiting for them: MPI's
   // nonblocking collectives advance only inside MPI calls, so a rank that
   // computes between start and wait() calls this now and then.

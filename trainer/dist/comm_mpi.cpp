@@ -6,6 +6,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -64,44 +65,44 @@ class MpiComm : public Comm {
   int size() const override { return size_; }
 
   void start_sum(std::span<float> data) override {
-    pending_.emplace_back();
+    start_request();
     MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, collectives_,
                    &pending_.back());
   }
   void start_sum(std::span<double> data) override {
-    pending_.emplace_back();
+    start_request();
     MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_DOUBLE, MPI_SUM, collectives_,
                    &pending_.back());
   }
   void start_max(std::span<float> data) override {
-    pending_.emplace_back();
+    start_request();
     MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_MAX, collectives_,
                    &pending_.back());
   }
   void start_reduce_scatter(std::span<const float> all, std::span<float> mine) override {
     if (all.size() != mine.size() * static_cast<size_t>(size_)) abort("internal: reduce-scatter of unequal blocks");
-    pending_.emplace_back();
+    start_request();
     MPI_Ireduce_scatter_block(all.data(), mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, MPI_SUM, collectives_,
                               &pending_.back());
   }
   void start_all_gather(std::span<const float> mine, std::span<float> all) override {
     if (all.size() != mine.size() * static_cast<size_t>(size_)) abort("internal: all-gather of unequal blocks");
-    pending_.emplace_back();
+    start_request();
     MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
                    MPI_FLOAT, collectives_, &pending_.back());
   }
   void start_send(std::span<const float> data, int peer, int tag) override {
-    pending_.emplace_back();
+    start_request();
     MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
     point_to_point_ = true;
   }
   void start_recv(std::span<float> data, int peer, int tag) override {
-    pending_.emplace_back();
+    start_request();
     MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, collectives_, &pending_.back());
     point_to_point_ = true;
   }
   void start_barrier() override {
-    pending_.emplace_back();
+    start_request();
     MPI_Ibarrier(collectives_, &pending_.back());
   }
 
@@ -110,37 +111,18 @@ class MpiComm : public Comm {
     if (!pending_.empty()) MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
   }
 
-  void wait(const std::string& what) override {
-    ++generation_;  // the same on every rank: each wait() is one collective step
-    if (pending_.empty()) return;
-    const auto start = Clock::now();
-    auto next_beat =
-        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
-    std::vector<bool> heard(static_cast<size_t>(size_), false);
-    heard[static_cast<size_t>(rank_)] = true;
-    for (int polls = 0;; ++polls) {
-      int done = 0;
-      MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
-      if (done) break;
-      drain_heartbeats(heard);
-      if (Clock::now() >= next_beat) {
-        send_heartbeats();
-        next_beat = Clock::now() +
-                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
-      }
-      if (seconds_since(start) > timeout_seconds_) abort(timeout_message(what, heard));
-      // Spin briefly (collectives between ranks on one node take
-      // microseconds), then yield the core to the compute threads.
-      if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(polls > 2000 ? 1000 : 50));
-    }
-    pending_.clear();
-    point_to_point_ = false;
-    reap_heartbeat_sends();
+  void wait(const std::string& what) override { wait_oldest(pending_.size(), what); }
+
+  uint64_t started() const override { return started_; }
+  void wait_through(uint64_t n, const std::string& what) override {
+    // pending_ holds the last pending_.size() requests started, in order.
+    const uint64_t first = started_ - pending_.size();
+    wait_oldest(n > first ? static_cast<size_t>(std::min<uint64_t>(n - first, pending_.size())) : 0, what);
   }
 
   std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) override {
     std::vector<uint64_t> out(static_cast<size_t>(size_));
-    pending_.emplace_back();
+    start_request();
     MPI_Iallgather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, collectives_, &pending_.back());
     wait(what);
     return out;
@@ -171,6 +153,40 @@ class MpiComm : public Comm {
   }
 
  private:
+  void start_request() {
+    pending_.emplace_back();
+    ++started_;
+  }
+
+  // Completes the `count` oldest pending requests.
+  void wait_oldest(size_t count, const std::string& what) {
+    ++generation_;  // the same on every rank: each wait is one collective step
+    if (count == 0) return;
+    const auto start = Clock::now();
+    auto next_beat =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
+    std::vector<bool> heard(static_cast<size_t>(size_), false);
+    heard[static_cast<size_t>(rank_)] = true;
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(count), pending_.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) break;
+      drain_heartbeats(heard);
+      if (Clock::now() >= next_beat) {
+        send_heartbeats();
+        next_beat = Clock::now() +
+                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHeartbeatSeconds));
+      }
+      if (seconds_since(start) > timeout_seconds_) abort(timeout_message(what, heard));
+      // Spin briefly (collectives between ranks on one node take
+      // microseconds), then yield the core to the compute threads.
+      if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(polls > 2000 ? 1000 : 50));
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(count));
+    if (pending_.empty()) point_to_point_ = false;
+    reap_heartbeat_sends();
+  }
+
   void send_heartbeats() {
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
@@ -233,8 +249,9 @@ class MpiComm : public Comm {
     std::unique_ptr<uint64_t> value;
   };
   uint64_t generation_ = 0;
-  std::vector<MPI_Request> pending_;
-  bool point_to_point_ = false;  // pending_ holds a send or receive
+  std::vector<MPI_Request> pending_;  // started, not yet completed by a wait, oldest first
+  uint64_t started_ = 0;              // requests started on this group so far
+  bool point_to_point_ = false;       // pending_ holds a send or receive
   std::vector<HeartbeatSend> beat_sends_;
 };
 

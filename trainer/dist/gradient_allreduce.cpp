@@ -9,57 +9,45 @@
 
 namespace kiln::trainer::dist {
 
-GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_t bucket_elements) : comm_(comm) {
-  const size_t bucket_floats = static_cast<size_t>(std::max<int64_t>(1, bucket_elements));
-  // Last parameters first, as backward produces them (the order Megatron
-  // buckets in, so a future overlap with backward can start early).
-  const std::vector<ParamSpec>& params = state.params();
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    DeviceBuffer& grad = state.buffer(grad_name(it->name));
-    const size_t count = static_cast<size_t>(grad.size() / sizeof(float));  // f32 accumulators, any compute dtype
-    if (buckets_.empty() || buckets_.back().host.size() + count > bucket_floats) buckets_.emplace_back();
-    Bucket& b = buckets_.back();
-    b.slices.push_back({&grad, b.host.size(), count});
-    b.host.resize(b.host.size() + count);
-    b.not_final = b.slices.size();
-    bucket_of_[grad_name(it->name)] = buckets_.size() - 1;
-  }
+GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_t bucket_elements)
+    : comm_(comm), buckets_(state.params(), bucket_elements) {
+  for (const ParamSpec& p : state.params()) grads_.push_back(&state.buffer(grad_name(p.name)));
+  for (size_t b = 0; b < buckets_.size(); ++b) host_.emplace_back(buckets_.elements(b));
 }
 
-void GradientAllReduce::start_bucket(Bucket& b) {
-  for (const Slice& s : b.slices) s.buffer->read(b.host.data() + s.offset, s.count * sizeof(float));
-  comm_.start_sum(b.host);
-  b.started = true;
+// The gradients are f32 accumulators whatever the compute dtype.
+void GradientAllReduce::start_bucket(size_t b) {
+  float* at = host_[b].data();
+  for (size_t i : buckets_.members(b)) {
+    grads_[i]->read(at, grads_[i]->size());
+    at += grads_[i]->size() / sizeof(float);
+  }
+  comm_.start_sum(host_[b]);
 }
 
 void GradientAllReduce::start_ready(const std::vector<std::string>& ports) {
   if (comm_.size() == 1) return;
-  for (const std::string& port : ports) {
-    const auto it = bucket_of_.find(port);
-    if (it == bucket_of_.end()) continue;  // not a gradient (the loss, a sum of squares)
-    Bucket& b = buckets_[it->second];
-    if (b.not_final > 0 && --b.not_final == 0 && !b.started) start_bucket(b);
-  }
+  for (size_t b : buckets_.complete(ports)) start_bucket(b);
 }
 
 void GradientAllReduce::start() {
   if (comm_.size() == 1) return;
   size_t early = 0;
-  for (Bucket& b : buckets_) {
-    if (b.started) ++early;
-    if (!b.started) start_bucket(b);
-  }
+  for (size_t b : buckets_.remaining(&early)) start_bucket(b);
   if (early > 0)
     logger().debug("gradient all-reduce: {} of {} buckets started during backward", early, buckets_.size());
 }
 
 void GradientAllReduce::finish() {
   if (comm_.size() == 1) return;
-  for (Bucket& b : buckets_) {
-    for (const Slice& s : b.slices) s.buffer->write(b.host.data() + s.offset, s.count * sizeof(float));
-    b.not_final = b.slices.size();
-    b.started = false;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const float* at = host_[b].data();
+    for (size_t i : buckets_.members(b)) {
+      grads_[i]->write(at, grads_[i]->size());
+      at += grads_[i]->size() / sizeof(float);
+    }
   }
+  buckets_.reset();
 }
 
 namespace {

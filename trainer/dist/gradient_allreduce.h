@@ -1,17 +1,16 @@
 // Data parallelism's one collective: after the local micro-batches, every
 // rank's grad.<param> buffers hold its partial sums; this replaces them with
-// the sum over all ranks. Gradients are packed into buckets of about
-// --ddp-bucket-size elements so each MPI call moves a large message; each
-// bucket's reduction starts as soon as it is read from the device, so
+// the sum over all ranks, bucket by bucket (trainer/dist/gradient_buckets.h);
+// each bucket's reduction starts as soon as it is read from the device, so
 // reading the next bucket overlaps it. The caller scales by 1/(micro-batches x DP) in the optimizer.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "trainer/dist/comm.h"
+#include "trainer/dist/gradient_buckets.h"
 #include "trainer/model/model_state.h"
 
 namespace kiln::trainer::dist {
@@ -31,20 +30,11 @@ class GradientAllReduce {
   void start_ready(const std::vector<std::string>& ports);
 
  private:
-  struct Slice {
-    DeviceBuffer* buffer;
-    size_t offset, count;  // in floats, within the bucket
-  };
-  struct Bucket {
-    std::vector<Slice> slices;
-    std::vector<float> host;
-    size_t not_final = 0;  // slices backward has not finished this step
-    bool started = false;
-  };
-  void start_bucket(Bucket& b);
+  void start_bucket(size_t b);
   Comm& comm_;
-  std::vector<Bucket> buckets_;
-  std::map<std::string, size_t> bucket_of_;  // grad.* port -> its bucket
+  GradientBuckets buckets_;
+  std::vector<DeviceBuffer*> grads_;      // grad.<param>, by parameter index
+  std::vector<std::vector<float>> host_;  // per bucket: its gradients, concatenated
 };
 
 // Megatron's --check-weight-hash-across-dp-replicas-interval: a hash of
