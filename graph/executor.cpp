@@ -358,6 +358,12 @@ std::shared_ptr<DeviceBuffer> Executable::buffer(const std::string& name) {
 
 DeviceBuffer& Executable::resolve(Ref& ref) { return ref.port.empty() ? *ref.buffer : *buffer(ref.port); }
 
+std::vector<std::string> Executable::output_ports() const {
+  std::vector<std::string> keys;
+  for (const Port& p : graph_.outputs()) keys.push_back(p.updates.empty() ? p.name : p.updates);
+  return keys;
+}
+
 void Executable::run() { run(nullptr); }
 
 void Executable::run(const OutputsReady& ready, const InputsNeeded& needed) {

@@ -82,6 +82,9 @@ class Executable {
   using InputsNeeded = std::function<void(const std::vector<std::string>& ports)>;
   void run(const OutputsReady& ready, const InputsNeeded& needed = nullptr);
 
+  // Every output port, by port key (an in-place output by its input's name).
+  std::vector<std::string> output_ports() const;
+
   // The graph as compiled: dead nodes removed, ports kept.
   const Graph& graph() const { return graph_; }
   const ExecutionSplit& split() const { return split_; }

@@ -47,9 +47,10 @@ std::vector<PipelinePass> interleaved_order(int64_t P, int64_t p, int64_t vp, in
   return order;
 }
 
-InterleavedSchedule::InterleavedSchedule(Setup& run, Prepare prepare)
+InterleavedSchedule::InterleavedSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final)
     : run_(run),
       prepare_(std::move(prepare)),
+      grads_final_(std::move(grads_final)),
       stages_(*run.pp_group),
       stage_(static_cast<int>(run.at.pp_rank)),
       last_(static_cast<int>(run.at.pp - 1)),
@@ -127,7 +128,10 @@ void InterleavedSchedule::backward(int64_t k) {
     exe.buffer(kGradHiddenOut)->write(pending.front().data(), pending.front().size() * sizeof(float));
     pending.pop_front();
   }
-  exe.run();
+  const bool last = m == M_ - 1;
+  exe.run(last ? grads_final_ : nullptr);
+  // After its last piece too: another chunk's or stage's work follows.
+  if (last && grads_final_) grads_final_(exe.output_ports());
   if (last_virtual(c)) loss_sum_ += read_scalar(exe, "loss");
   if (!first_virtual(c)) exe.buffer(kGradHiddenIn)->read(grad_input_.data(), grad_input_.size() * sizeof(float));
 }

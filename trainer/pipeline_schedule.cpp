@@ -16,9 +16,10 @@ constexpr int kGradientTag = 2;
 constexpr int kNobody = -1;
 }  // namespace
 
-PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare)
+PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final)
     : run_(run),
       prepare_(std::move(prepare)),
+      grads_final_(std::move(grads_final)),
       stages_(*run.pp_group),
       stage_(static_cast<int>(run.at.pp_rank)),
       last_(static_cast<int>(run.at.pp - 1)),
@@ -28,7 +29,7 @@ PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare)
       output_(activation_elements_),
       grad_output_(activation_elements_),
       grad_input_(activation_elements_) {
-  if (run.chunks.size() > 1) interleaved_ = std::make_unique<InterleavedSchedule>(run, prepare_);
+  if (run.chunks.size() > 1) interleaved_ = std::make_unique<InterleavedSchedule>(run, prepare_, grads_final_);
 }
 
 void PipelineSchedule::exchange(const std::vector<float>* send, int send_peer, int send_tag,
@@ -75,7 +76,10 @@ void PipelineSchedule::backward(int64_t m) {
     std::vector<float>().swap(in);  // no longer in flight
   }
   if (stage_ < last_) exe.buffer(kGradHiddenOut)->write(grad_output_.data(), grad_output_.size() * sizeof(float));
-  exe.run();
+  const bool last = m == run_.micro_batches - 1;
+  exe.run(last ? grads_final_ : nullptr);
+  // After its last piece too: another chunk's or stage's work follows.
+  if (last && grads_final_) grads_final_(exe.output_ports());
   if (stage_ == last_) loss_sum_ += read_scalar(exe, "loss");
   if (stage_ > 0) exe.buffer(kGradHiddenIn)->read(grad_input_.data(), grad_input_.size() * sizeof(float));
 }

@@ -31,7 +31,9 @@ class PipelineSchedule {
   // `prepare(exe, m)` writes micro-batch m's tokens/targets, dropout keys
   // and loss scale to a step graph of this stage.
   using Prepare = std::function<void(graph::Executable&, int64_t)>;
-  PipelineSchedule(Setup& run, Prepare prepare);
+  // `grads_final`, if set, runs with each model chunk's last backward
+  // (graph::Executable::run's OutputsReady): --overlap-grad-reduce.
+  PipelineSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final = nullptr);
 
   // One step's forwards and backwards; gradients land in the grad.* buffers
   // as without pipelining. Returns the sum of the micro-batch losses on the
@@ -53,6 +55,7 @@ class PipelineSchedule {
 
   Setup& run_;
   Prepare prepare_;
+  graph::Executable::OutputsReady grads_final_;
   dist::Comm& stages_;
   int stage_ = 0, last_ = 0;
   size_t activation_elements_ = 0;

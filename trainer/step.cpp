@@ -32,7 +32,9 @@ Step::Step(Setup& run, const JobControl& control)
     : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {
   if (run_.at.pp > 1)
     pipeline_ = std::make_unique<PipelineSchedule>(
-        run_, [this](graph::Executable& exe, int64_t m) { prepare_micro_batch(exe, m, loss_scale_); });
+        run_, [this](graph::Executable& exe, int64_t m) { prepare_micro_batch(exe, m, loss_scale_); },
+        overlaps_grad_reduce() ? [this](const std::vector<std::string>& ports) { gradients_final(ports); }
+                               : graph::Executable::OutputsReady());
 }
 
 StepResult Step::run() {

@@ -250,13 +250,9 @@ void TrainConfig::finalize(const Flags& f) {
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
   if (ddp_bucket_size <= 0) throw Error("--ddp-bucket-size must be positive");
   // --overlap-grad-reduce starts each bucket's all-reduce or reduce-scatter
-  // during the last micro-batch's backward, --overlap-param-gather each
-  // bucket's all-gather during the next forward (trainer/step.cpp); the
-  // pipeline's backward is not bucketed yet.
-  if (overlap_grad_reduce && pipeline_model_parallel_size > 1)
-    throw Error(
-        "--overlap-grad-reduce with --pipeline-model-parallel-size > 1 is not yet supported: kiln reduces the "
-        "gradients after the pipeline's last backward; drop the flag");
+  // during the last micro-batch's backward (of each model chunk, under
+  // pipeline parallelism), --overlap-param-gather each bucket's all-gather
+  // during the next forward (trainer/step.cpp).
   // Megatron's rules and words.
   if (overlap_param_gather && !use_distributed_optimizer)
     throw Error("--overlap-param-gather only supported with distributed optimizer; add --use-distributed-optimizer");

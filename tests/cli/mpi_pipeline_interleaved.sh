@@ -8,8 +8,8 @@
 #     embedding, dropout on) and a Llama-style one, with 4 micro-batches
 #     (warm-up, steady and cool-down phases) and with 2 (= P: all warm-up);
 #     validation losses agree too;
-#   - so do DP=2 x interleaved PP=2 with --use-distributed-optimizer and
-#     TP=2 x interleaved PP=2;
+#   - so do DP=2 x interleaved PP=2 with --use-distributed-optimizer
+#     --overlap-grad-reduce --overlap-param-gather, and TP=2 x interleaved PP=2;
 #   - checkpoints stay layout-free: saved under interleaved PP=2, resumed by
 #     1 process, and the reverse, on the uninterrupted trajectory;
 #   - `kiln precompile --world-size 2` builds every chunk's graphs (the run
@@ -64,10 +64,14 @@ mpi 2 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --load "$
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/to_vp.jsonl" 6 "saved by 1 process, resumed under interleaved PP=2"
 
 # A rank's chunks are just more layers to the distributed optimizer and to
-# tensor parallelism (4 ranks each).
-mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --use-distributed-optimizer \
-  --metrics-file "$tmp/dp2.jsonl" >"$tmp/dp2.log" 2>&1
-same_trajectory "$tmp/one.jsonl" "$tmp/dp2.jsonl" 12 "DP=2 x interleaved PP=2 with the distributed optimizer vs 1 process"
+# tensor parallelism (4 ranks each). With the overlap flags each chunk's
+# buckets start during (and right after) its last backward.
+KILN_LOG_LEVEL=debug mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --use-distributed-optimizer \
+  --overlap-grad-reduce --overlap-param-gather --ddp-bucket-size 2048 --metrics-file "$tmp/dp2.jsonl" \
+  >"$tmp/dp2.log" 2>&1
+same_trajectory "$tmp/one.jsonl" "$tmp/dp2.jsonl" 12 "DP=2 x interleaved PP=2 with the overlapped distributed optimizer vs 1 process"
+early=$(grep -Ec "gradient reduce-scatter: [1-9][0-9]* of [0-9]+ buckets started during backward" "$tmp/dp2.log" || true)
+[ "$early" = 12 ] || { echo "DP=2 x interleaved PP=2: $early steps started buckets during backward (want 12)"; exit 1; }
 mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --tensor-model-parallel-size 2 \
   --metrics-file "$tmp/tp2.jsonl" >"$tmp/tp2.log" 2>&1
 same_trajectory "$tmp/one.jsonl" "$tmp/tp2.jsonl" 12 "TP=2 x interleaved PP=2 vs 1 process"

@@ -4,7 +4,8 @@
 #   - Megatron's uneven split (--decoder-first-pipeline-num-layers 3 of 4
 #     layers), TP=2 x PP=2 on 4 ranks and DP=2 x TP=2 x PP=2 on 8 follow
 #     the 1-process trajectory
-#     over 12 steps within 1e-5, and so does PP=2 with --bf16 and --fp16;
+#     over 12 steps within 1e-5, and so do DP=2 x PP=2 with
+#     --overlap-grad-reduce and PP=2 with --bf16 and --fp16;
 #   - what pipeline parallelism does not support yet fails with one line.
 set -euo pipefail
 kiln=$1
@@ -34,6 +35,15 @@ grep -q "tensor parallel: 2 ranks per model replica" "$tmp/tp2pp2.log" ||
 mpi 8 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 \
   --metrics-file "$tmp/3d.jsonl" >"$tmp/3d.log" 2>&1
 same_trajectory "$tmp/gpt.jsonl" "$tmp/3d.jsonl" 12 "DP=2 x TP=2 x PP=2 vs 1 process"
+
+# --overlap-grad-reduce under pipeline parallelism: each stage starts its
+# buckets during its last micro-batch's backward, before the pipeline's
+# last message; the same sums, so the same trajectory.
+KILN_LOG_LEVEL=debug mpi 4 "$kiln" train "${common[@]}" --pipeline-model-parallel-size 2 --overlap-grad-reduce \
+  --ddp-bucket-size 2048 --metrics-file "$tmp/dp2pp2.jsonl" >"$tmp/dp2pp2.log" 2>&1
+same_trajectory "$tmp/gpt.jsonl" "$tmp/dp2pp2.jsonl" 12 "DP=2 x PP=2 with --overlap-grad-reduce vs 1 process"
+early=$(grep -Ec "gradient all-reduce: [1-9][0-9]* of [0-9]+ buckets started during backward" "$tmp/dp2pp2.log" || true)
+[ "$early" = 12 ] || { echo "DP=2 x PP=2: $early steps started buckets during backward (want 12)"; exit 1; }
 
 # Mixed precision: stages hand f32 copies of their 16-bit activations on,
 # which round-trip exactly, so PP=2 follows one process in the same dtype

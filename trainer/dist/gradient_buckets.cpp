@@ -24,6 +24,7 @@ std::vector<size_t> GradientBuckets::complete(const std::vector<std::string>& po
   for (const std::string& port : ports) {
     const auto it = bucket_of_.find(port);
     if (it == bucket_of_.end()) continue;  // not a gradient (the loss, a sum of squares)
+    if (!final_.insert(port).second) continue;
     Bucket& b = buckets_[it->second];
     if (b.not_final > 0 && --b.not_final == 0 && !b.started) {
       b.started = true;
@@ -48,6 +49,7 @@ std::vector<size_t> GradientBuckets::remaining(size_t* early) {
 }
 
 void GradientBuckets::reset() {
+  final_.clear();
   for (Bucket& b : buckets_) {
     b.not_final = b.members.size();
     b.started = false;

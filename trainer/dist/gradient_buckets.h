@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,9 @@ class GradientBuckets {
   size_t elements(size_t b) const { return buckets_[b].elements; }
 
   // Backward has written the final values of these ports this step (ports
-  // that are not gradients are ignored). Returns the buckets that are now
-  // complete and not yet started, and marks them started.
+  // that are not gradients, and ports already reported, are ignored).
+  // Returns the buckets that are now complete and not yet started, and
+  // marks them started.
   std::vector<size_t> complete(const std::vector<std::string>& ports);
   // The buckets not started yet, marked started; `early` counts those that
   // were started by complete() this step.
@@ -50,6 +52,7 @@ class GradientBuckets {
   };
   std::vector<Bucket> buckets_;
   std::map<std::string, size_t> bucket_of_;  // grad.* port -> its bucket
+  std::set<std::string> final_;              // grad.* ports reported final this step
 };
 
 }  // namespace kiln::trainer::dist
