@@ -47,10 +47,10 @@ std::vector<PipelinePass> interleaved_order(int64_t P, int64_t p, int64_t vp, in
   return order;
 }
 
-InterleavedSchedule::InterleavedSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final)
+InterleavedSchedule::InterleavedSchedule(Setup& run, Prepare prepare, OverlapHooks hooks)
     : run_(run),
       prepare_(std::move(prepare)),
-      grads_final_(std::move(grads_final)),
+      hooks_(std::move(hooks)),
       stages_(*run.pp_group),
       stage_(static_cast<int>(run.at.pp_rank)),
       last_(static_cast<int>(run.at.pp - 1)),
@@ -109,7 +109,7 @@ void InterleavedSchedule::forward(int64_t k) {
     const std::vector<float>& in = inputs_[static_cast<size_t>(c)][static_cast<size_t>(m)];
     exe.buffer(kHiddenIn)->write(in.data(), in.size() * sizeof(float));
   }
-  exe.run();
+  exe.run(nullptr, m == 0 ? hooks_.params_needed : nullptr);
   exe.buffer(kHiddenOut)->read(output_.data(), output_.size() * sizeof(float));
 }
 
@@ -129,9 +129,10 @@ void InterleavedSchedule::backward(int64_t k) {
     pending.pop_front();
   }
   const bool last = m == M_ - 1;
-  exe.run(last ? grads_final_ : nullptr);
+  // The last virtual stage's forward runs here, so its first is micro-batch 0's.
+  exe.run(last ? hooks_.grads_final : nullptr, m == 0 && last_virtual(c) ? hooks_.params_needed : nullptr);
   // After its last piece too: another chunk's or stage's work follows.
-  if (last && grads_final_) grads_final_(exe.output_ports());
+  if (last && hooks_.grads_final) hooks_.grads_final(exe.output_ports());
   if (last_virtual(c)) loss_sum_ += read_scalar(exe, "loss");
   if (!first_virtual(c)) exe.buffer(kGradHiddenIn)->read(grad_input_.data(), grad_input_.size() * sizeof(float));
 }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <vector>
 
+#include "trainer/overlap_hooks.h"
 #include "trainer/setup.h"
 
 namespace kiln::trainer {
@@ -39,8 +40,8 @@ std::vector<PipelinePass> interleaved_order(int64_t P, int64_t p, int64_t vp, in
 class InterleavedSchedule {
  public:
   using Prepare = std::function<void(graph::Executable&, int64_t)>;
-  // `grads_final`: as PipelineSchedule's, with each chunk's last backward.
-  InterleavedSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final = nullptr);
+  // `hooks`: as PipelineSchedule's.
+  InterleavedSchedule(Setup& run, Prepare prepare, OverlapHooks hooks = {});
 
   // As PipelineSchedule::train_step: the loss sum on the last rank.
   double train_step(int64_t iteration);
@@ -61,7 +62,7 @@ class InterleavedSchedule {
 
   Setup& run_;
   Prepare prepare_;
-  graph::Executable::OutputsReady grads_final_;
+  OverlapHooks hooks_;
   dist::Comm& stages_;
   int stage_ = 0, last_ = 0, next_ = 0, previous_ = 0;
   int64_t vp_ = 1, M_ = 0;

@@ -16,10 +16,10 @@ constexpr int kGradientTag = 2;
 constexpr int kNobody = -1;
 }  // namespace
 
-PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final)
+PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare, OverlapHooks hooks)
     : run_(run),
       prepare_(std::move(prepare)),
-      grads_final_(std::move(grads_final)),
+      hooks_(std::move(hooks)),
       stages_(*run.pp_group),
       stage_(static_cast<int>(run.at.pp_rank)),
       last_(static_cast<int>(run.at.pp - 1)),
@@ -29,7 +29,7 @@ PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare, graph::Executabl
       output_(activation_elements_),
       grad_output_(activation_elements_),
       grad_input_(activation_elements_) {
-  if (run.chunks.size() > 1) interleaved_ = std::make_unique<InterleavedSchedule>(run, prepare_, grads_final_);
+  if (run.chunks.size() > 1) interleaved_ = std::make_unique<InterleavedSchedule>(run, prepare_, hooks_);
 }
 
 void PipelineSchedule::exchange(const std::vector<float>* send, int send_peer, int send_tag,
@@ -63,10 +63,11 @@ void PipelineSchedule::forward(int64_t m) {
     const std::vector<float>& in = inputs_[static_cast<size_t>(m)];
     exe.buffer(kHiddenIn)->write(in.data(), in.size() * sizeof(float));
   }
-  exe.run();
+  exe.run(nullptr, m == 0 ? hooks_.params_needed : nullptr);
   exe.buffer(kHiddenOut)->read(output_.data(), output_.size() * sizeof(float));
 }
 
+// The last stage's forward runs here, so its first is micro-batch 0's.
 void PipelineSchedule::backward(int64_t m) {
   graph::Executable& exe = m == 0 ? *run_.chunks.front().first_micro_batch : *run_.chunks.front().next_micro_batch;
   prepare_(exe, m);
@@ -77,9 +78,9 @@ void PipelineSchedule::backward(int64_t m) {
   }
   if (stage_ < last_) exe.buffer(kGradHiddenOut)->write(grad_output_.data(), grad_output_.size() * sizeof(float));
   const bool last = m == run_.micro_batches - 1;
-  exe.run(last ? grads_final_ : nullptr);
-  // After its last piece too: another chunk's or stage's work follows.
-  if (last && grads_final_) grads_final_(exe.output_ports());
+  exe.run(last ? hooks_.grads_final : nullptr, m == 0 && stage_ == last_ ? hooks_.params_needed : nullptr);
+  // After its last piece too: the pipeline's messages follow.
+  if (last && hooks_.grads_final) hooks_.grads_final(exe.output_ports());
   if (stage_ == last_) loss_sum_ += read_scalar(exe, "loss");
   if (stage_ > 0) exe.buffer(kGradHiddenIn)->read(grad_input_.data(), grad_input_.size() * sizeof(float));
 }

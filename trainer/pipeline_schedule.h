@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "trainer/interleaved_schedule.h"
+#include "trainer/overlap_hooks.h"
 #include "trainer/setup.h"
 
 namespace kiln::trainer {
@@ -31,9 +32,9 @@ class PipelineSchedule {
   // `prepare(exe, m)` writes micro-batch m's tokens/targets, dropout keys
   // and loss scale to a step graph of this stage.
   using Prepare = std::function<void(graph::Executable&, int64_t)>;
-  // `grads_final`, if set, runs with each model chunk's last backward
-  // (graph::Executable::run's OutputsReady): --overlap-grad-reduce.
-  PipelineSchedule(Setup& run, Prepare prepare, graph::Executable::OutputsReady grads_final = nullptr);
+  // `hooks` (trainer/overlap_hooks.h) run with each model chunk's first
+  // forward and last backward of a step.
+  PipelineSchedule(Setup& run, Prepare prepare, OverlapHooks hooks = {});
 
   // One step's forwards and backwards; gradients land in the grad.* buffers
   // as without pipelining. Returns the sum of the micro-batch losses on the
@@ -55,7 +56,7 @@ class PipelineSchedule {
 
   Setup& run_;
   Prepare prepare_;
-  graph::Executable::OutputsReady grads_final_;
+  OverlapHooks hooks_;
   dist::Comm& stages_;
   int stage_ = 0, last_ = 0;
   size_t activation_elements_ = 0;

@@ -30,11 +30,17 @@ int64_t overflow_test_iteration() {
 
 Step::Step(Setup& run, const JobControl& control)
     : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {
+  // Each bucket's gradient collective starts once backward has written its
+  // gradients for the last time, while the earlier layers' backward runs.
+  if (overlaps_grad_reduce())
+    hooks_.grads_final = [this](const std::vector<std::string>& ports) { gradients_final(ports); };
+  // A step's first forward reads each bucket's parameters once its
+  // all-gather (started by the last optimizer step) has arrived.
+  if (run_.cfg.overlap_param_gather && run_.distributed_optimizer)
+    hooks_.params_needed = [this](const std::vector<std::string>& ports) { parameters_needed(ports); };
   if (run_.at.pp > 1)
     pipeline_ = std::make_unique<PipelineSchedule>(
-        run_, [this](graph::Executable& exe, int64_t m) { prepare_micro_batch(exe, m, loss_scale_); },
-        overlaps_grad_reduce() ? [this](const std::vector<std::string>& ports) { gradients_final(ports); }
-                               : graph::Executable::OutputsReady());
+        run_, [this](graph::Executable& exe, int64_t m) { prepare_micro_batch(exe, m, loss_scale_); }, hooks_);
 }
 
 StepResult Step::run() {
@@ -76,44 +82,36 @@ StepResult Step::run() {
 // and rank r takes the r-th B of them.
 double Step::forward_backward(double loss_scale) {
   const auto scale = static_cast<float>(loss_scale);
-  if (pipeline_) {
-    run_.finish_parameter_gather("the pipeline's forward");
-    loss_scale_ = scale;
-    return pipeline_->train_step(run_.progress.iteration + 1);
-  }
+  at_iteration_ = " at iteration " + std::to_string(run_.progress.iteration + 1);
+  pieces_begun_ = awaited_inside_ = 0;
+  if (!hooks_.params_needed) run_.finish_parameter_gather("the forward" + at_iteration_);
   double loss_sum = 0;
-  const std::string at_iteration = " at iteration " + std::to_string(run_.progress.iteration + 1);
-  for (int64_t m = 0; m < run_.micro_batches; ++m) {
-    ChunkSteps& steps = run_.chunks.front();
-    graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
-    prepare_micro_batch(train_step, m, scale);
-    // Each bucket's gradient collective starts once backward has written its
-    // gradients for the last time, while the earlier layers' backward runs.
-    graph::Executable::OutputsReady ready;
-    if (m == run_.micro_batches - 1 && overlaps_grad_reduce())
-      ready = [this](const std::vector<std::string>& ports) { gradients_final(ports); };
-    // The first forward reads each bucket's parameters once its all-gather
-    // (started by the last optimizer step) has arrived.
-    graph::Executable::InputsNeeded needed;
-    size_t pieces_begun = 0, awaited_inside = 0;  // for the debug line below
-    if (m == 0 && run_.cfg.overlap_param_gather && run_.distributed_optimizer)
-      needed = [&](const std::vector<std::string>& ports) {
-        const size_t written =
-            run_.distributed_optimizer->parameters_needed(ports, "parameter all-gather" + at_iteration);
-        if (pieces_begun++ > 0) awaited_inside += written;
-        run_.dp_group->progress();
-      };
-    if (!needed) run_.finish_parameter_gather("the forward" + at_iteration);
-    train_step.run(ready, needed);
-    if (needed) {
-      // A parameter no piece reports (none in a train step) is written here.
-      run_.finish_parameter_gather("the forward" + at_iteration);
-      logger().debug("parameter all-gather: {} of {} buckets awaited after the forward began", awaited_inside,
-                     run_.distributed_optimizer->buckets());
+  if (pipeline_) {
+    loss_scale_ = scale;
+    loss_sum = pipeline_->train_step(run_.progress.iteration + 1);
+  } else {
+    for (int64_t m = 0; m < run_.micro_batches; ++m) {
+      ChunkSteps& steps = run_.chunks.front();
+      graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
+      prepare_micro_batch(train_step, m, scale);
+      train_step.run(m == run_.micro_batches - 1 ? hooks_.grads_final : nullptr,
+                     m == 0 ? hooks_.params_needed : nullptr);
+      loss_sum += read_scalar(train_step, "loss");
     }
-    loss_sum += read_scalar(train_step, "loss");
+  }
+  if (hooks_.params_needed) {
+    // Every forward reads every parameter, so this finds none left.
+    run_.finish_parameter_gather("the forward" + at_iteration_);
+    logger().debug("parameter all-gather: {} of {} buckets awaited after the forward began", awaited_inside_,
+                   run_.distributed_optimizer->buckets());
   }
   return loss_sum;
+}
+
+void Step::parameters_needed(const std::vector<std::string>& ports) {
+  const size_t written = run_.distributed_optimizer->parameters_needed(ports, "parameter all-gather" + at_iteration_);
+  if (pieces_begun_++ > 0) awaited_inside_ += written;
+  run_.dp_group->progress();
 }
 
 bool Step::overlaps_grad_reduce() const { return run_.cfg.overlap_grad_reduce && run_.dp_group->size() > 1; }

@@ -35,6 +35,9 @@ class Step {
   // Backward has written these ports for the last time this step: starts
   // the gradient collectives of the buckets now complete.
   void gradients_final(const std::vector<std::string>& ports);
+  // A forward is about to read these ports: writes the parameters among
+  // them whose all-gather is still pending, once it has arrived.
+  void parameters_needed(const std::vector<std::string>& ports);
   // Writes micro-batch m of this step to a step graph: samples, dropout keys, loss scale.
   void prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale);
   // With a tied embedding under pipeline parallelism: the first and last
@@ -53,9 +56,12 @@ class Step {
   Setup& run_;
   const JobControl& control_;
   int64_t nan_in_a_row_ = 0;
-  int64_t overflow_test_iteration_ = 0;         // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
-  float loss_scale_ = 1.0f;                     // this step's, for the pipeline's micro-batches
-  std::unique_ptr<PipelineSchedule> pipeline_;  // --pipeline-model-parallel-size > 1
+  int64_t overflow_test_iteration_ = 0;           // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
+  float loss_scale_ = 1.0f;                       // this step's, for the pipeline's micro-batches
+  OverlapHooks hooks_;                            // --overlap-grad-reduce, --overlap-param-gather
+  std::string at_iteration_;                      // " at iteration N", for the collectives' messages
+  size_t pieces_begun_ = 0, awaited_inside_ = 0;  // this step's forward, for the debug line
+  std::unique_ptr<PipelineSchedule> pipeline_;    // --pipeline-model-parallel-size > 1
 };
 
 // The mean validation loss over --eval-iters micro-batches per data-parallel

@@ -65,13 +65,17 @@ same_trajectory "$tmp/one_after6.jsonl" "$tmp/to_vp.jsonl" 6 "saved by 1 process
 
 # A rank's chunks are just more layers to the distributed optimizer and to
 # tensor parallelism (4 ranks each). With the overlap flags each chunk's
-# buckets start during (and right after) its last backward.
+# buckets start during (and right after) its last backward, and its first
+# forward waits for its parameters' buckets only.
 KILN_LOG_LEVEL=debug mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --use-distributed-optimizer \
   --overlap-grad-reduce --overlap-param-gather --ddp-bucket-size 2048 --metrics-file "$tmp/dp2.jsonl" \
   >"$tmp/dp2.log" 2>&1
 same_trajectory "$tmp/one.jsonl" "$tmp/dp2.jsonl" 12 "DP=2 x interleaved PP=2 with the overlapped distributed optimizer vs 1 process"
 early=$(grep -Ec "gradient reduce-scatter: [1-9][0-9]* of [0-9]+ buckets started during backward" "$tmp/dp2.log" || true)
-[ "$early" = 12 ] || { echo "DP=2 x interleaved PP=2: $early steps started buckets during backward (want 12)"; exit 1; }
+inside=$(grep -Ec "parameter all-gather: [1-9][0-9]* of [0-9]+ buckets awaited after the forward began" "$tmp/dp2.log" ||
+  true)
+[ "$early" = 12 ] && [ "$inside" = 11 ] ||
+  { echo "DP=2 x interleaved PP=2: $early steps reduce-scattered during backward (want 12), $inside gathered inside the forward (want 11)"; exit 1; }
 mpi 4 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --tensor-model-parallel-size 2 \
   --metrics-file "$tmp/tp2.jsonl" >"$tmp/tp2.log" 2>&1
 same_trajectory "$tmp/one.jsonl" "$tmp/tp2.jsonl" 12 "TP=2 x interleaved PP=2 vs 1 process"
