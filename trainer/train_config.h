@@ -9,6 +9,7 @@
 
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
+#include "trainer/megatron_compat_flags.h"
 #include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
 
@@ -78,6 +79,9 @@ struct TrainConfig {
   double init_method_std = 0.02;
   int64_t seed = 1234;
   MixedPrecision precision;  // --bf16, --fp16 and loss scaling
+
+  // Megatron flags with no effect in kiln, warned about, or refused (docs/CLI.md).
+  MegatronCompatFlags megatron_compat;
 
   std::string save;
   std::string load;
