@@ -330,7 +330,7 @@ void MegatronCompatFlags::finalize(const Flags& f) const {
     if (row.kind == Kind::NotProvided) {
       auto w = std::find_if(warnings.begin(), warnings.end(), [&](const auto& p) { return p.first == row.why; });
       if (w == warnings.end()) w = warnings.insert(warnings.end(), {row.why, {}});
-      w->second.push_back(row.name);
+      w->second.push_back(given);
     }
   }
   if (const Words quiet = accepted_without_effect(f); !quiet.empty())
