@@ -121,8 +121,6 @@ std::vector<CompatFlag> make_rows() {
                      "kiln has no context parallelism (each rank holds whole sequences)"),
       kiln_value_row("--expert-model-parallel-size", Value::Int, {}, {"1"}, kMoe),
       // Outputs kiln does not produce: the training is the same, a warning says what is missing.
-      switch_row("--log-throughput", Kind::NotProvided,
-                 "kiln's iteration line always shows throughput in tokens/s, but not Megatron's TFLOP/s/GPU"),
       value_row("--wandb-project", Value::Text, {}, Kind::NotProvided, kWandb),
       value_row("--wandb-exp-name", Value::Text, {}, Kind::NotProvided, kWandb),
       value_row("--wandb-save-dir", Value::Text, {}, Kind::NotProvided, kWandb),

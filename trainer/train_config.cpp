@@ -156,6 +156,8 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--exit-trigger-file", &exit_trigger_file,
         "if this file exists (checked every --log-interval steps), save and exit 0 (default <save>/kiln-exit-now)");
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
+  f.add("--log-throughput", &log_throughput,
+        "add Megatron's 'throughput per GPU (TFLOP/s/GPU)' (its model-FLOPs count) to the iteration line");
   megatron_compat.register_flags(f);
 }
 

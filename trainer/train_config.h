@@ -118,6 +118,7 @@ struct TrainConfig {
   std::string save_trigger_file;            // default <save>/kiln-save-now
   std::string exit_trigger_file;            // default <save>/kiln-exit-now
   std::string tensorboard_dir;
+  bool log_throughput = false;  // Megatron's TFLOP/s/GPU field in the iteration line
 
   // --use-distributed-optimizer with more than one data-parallel rank: each
   // rank holds and updates only its part of the optimizer state.

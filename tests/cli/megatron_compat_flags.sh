@@ -3,7 +3,7 @@
 # its --mock-data branch, shrunk to a tiny model) train with kiln: the flags
 # that pick a Megatron implementation detail are accepted and listed in one
 # start-up info line (nothing per step), the outputs kiln lacks are warned
-# about once; the flags asking for what kiln lacks (FP8, a decoupled LR,
+# about once, --log-throughput adds Megatron's TFLOP/s/GPU; the flags asking for what kiln lacks (FP8, a decoupled LR,
 # bf16 gradient reduction, per-token loss) are each refused in one line.
 # Not here: --train-samples / --lr-*-samples and --load of a first launch
 # (other work); --train-iters and the iters flags stand in for them.
@@ -25,8 +25,9 @@ llama3=(--use-mcore-models --num-layers 2 --hidden-size 64 --ffn-hidden-size 224
   --no-mmap-bin-files --num-workers 1 --log-interval 1 --eval-iters 1 --eval-interval 1000 --save-interval 1000
   --log-throughput --profile --profile-step-start 4 --profile-step-end 6 --ckpt-format torch_dist
   --distributed-timeout-minutes 60 --save "$tmp/ckpt" --tensorboard-dir "$tmp/tb" --num-threads 2)
+run_only=(--metrics-file "$tmp/metrics.jsonl")
 
-"$kiln" train "${llama3[@]}" >"$tmp/out" 2>"$tmp/err" || { echo "llama3 flags did not train:"; cat "$tmp/err"; exit 1; }
+"$kiln" train "${llama3[@]}" "${run_only[@]}" >"$tmp/out" 2>"$tmp/err" || { echo "llama3 flags did not train:"; cat "$tmp/err"; exit 1; }
 iterations=$(grep -c '] iteration ' "$tmp/out" || true)
 [ "$iterations" -eq 2 ] || { echo "expected 2 iteration lines, got $iterations:"; cat "$tmp/out"; exit 1; }
 grep -q 'saved checkpoint at iteration 2' "$tmp/out" || { echo "no checkpoint:"; cat "$tmp/out"; exit 1; }
@@ -40,7 +41,17 @@ for flag in '--use-mcore-models' '--attention-backend fused' '--cross-entropy-lo
   case "$info" in *"$flag"*) ;; *) echo "info line lacks $flag: $info"; exit 1 ;; esac
 done
 # Outputs kiln does not produce: one warning per reason, naming the flags.
-grep -q -- '--log-throughput ignored: .*TFLOP/s/GPU' "$tmp/err" || { echo "no --log-throughput warning:"; cat "$tmp/err"; exit 1; }
+# --log-throughput: Megatron's TFLOP/s/GPU field, its FLOP count of this model (2 x 32 tokens,
+# 2 layers, GQA 4/2 heads of 16, SwiGLU 224, padded vocab 128384) over the iteration's time.
+[ "$(grep -c '] iteration .* elapsed time per iteration (ms): [0-9.]* | throughput per GPU (TFLOP/s/GPU): [0-9.]* | throughput (tokens/s)' "$tmp/out" || true)" -eq 2 ] ||
+  { echo "no TFLOP/s/GPU field:"; cat "$tmp/out"; exit 1; }
+python3 - "$tmp/metrics.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    flops = m["tflops_per_gpu"] * m["ms_per_iteration"] / 1000 * 1e12
+    assert abs(flops / 3199205376.0 - 1) < 1e-9, (flops, m)
+PY
 grep -q -- '--profile, --profile-step-start 4, --profile-step-end 6 ignored: kiln has no profiler' "$tmp/err" ||
   { echo "no --profile warning:"; cat "$tmp/err"; exit 1; }
 grep -q -- '--ckpt-format torch_dist ignored: kiln writes its own checkpoint format' "$tmp/err" ||
