@@ -59,8 +59,8 @@ std::vector<CompatFlag> make_rows() {
       // Implementation choices: the same computation in kiln.
       switch_row("--use-mcore-models", Kind::NoEffect,
                  "Megatron ignores it too (core models are its default); kiln has one model implementation"),
-      value_row("--transformer-impl", Value::Text, {"local", "transformer_engine"}, Kind::NoEffect,
-                "kiln has one transformer layer implementation; both of Megatron's compute the same layer"),
+      value_row("--transformer-impl", Value::Text, {"local", "transformer_engine", "inference_optimized"},
+                Kind::NoEffect, "kiln has one transformer layer implementation; Megatron's compute the same layer"),
       value_row("--attention-backend", Value::Text, {"flash", "fused", "unfused", "local", "auto"}, Kind::NoEffect,
                 kOneAttention),
       switch_row("--use-flash-attn", Kind::NoEffect, kOneAttention),
