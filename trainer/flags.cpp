@@ -52,7 +52,7 @@ std::string Bounds::describe() const {
 }
 
 void Flags::add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds) {
-  Spec s{name, kind, target, help, "", bounds};
+  Spec s{name, kind, target, help, "", bounds, section_};
   switch (kind) {
     case Kind::Int: s.default_text = std::to_string(*static_cast<int64_t*>(target)); break;
     case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
@@ -197,16 +197,23 @@ std::vector<std::pair<std::string, std::string>> Flags::values() const {
 std::string Flags::help() const {
   std::ostringstream o;
   o << "usage: kiln " << command_ << " [flags]\n\n";
-  for (const auto& s : specs_) {
-    std::string left = "  " + s.name;
-    if (s.kind == Kind::Int) left += " N";
-    if (s.kind == Kind::Double) left += " X";
-    if (s.kind == Kind::String) left += " S";
-    if (s.kind == Kind::List) left += " ...";
-    o << left;
-    o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
-    if (!s.default_text.empty()) o << " (default " << s.default_text << ")";
-    o << "\n";
+  std::vector<std::string> sections = {""};
+  for (const auto& s : specs_)
+    if (std::find(sections.begin(), sections.end(), s.section) == sections.end()) sections.push_back(s.section);
+  for (const std::string& section : sections) {
+    if (!section.empty()) o << "\n" << section << ":\n";
+    for (const auto& s : specs_) {
+      if (s.section != section) continue;
+      std::string left = "  " + s.name;
+      if (s.kind == Kind::Int) left += " N";
+      if (s.kind == Kind::Double) left += " X";
+      if (s.kind == Kind::String) left += " S";
+      if (s.kind == Kind::List) left += " ...";
+      o << left;
+      o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
+      if (!s.default_text.empty()) o << " (default " << s.default_text << ")";
+      o << "\n";
+    }
   }
   return o.str();
 }

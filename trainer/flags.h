@@ -43,6 +43,9 @@ class Flags {
   void add(const std::string& name, std::string* target, const std::string& help);
   void add(const std::string& name, bool* target, const std::string& help);  // switch
   void add(const std::string& name, std::vector<std::string>* target, const std::string& help);
+  // The flags added from now on belong to a titled section, which --help
+  // lists after the untitled flags; section("") returns to the untitled list.
+  void section(const std::string& title) { section_ = title; }
 
   // Parses args; returns false if --help was given (help already printed).
   bool parse(const std::vector<std::string>& args);
@@ -62,12 +65,14 @@ class Flags {
     std::string help;
     std::string default_text;
     Bounds bounds;
+    std::string section;
   };
   void add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds = {});
   const Spec* find(const std::string& name) const;
 
   std::string command_;
   std::vector<Spec> specs_;
+  std::string section_;  // of the flags being added
   std::vector<std::string> given_;
 };
 

@@ -156,6 +156,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--exit-trigger-file", &exit_trigger_file,
         "if this file exists (checked every --log-interval steps), save and exit 0 (default <save>/kiln-exit-now)");
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
+  f.add("--log-throughput", &log_throughput,
+        "add Megatron's 'throughput per GPU (TFLOP/s/GPU)' (its model-FLOPs count) to the iteration line");
+  megatron_compat.register_flags(f);
 }
 
 void TrainConfig::finalize_architecture(const Flags& f) {
@@ -221,6 +224,7 @@ void TrainConfig::finalize(const Flags& f) {
   if (save_interval > 0 && save.empty()) throw Error("--save-interval needs --save DIR");
   if (clip_grad < 0) throw Error("--clip-grad must not be negative");
   precision.finalize();
+  megatron_compat.finalize(f);
   model.compute_dtype = precision.compute_dtype();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||

@@ -9,6 +9,7 @@
 
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
+#include "trainer/megatron_compat_flags.h"
 #include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
 
@@ -79,6 +80,9 @@ struct TrainConfig {
   int64_t seed = 1234;
   MixedPrecision precision;  // --bf16, --fp16 and loss scaling
 
+  // Megatron flags with no effect in kiln, warned about, or refused (docs/CLI.md).
+  MegatronCompatFlags megatron_compat;
+
   std::string save;
   std::string load;
   int64_t save_interval = 0;
@@ -114,6 +118,7 @@ struct TrainConfig {
   std::string save_trigger_file;            // default <save>/kiln-save-now
   std::string exit_trigger_file;            // default <save>/kiln-exit-now
   std::string tensorboard_dir;
+  bool log_throughput = false;  // Megatron's TFLOP/s/GPU field in the iteration line
 
   // --use-distributed-optimizer with more than one data-parallel rank: each
   // rank holds and updates only its part of the optimizer state.

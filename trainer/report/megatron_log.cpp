@@ -28,6 +28,7 @@ std::string format_iteration(const IterationLog& l) {
                                 static_cast<long>(l.iteration), static_cast<long>(l.train_iters));
   s += printf_string(" consumed samples: %12ld |", static_cast<long>(l.consumed_samples));
   s += printf_string(" elapsed time per iteration (ms): %.1f |", l.ms_per_iteration);
+  if (l.tflops_per_gpu) s += printf_string(" throughput per GPU (TFLOP/s/GPU): %.1f |", *l.tflops_per_gpu);
   s += printf_string(" throughput (tokens/s): %.1f |", l.tokens_per_second);
   s += printf_string(" learning rate: %.6E |", l.learning_rate);
   s += printf_string(" global batch size: %5ld |", static_cast<long>(l.global_batch_size));
@@ -46,6 +47,7 @@ nlohmann::json iteration_json(const IterationLog& l) {
                       {"tokens_per_second", l.tokens_per_second},
                       {"learning_rate", l.learning_rate},
                       {"global_batch_size", l.global_batch_size}};
+  if (l.tflops_per_gpu) j["tflops_per_gpu"] = *l.tflops_per_gpu;
   if (l.lm_loss) j["lm_loss"] = *l.lm_loss;
   if (l.loss_scale) j["loss_scale"] = *l.loss_scale;
   if (l.grad_norm) j["grad_norm"] = *l.grad_norm;

@@ -16,6 +16,8 @@ struct IterationLog {
   int64_t consumed_samples = 0;
   double ms_per_iteration = 0;
   double tokens_per_second = 0;
+  // --log-throughput: Megatron's model TFLOP/s per GPU (report/model_flops.h).
+  std::optional<double> tflops_per_gpu;
   double learning_rate = 0;
   int64_t global_batch_size = 0;
   // Absent when every iteration of the interval was skipped: Megatron then

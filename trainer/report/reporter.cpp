@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "trainer/report/model_flops.h"
+
 namespace kiln::trainer {
 
 Reporter::Reporter(const Setup& run) : run_(run), prints_(run.comm.is_last_rank()) {
@@ -31,6 +33,9 @@ void Reporter::log(const StepResult& step) {
   line.ms_per_iteration = 1000.0 * seconds / static_cast<double>(stats_.iterations);
   line.tokens_per_second =
       static_cast<double>(stats_.iterations * cfg.global_batch_size * cfg.model.seq_length) / seconds;
+  if (cfg.log_throughput)
+    line.tflops_per_gpu = megatron_tflops_per_gpu(megatron_iteration_flops(cfg.model, cfg.global_batch_size),
+                                                  line.ms_per_iteration / 1000.0, run_.comm.size());
   line.learning_rate = step.lr;
   line.global_batch_size = cfg.global_batch_size;
   line.lm_loss = stats_.mean_loss();

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A real Megatron launch script's flags (examples/llama/train_llama3_8b_h100_fp8.sh,
+# its --mock-data branch, shrunk to a tiny model) train with kiln: the flags
+# that pick a Megatron implementation detail are accepted and listed in one
+# start-up info line (nothing per step), the outputs kiln lacks are warned
+# about once, --log-throughput adds Megatron's TFLOP/s/GPU; the flags asking for what kiln lacks (FP8, a decoupled LR,
+# bf16 gradient reduction, per-token loss) are each refused in one line.
+# Not here: --train-samples / --lr-*-samples and --load of a first launch
+# (other work); --train-iters and the iters flags stand in for them.
+set -euo pipefail
+kiln=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+llama3=(--use-mcore-models --num-layers 2 --hidden-size 64 --ffn-hidden-size 224 --num-attention-heads 4
+  --group-query-attention --num-query-groups 2 --kv-channels 16 --seq-length 32 --max-position-embeddings 32
+  --position-embedding-type rope --rotary-base 1000000 --rotary-percent 1.0 --attention-dropout 0.0
+  --hidden-dropout 0.0 --swiglu --normalization RMSNorm --init-method-std 0.0134 --attention-backend fused
+  --apply-layernorm-1p --untie-embeddings-and-output-weights --disable-bias-linear --micro-batch-size 1
+  --global-batch-size 2 --train-iters 2 --lr-decay-iters 2 --lr-warmup-iters 1 --lr 0.00015 --min-lr 0.00001
+  --lr-decay-style cosine --clip-grad 1.0 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --bf16
+  --cross-entropy-loss-fusion --manual-gc --empty-unused-memory-level 1 --exit-duration-in-mins 235
+  --tensor-model-parallel-size 1 --context-parallel-size 1 --sequence-parallel --use-distributed-optimizer
+  --overlap-grad-reduce --overlap-param-gather --mock-data --tokenizer-type NullTokenizer --vocab-size 128256
+  --data-cache-path "$tmp/dcache" --tiktoken-pattern v2 --split 99,1,0 --no-create-attention-mask-in-dataloader
+  --no-mmap-bin-files --num-workers 1 --log-interval 1 --eval-iters 1 --eval-interval 1000 --save-interval 1000
+  --log-throughput --profile --profile-step-start 4 --profile-step-end 6 --ckpt-format torch_dist
+  --distributed-timeout-minutes 60 --save "$tmp/ckpt" --tensorboard-dir "$tmp/tb" --num-threads 2)
+run_only=(--metrics-file "$tmp/metrics.jsonl")
+
+"$kiln" train "${llama3[@]}" "${run_only[@]}" >"$tmp/out" 2>"$tmp/err" || { echo "llama3 flags did not train:"; cat "$tmp/err"; exit 1; }
+iterations=$(grep -c '] iteration ' "$tmp/out" || true)
+[ "$iterations" -eq 2 ] || { echo "expected 2 iteration lines, got $iterations:"; cat "$tmp/out"; exit 1; }
+grep -q 'saved checkpoint at iteration 2' "$tmp/out" || { echo "no checkpoint:"; cat "$tmp/out"; exit 1; }
+# One info line lists the flags accepted with no effect, with their values, in the table's order.
+info=$(grep 'Megatron flags accepted with no effect' "$tmp/err" || true)
+[ "$(grep -c 'Megatron flags accepted with no effect' "$tmp/err" || true)" -eq 1 ] ||
+  { echo "expected one no-effect info line:"; cat "$tmp/err"; exit 1; }
+for flag in '--use-mcore-models' '--attention-backend fused' '--cross-entropy-loss-fusion' '--manual-gc' \
+  '--num-workers 1' '--no-mmap-bin-files' '--empty-unused-memory-level 1' '--tiktoken-pattern v2' \
+  '--no-create-attention-mask-in-dataloader' '--context-parallel-size 1'; do
+  case "$info" in *"$flag"*) ;; *) echo "info line lacks $flag: $info"; exit 1 ;; esac
+done
+# Outputs kiln does not produce: one warning per reason, naming the flags.
+# --log-throughput: Megatron's TFLOP/s/GPU field, its FLOP count of this model (2 x 32 tokens,
+# 2 layers, GQA 4/2 heads of 16, SwiGLU 224, padded vocab 128384) over the iteration's time.
+[ "$(grep -c '] iteration .* elapsed time per iteration (ms): [0-9.]* | throughput per GPU (TFLOP/s/GPU): [0-9.]* | throughput (tokens/s)' "$tmp/out" || true)" -eq 2 ] ||
+  { echo "no TFLOP/s/GPU field:"; cat "$tmp/out"; exit 1; }
+python3 - "$tmp/metrics.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    flops = m["tflops_per_gpu"] * m["ms_per_iteration"] / 1000 * 1e12
+    assert abs(flops / 3199205376.0 - 1) < 1e-9, (flops, m)
+PY
+grep -q -- '--profile, --profile-step-start 4, --profile-step-end 6 ignored: kiln has no profiler' "$tmp/err" ||
+  { echo "no --profile warning:"; cat "$tmp/err"; exit 1; }
+grep -q -- '--ckpt-format torch_dist ignored: kiln writes its own checkpoint format' "$tmp/err" ||
+  { echo "no --ckpt-format warning:"; cat "$tmp/err"; exit 1; }
+# Nothing of the table's appears per step.
+mentions=$(grep -v '\] iteration \|^ *validation\|^-*$\|saved checkpoint' "$tmp/out" | grep -c -- '--' || true)
+[ "$mentions" -eq 0 ] || { echo "compat flags mentioned on stdout:"; cat "$tmp/out"; exit 1; }
+
+# The flags of the script that ask for what kiln lacks: each refused in one line naming it, before any work.
+refused() {
+  local want=$1; shift
+  if "$kiln" train "${llama3[@]}" "$@" >"$tmp/out" 2>"$tmp/err"; then echo "$* was accepted"; exit 1; fi
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$want" "$tmp/err" && [ ! -s "$tmp/out" ] ||
+    { echo "$* -> stderr:"; cat "$tmp/err"; exit 1; }
+  echo "ok: $(cat "$tmp/err")"
+}
+refused '--fp8-format hybrid: kiln has no FP8 training' --fp8-format hybrid
+refused '--fp8-amax-history-len 1024: kiln has no FP8 training' --fp8-amax-history-len 1024
+refused '--fp8-param-gather: kiln has no FP8 training' --fp8-param-gather
+refused '--decoupled-lr 5.0e-4: kiln has one learning rate schedule' --decoupled-lr 5.0e-4
+refused '--grad-reduce-in-bf16: kiln all-reduces gradients in fp32' --grad-reduce-in-bf16
+refused '--calculate-per-token-loss: kiln averages the loss' --calculate-per-token-loss
+refused "--attention-backend fuse: not one of Megatron's choices" --attention-backend fuse
+refused '--context-parallel-size 2: kiln has no context parallelism' --context-parallel-size 2
+
+# --help lists them in their own section.
+"$kiln" train --help >"$tmp/help"
+grep -q '^Megatron flags accepted for compatibility' "$tmp/help" || { echo "no compat section in --help"; exit 1; }
+echo "llama3 flags: trained 2 steps; refusals in one line"
