@@ -108,6 +108,8 @@ void TrainConfig::register_flags(Flags& f) {
   precision.register_flags(f);
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
+  f.add("--exit-on-missing-checkpoint", &exit_on_missing_checkpoint,
+        "error out when --load holds no checkpoint (default: warn and start from random, as Megatron)");
   f.add("--finetune", &finetune,
         "load only the model from --load: fresh optimizer and RNG state, iteration and consumed samples from 0");
   f.add("--no-load-optim", &no_load_optim, "do not load the optimizer state (AdamW moments) from --load");
@@ -182,16 +184,40 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   model.rotary_percent = static_cast<float>(rotary_percent);
   model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
   model.alibi_bias_max = static_cast<float>(alibi_bias_max);
-  if (use_checkpoint_args) {
-    if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+  if (use_checkpoint_args && load.empty())
+    throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+  if (use_checkpoint_args && load_missing)
+    logger().info("Checkpoint not found to provide arguments, using provided arguments.");  // Megatron's words
+  if (use_checkpoint_args && !load_missing) {
     // As Megatron: the checkpoint's model replaces the model flags.
     const LoadedCheckpoint ck = load_checkpoint(load);
     model = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
   }
 }
 
+// Megatron's load_checkpoint: a --load with no checkpoint yet (the first
+// launch of a `--save X --load X` script) starts from random with a warning
+// (Setup prints it). A file or a partial checkpoint stays load_checkpoint's
+// error: that is bad input, not a first launch.
+void TrainConfig::check_load() {
+  if (load.empty() || !holds_no_checkpoint(load)) return;
+  std::string what = "--load ";
+  what += load;
+  what += std::filesystem::exists(load) ? " holds no checkpoint" : " does not exist";
+  if (finetune)
+    throw Error(what +
+                "; --finetune starts from a checkpoint's model: point --load at a --save directory or an "
+                "iter_XXXXXXX checkpoint");
+  if (exit_on_missing_checkpoint)
+    throw Error(what +
+                " and --exit-on-missing-checkpoint is given; point --load at a --save directory, or drop "
+                "the flag to start from random");
+  load_missing = true;
+}
+
 void TrainConfig::finalize(const Flags& f) {
   model.init_method_std = static_cast<float>(init_method_std);
+  check_load();
   finalize_architecture(f);
   model.validate();
   if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
@@ -236,15 +262,13 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error(
           "--tokenizer-type, --vocab-file, --merge-file and --tokenizer-model only apply with --data-path PREFIX "
           "(make one with kiln preprocess) or --mock-data");
-    if (mock_data && !f.given("--vocab-size") && !use_checkpoint_args)
+    if (mock_data && !f.given("--vocab-size") && !(use_checkpoint_args && !load_missing))
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
                   " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
   }
   if (finetune && load.empty()) throw Error("--finetune needs --load CKPT, the checkpoint whose model to start from");
-  if (!load.empty() && !std::filesystem::exists(load))
-    throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");

@@ -81,6 +81,12 @@ struct TrainConfig {
 
   std::string save;
   std::string load;
+  // Megatron's --exit-on-missing-checkpoint: a --load with no checkpoint is
+  // an error instead of a start from random.
+  bool exit_on_missing_checkpoint = false;
+  // Set by finalize(): --load holds no checkpoint yet (the first launch of a
+  // `--save X --load X` script), so the run starts from random as Megatron's.
+  bool load_missing = false;
   int64_t save_interval = 0;
   int64_t eval_interval = 100;
   int64_t eval_iters = 10;
@@ -118,6 +124,8 @@ struct TrainConfig {
   // --use-distributed-optimizer with more than one data-parallel rank: each
   // rank holds and updates only its part of the optimizer state.
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
+  // --load names a checkpoint to restore (not a first launch's empty dir).
+  bool resumes() const { return !load.empty() && !load_missing; }
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
   // The model part pipeline stage `stage` holds (the whole model without
@@ -143,6 +151,7 @@ struct TrainConfig {
  private:
   // The architecture flags into `model`, with the checks that need the flags themselves.
   void finalize_architecture(const Flags& flags);
+  void check_load();
   // --data-path checks.
   void finalize_data();
   // Loads the tokenizer and sets model.vocab_size to its size padded to a
