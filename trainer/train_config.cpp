@@ -402,11 +402,12 @@ void TrainConfig::finalize_data() {
             "preprocess writes <output-prefix>_text_document.bin/.idx)";
         throw Error(message);
       }
-  if (eval_iters > 0 && !data::split_matrix(split_vec)[1])
-    throw Error("--split " + split + " leaves no documents for validation, but --eval-iters is " +
-                std::to_string(eval_iters) +
-                "; give validation a share (e.g. --split 969,30,1) or pass "
-                "--eval-iters 0");
+  // As Megatron: a split with no validation share builds no validation
+  // dataset, and training runs without evaluation (no error).
+  if (eval_iters > 0 && !data::split_matrix(split_vec)[1]) {
+    logger().info("validation is off: --split {} gives it no documents", split);
+    eval_iters = 0;
+  }
 }
 
 void TrainConfig::load_tokenizer(const Flags& f) {
