@@ -27,7 +27,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--hidden-size", &model.hidden_size, "hidden size");
   f.add("--num-attention-heads", &model.num_attention_heads, "attention heads (must divide hidden size)");
   f.add("--seq-length", &model.seq_length, "sequence length");
-  f.add("--max-position-embeddings", &max_position_embeddings, "position table size (defaults to --seq-length)");
+  f.add("--max-position-embeddings", &max_position_embeddings,
+        "rows of the learned position table, >= --seq-length (the model uses the first --seq-length); no effect with "
+        "rope, alibi or none (default: --seq-length)");
   f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
   f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
   f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
@@ -184,6 +186,16 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   model.rotary_percent = static_cast<float>(rotary_percent);
   model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
   model.alibi_bias_max = static_cast<float>(alibi_bias_max);
+  // Megatron allows a larger --max-position-embeddings: with learned
+  // absolute positions the table has that many rows (the model uses the
+  // first --seq-length); rope, alibi and none have no table to size.
+  if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
+  if (max_position_embeddings < model.seq_length)
+    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) +
+                " is smaller than --seq-length " + std::to_string(model.seq_length) +
+                "; give it at least the sequence length, or leave it out");
+  if (model.position_embedding_type == PositionEmbedding::LearnedAbsolute && max_position_embeddings > model.seq_length)
+    model.max_position_embeddings = max_position_embeddings;
   if (use_checkpoint_args && load.empty())
     throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
   if (use_checkpoint_args && load_missing)
@@ -220,11 +232,6 @@ void TrainConfig::finalize(const Flags& f) {
   check_load();
   finalize_architecture(f);
   model.validate();
-  if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
-  if (max_position_embeddings != model.seq_length)
-    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) + " differs from --seq-length " +
-                std::to_string(model.seq_length) +
-                "; kiln sizes the position table to the sequence length, so set them equal");
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
   if (global_batch_size == 0) global_batch_size = micro_batch_size * data_parallel_size;
