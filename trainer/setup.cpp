@@ -127,8 +127,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
          : cfg.mock_data        ? make_mock_data(mock_vocab, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
-  schedule =
-      std::make_unique<LrSchedule>(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
+  schedule = std::make_unique<LrSchedule>(cfg.lr_schedule());
 
   // ---- compiled step graphs
   logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);

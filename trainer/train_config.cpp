@@ -100,6 +100,11 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::half_open(0, 1));
   f.add("--lr-decay-iters", &lr_decay_iters, "decay steps (default: --train-iters)");
   f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine");
+  f.add("--train-samples", &train_samples,
+        "train for this many samples instead of --train-iters (iterations = samples / global batch size)");
+  f.add("--lr-warmup-samples", &lr_warmup_samples,
+        "with --train-samples: linear warmup samples (overrides --lr-warmup-fraction)");
+  f.add("--lr-decay-samples", &lr_decay_samples, "with --train-samples: decay samples (default: --train-samples)");
   f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)", Bounds::at_least(0));
   f.add("--clip-grad", &clip_grad, "clip the global gradient norm to this (0: off)", Bounds::at_least(0));
   f.add("--adam-beta1", &adam_beta1, "AdamW beta1", Bounds::half_open(0, 1));
@@ -227,6 +232,52 @@ void TrainConfig::check_load() {
   load_missing = true;
 }
 
+// Megatron's sample-based training (arguments.py, training.py) without batch
+// ramp-up: the iterations are --train-samples / global batch, and the lr
+// schedule counts samples. Its rules keep the two modes apart.
+void TrainConfig::finalize_train_samples(const Flags& f) {
+  if (train_samples < 0) throw Error("--train-samples must not be negative");
+  if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
+  if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
+  if (!sample_based()) {
+    for (const char* flag : {"--lr-decay-samples", "--lr-warmup-samples"})
+      if (f.given(flag))
+        throw Error(std::string(flag) + " needs --train-samples (Megatron: expected iteration-based learning rate " +
+                    (flag[5] == 'd' ? "decay" : "warmup") + "); give --train-samples, or use " +
+                    (flag[5] == 'd' ? "--lr-decay-iters" : "--lr-warmup-iters"));
+    return;
+  }
+  if (f.given("--train-iters"))
+    throw Error(
+        "--train-iters and --train-samples exclude each other (Megatron: expected sample-based training); "
+        "give one of them");
+  if (f.given("--lr-decay-iters"))
+    throw Error(
+        "--lr-decay-iters needs --train-iters (Megatron: expected sample-based learning rate decay); with "
+        "--train-samples use --lr-decay-samples");
+  if (f.given("--lr-warmup-iters"))
+    throw Error(
+        "--lr-warmup-iters needs --train-iters (Megatron: expected sample-based learning rate warmup); with "
+        "--train-samples use --lr-warmup-samples");
+  if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
+    throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
+  train_iters = train_samples / global_batch_size;
+  if (lr_decay_samples == 0) lr_decay_samples = train_samples;
+  if (!f.given("--lr-warmup-samples")) {
+    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
+    lr_warmup_samples = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_samples));
+  }
+  if (lr_warmup_samples >= lr_decay_samples)
+    throw Error("--lr-warmup-samples (" + std::to_string(lr_warmup_samples) +
+                ") must be less than --lr-decay-samples (" + std::to_string(lr_decay_samples) +
+                ", defaults to --train-samples)");
+}
+
+LrSchedule TrainConfig::lr_schedule() const {
+  if (sample_based()) return {lr, min_lr, lr_warmup_samples, lr_decay_samples, lr_decay_style};
+  return {lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style};
+}
+
 void TrainConfig::finalize(const Flags& f) {
   model.init_method_std = static_cast<float>(init_method_std);
   check_load();
@@ -240,13 +291,13 @@ void TrainConfig::finalize(const Flags& f) {
                 " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
                 " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
                 std::to_string(micro_batch_size * data_parallel_size));
-  if (lr_decay_iters == 0) lr_decay_iters = train_iters;
-  if (!f.given("--lr-warmup-iters")) {
+  finalize_train_samples(f);
+  if (!sample_based() && lr_decay_iters == 0) lr_decay_iters = train_iters;
+  if (!sample_based() && !f.given("--lr-warmup-iters")) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
-  const LrSchedule validated(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // throws if invalid
-  (void)validated;
+  (void)lr_schedule();  // throws if invalid
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");
   if (eval_iters < 0) throw Error("--eval-iters must not be negative");

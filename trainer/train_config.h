@@ -9,6 +9,7 @@
 
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
 
@@ -69,6 +70,16 @@ struct TrainConfig {
   int64_t lr_warmup_iters = 0;
   double lr_warmup_fraction = 0.1;  // used when --lr-warmup-iters is not given
   int64_t lr_decay_iters = 0;       // 0: --train-iters
+  // Megatron's sample-based training: --train-samples instead of
+  // --train-iters (which becomes train_samples / global batch), and the lr
+  // schedule in samples, evaluated at the consumed-samples count.
+  int64_t train_samples = 0;      // 0: iteration-based
+  int64_t lr_warmup_samples = 0;  // given: overrides --lr-warmup-fraction
+  int64_t lr_decay_samples = 0;   // 0: --train-samples
+  bool sample_based() const { return train_samples > 0; }
+  // The lr schedule in iterations, or in samples when sample_based(); it is
+  // evaluated at the iteration or the consumed-samples count.
+  LrSchedule lr_schedule() const;
   std::string lr_decay_style = "cosine";
   double weight_decay = 0.1;
   double clip_grad = 1.0;
@@ -152,6 +163,7 @@ struct TrainConfig {
   // The architecture flags into `model`, with the checks that need the flags themselves.
   void finalize_architecture(const Flags& flags);
   void check_load();
+  void finalize_train_samples(const Flags& flags);
   // --data-path checks.
   void finalize_data();
   // Loads the tokenizer and sets model.vocab_size to its size padded to a
