@@ -3,8 +3,9 @@
 # .bin/.idx are identical for 1 and 2 workers, the loss falls, a resumed run
 # continues with exactly the same samples (bitwise-equal losses), benchmark
 # mode (--split 100,0,0 --eval-iters 0) runs, `generate` finds the
-# tokenizer the checkpoint records, and an empty eval split with
-# --eval-iters > 0 is a clear error. Skipped without ../shared.
+# tokenizer the checkpoint records, an empty eval split with --eval-iters > 0
+# trains without evaluation (as Megatron), and --train-samples builds its
+# dataset. Skipped without ../shared.
 set -euo pipefail
 kiln=$1
 shared=$(cd "$(dirname "$0")/../../.." && pwd)/shared/data
@@ -75,6 +76,12 @@ grep -q '"tokenizer_class": "GPT2Tokenizer"' "$tmp/hf/tokenizer_config.json"
 grep -q 'validation is off: --split 100,0,0 gives it no documents' "$tmp/noval.log" || { cat "$tmp/noval.log"; exit 1; }
 grep -q 'iteration        3/' "$tmp/noval.log" || { echo "no iteration 3:"; cat "$tmp/noval.log"; exit 1; }
 if grep -q 'validation loss' "$tmp/noval.log"; then echo "evaluated an empty validation split"; exit 1; fi
+
+# Sample-based training: the train split is built for --train-samples.
+"$kiln" train "${data[@]}" --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
+  --micro-batch-size 2 --global-batch-size 2 --train-samples 7 --lr-warmup-samples 2 --eval-iters 0 --num-threads 2 \
+  > "$tmp/samples.log" 2>&1 || { cat "$tmp/samples.log"; exit 1; }
+grep -q 'iteration        3/       3' "$tmp/samples.log" || { cat "$tmp/samples.log"; exit 1; }
 
 # A weighted blend of two prefixes trains and evaluates.
 "$kiln" train --data-path 0.7 "$tmp/ts_text_document" 0.3 "$tmp/w1_text_document" "${tok[@]}" "${model[@]}" \
