@@ -240,11 +240,14 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
   if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
   if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
   if (!sample_based()) {
-    for (const char* flag : {"--lr-decay-samples", "--lr-warmup-samples"})
-      if (f.given(flag))
-        throw Error(std::string(flag) + " needs --train-samples (Megatron: expected iteration-based learning rate " +
-                    (flag[5] == 'd' ? "decay" : "warmup") + "); give --train-samples, or use " +
-                    (flag[5] == 'd' ? "--lr-decay-iters" : "--lr-warmup-iters"));
+    if (f.given("--lr-decay-samples"))
+      throw Error(
+          "--lr-decay-samples needs --train-samples (Megatron: expected iteration-based learning rate decay); give "
+          "--train-samples, or use --lr-decay-iters");
+    if (f.given("--lr-warmup-samples"))
+      throw Error(
+          "--lr-warmup-samples needs --train-samples (Megatron: expected iteration-based learning rate warmup); give "
+          "--train-samples, or use --lr-warmup-iters");
     return;
   }
   if (f.given("--train-iters"))
