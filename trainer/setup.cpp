@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "core/log.h"
@@ -102,7 +103,14 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   check_device_stores(*device, cfg.precision);
   LoadedCheckpoint resume;
-  if (!cfg.load.empty()) resume = load_and_check(cfg);
+  if (cfg.resumes()) resume = load_and_check(cfg);
+  if (cfg.load_missing && comm.is_last_rank()) {
+    // Megatron's two lines (checkpointing.py), which log parsers know.
+    std::printf("WARNING: could not find the metadata file %s \n",
+                (std::filesystem::path(cfg.load) / kLatestFileName).string().c_str());
+    std::printf("    will not load any checkpoints and will start from random\n");
+    std::fflush(stdout);
+  }
   if (!cfg.save.empty() && comm.rank() == 0) {
     check_save_dir(cfg.save);
     save_lock = SaveDirLock::take(cfg.save);
@@ -119,8 +127,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
          : cfg.mock_data        ? make_mock_data(mock_vocab, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
-  schedule =
-      std::make_unique<LrSchedule>(cfg.lr, cfg.min_lr, cfg.lr_warmup_iters, cfg.lr_decay_iters, cfg.lr_decay_style);
+  schedule = std::make_unique<LrSchedule>(cfg.lr_schedule());
 
   // ---- compiled step graphs
   logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
@@ -200,7 +207,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
                     : std::string());
   progress.rng_seed = cfg.seed;
   progress.loss_scale = initial_loss_scale(cfg.precision);
-  if (!cfg.load.empty())
+  if (cfg.resumes())
     progress = resume_from(resume, *state, cfg);
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));

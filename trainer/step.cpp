@@ -53,7 +53,8 @@ StepResult Step::run() {
   sum_across_ranks(loss_sum, result);
   if (result.iteration == overflow_test_iteration_ && run_.comm.rank() == 0) poison_gradient();
   result.grad_norm = gradient_norm(loss_scale);
-  result.lr = run_.schedule->lr(run_.progress.iteration);
+  // Megatron's scheduler counts samples with --train-samples.
+  result.lr = run_.schedule->lr(run_.cfg.sample_based() ? run_.progress.consumed : run_.progress.iteration);
   const bool loss_finite = std::isfinite(result.loss);
   bool hopeless = false;  // a skip that a smaller loss scale cannot cure
   if (precision.scales_loss()) {

@@ -27,7 +27,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--hidden-size", &model.hidden_size, "hidden size");
   f.add("--num-attention-heads", &model.num_attention_heads, "attention heads (must divide hidden size)");
   f.add("--seq-length", &model.seq_length, "sequence length");
-  f.add("--max-position-embeddings", &max_position_embeddings, "position table size (defaults to --seq-length)");
+  f.add("--max-position-embeddings", &max_position_embeddings,
+        "rows of the learned position table, >= --seq-length (the model uses the first --seq-length); no effect with "
+        "rope, alibi or none (default: --seq-length)");
   f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
   f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
   f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
@@ -98,6 +100,11 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::half_open(0, 1));
   f.add("--lr-decay-iters", &lr_decay_iters, "decay steps (default: --train-iters)");
   f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine");
+  f.add("--train-samples", &train_samples,
+        "train for this many samples instead of --train-iters (iterations = samples / global batch size)");
+  f.add("--lr-warmup-samples", &lr_warmup_samples,
+        "with --train-samples: linear warmup samples (overrides --lr-warmup-fraction)");
+  f.add("--lr-decay-samples", &lr_decay_samples, "with --train-samples: decay samples (default: --train-samples)");
   f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)", Bounds::at_least(0));
   f.add("--clip-grad", &clip_grad, "clip the global gradient norm to this (0: off)", Bounds::at_least(0));
   f.add("--adam-beta1", &adam_beta1, "AdamW beta1", Bounds::half_open(0, 1));
@@ -108,6 +115,8 @@ void TrainConfig::register_flags(Flags& f) {
   precision.register_flags(f);
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
+  f.add("--exit-on-missing-checkpoint", &exit_on_missing_checkpoint,
+        "error out when --load holds no checkpoint (default: warn and start from random, as Megatron)");
   f.add("--finetune", &finetune,
         "load only the model from --load: fresh optimizer and RNG state, iteration and consumed samples from 0");
   f.add("--no-load-optim", &no_load_optim, "do not load the optimizer state (AdamW moments) from --load");
@@ -185,23 +194,101 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   model.rotary_percent = static_cast<float>(rotary_percent);
   model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
   model.alibi_bias_max = static_cast<float>(alibi_bias_max);
-  if (use_checkpoint_args) {
-    if (load.empty()) throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+  // Megatron allows a larger --max-position-embeddings: with learned
+  // absolute positions the table has that many rows (the model uses the
+  // first --seq-length); rope, alibi and none have no table to size.
+  if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
+  if (max_position_embeddings < model.seq_length)
+    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) +
+                " is smaller than --seq-length " + std::to_string(model.seq_length) +
+                "; give it at least the sequence length, or leave it out");
+  if (model.position_embedding_type == PositionEmbedding::LearnedAbsolute && max_position_embeddings > model.seq_length)
+    model.max_position_embeddings = max_position_embeddings;
+  if (use_checkpoint_args && load.empty())
+    throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
+  if (use_checkpoint_args && load_missing)
+    logger().info("Checkpoint not found to provide arguments, using provided arguments.");  // Megatron's words
+  if (use_checkpoint_args && !load_missing) {
     // As Megatron: the checkpoint's model replaces the model flags.
     const LoadedCheckpoint ck = load_checkpoint(load);
     model = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
   }
 }
 
+// Megatron's load_checkpoint: a --load with no checkpoint yet (the first
+// launch of a `--save X --load X` script) starts from random with a warning
+// (Setup prints it). A file or a partial checkpoint stays load_checkpoint's
+// error: that is bad input, not a first launch.
+void TrainConfig::check_load() {
+  if (load.empty() || !holds_no_checkpoint(load)) return;
+  std::string what = "--load ";
+  what += load;
+  what += std::filesystem::exists(load) ? " holds no checkpoint" : " does not exist";
+  if (finetune)
+    throw Error(what +
+                "; --finetune starts from a checkpoint's model: point --load at a --save directory or an "
+                "iter_XXXXXXX checkpoint");
+  if (exit_on_missing_checkpoint)
+    throw Error(what +
+                " and --exit-on-missing-checkpoint is given; point --load at a --save directory, or drop "
+                "the flag to start from random");
+  load_missing = true;
+}
+
+// Megatron's sample-based training (arguments.py, training.py) without batch
+// ramp-up: the iterations are --train-samples / global batch, and the lr
+// schedule counts samples. Its rules keep the two modes apart.
+void TrainConfig::finalize_train_samples(const Flags& f) {
+  if (train_samples < 0) throw Error("--train-samples must not be negative");
+  if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
+  if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
+  if (!sample_based()) {
+    if (f.given("--lr-decay-samples"))
+      throw Error(
+          "--lr-decay-samples needs --train-samples (Megatron: expected iteration-based learning rate decay); give "
+          "--train-samples, or use --lr-decay-iters");
+    if (f.given("--lr-warmup-samples"))
+      throw Error(
+          "--lr-warmup-samples needs --train-samples (Megatron: expected iteration-based learning rate warmup); give "
+          "--train-samples, or use --lr-warmup-iters");
+    return;
+  }
+  if (f.given("--train-iters"))
+    throw Error(
+        "--train-iters and --train-samples exclude each other (Megatron: expected sample-based training); "
+        "give one of them");
+  if (f.given("--lr-decay-iters"))
+    throw Error(
+        "--lr-decay-iters needs --train-iters (Megatron: expected sample-based learning rate decay); with "
+        "--train-samples use --lr-decay-samples");
+  if (f.given("--lr-warmup-iters"))
+    throw Error(
+        "--lr-warmup-iters needs --train-iters (Megatron: expected sample-based learning rate warmup); with "
+        "--train-samples use --lr-warmup-samples");
+  if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
+    throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
+  train_iters = train_samples / global_batch_size;
+  if (lr_decay_samples == 0) lr_decay_samples = train_samples;
+  if (!f.given("--lr-warmup-samples")) {
+    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
+    lr_warmup_samples = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_samples));
+  }
+  if (lr_warmup_samples >= lr_decay_samples)
+    throw Error("--lr-warmup-samples (" + std::to_string(lr_warmup_samples) +
+                ") must be less than --lr-decay-samples (" + std::to_string(lr_decay_samples) +
+                ", defaults to --train-samples)");
+}
+
+LrSchedule TrainConfig::lr_schedule() const {
+  if (sample_based()) return {lr, min_lr, lr_warmup_samples, lr_decay_samples, lr_decay_style};
+  return {lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style};
+}
+
 void TrainConfig::finalize(const Flags& f) {
   model.init_method_std = static_cast<float>(init_method_std);
+  check_load();
   finalize_architecture(f);
   model.validate();
-  if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
-  if (max_position_embeddings != model.seq_length)
-    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) + " differs from --seq-length " +
-                std::to_string(model.seq_length) +
-                "; kiln sizes the position table to the sequence length, so set them equal");
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
   if (global_batch_size == 0) global_batch_size = micro_batch_size * data_parallel_size;
@@ -210,13 +297,13 @@ void TrainConfig::finalize(const Flags& f) {
                 " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
                 " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
                 std::to_string(micro_batch_size * data_parallel_size));
-  if (lr_decay_iters == 0) lr_decay_iters = train_iters;
-  if (!f.given("--lr-warmup-iters")) {
+  finalize_train_samples(f);
+  if (!sample_based() && lr_decay_iters == 0) lr_decay_iters = train_iters;
+  if (!sample_based() && !f.given("--lr-warmup-iters")) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
-  const LrSchedule validated(lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style);  // throws if invalid
-  (void)validated;
+  (void)lr_schedule();  // throws if invalid
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");
   if (eval_iters < 0) throw Error("--eval-iters must not be negative");
@@ -240,15 +327,13 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error(
           "--tokenizer-type, --vocab-file, --merge-file and --tokenizer-model only apply with --data-path PREFIX "
           "(make one with kiln preprocess) or --mock-data");
-    if (mock_data && !f.given("--vocab-size") && !use_checkpoint_args)
+    if (mock_data && !f.given("--vocab-size") && !(use_checkpoint_args && !load_missing))
       throw Error("--mock-data needs --vocab-size N (as Megatron's NullTokenizer)");
     if (!mock_data && model.vocab_size != 256)
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
                   " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
   }
   if (finetune && load.empty()) throw Error("--finetune needs --load CKPT, the checkpoint whose model to start from");
-  if (!load.empty() && !std::filesystem::exists(load))
-    throw Error("--load " + load + " does not exist; point it at a --save directory or an iter_XXXXXXX checkpoint");
   if (device < 0) throw Error("--device must not be negative");
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
   if (distributed_timeout_minutes <= 0) throw Error("--distributed-timeout-minutes must be positive");
@@ -382,11 +467,12 @@ void TrainConfig::finalize_data() {
             "preprocess writes <output-prefix>_text_document.bin/.idx)";
         throw Error(message);
       }
-  if (eval_iters > 0 && !data::split_matrix(split_vec)[1])
-    throw Error("--split " + split + " leaves no documents for validation, but --eval-iters is " +
-                std::to_string(eval_iters) +
-                "; give validation a share (e.g. --split 969,30,1) or pass "
-                "--eval-iters 0");
+  // As Megatron: a split with no validation share builds no validation
+  // dataset, and training runs without evaluation (no error).
+  if (eval_iters > 0 && !data::split_matrix(split_vec)[1]) {
+    logger().info("validation is off: --split {} gives it no documents", split);
+    eval_iters = 0;
+  }
 }
 
 void TrainConfig::load_tokenizer(const Flags& f) {

@@ -9,6 +9,7 @@
 
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/megatron_compat_flags.h"
 #include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
@@ -70,6 +71,16 @@ struct TrainConfig {
   int64_t lr_warmup_iters = 0;
   double lr_warmup_fraction = 0.1;  // used when --lr-warmup-iters is not given
   int64_t lr_decay_iters = 0;       // 0: --train-iters
+  // Megatron's sample-based training: --train-samples instead of
+  // --train-iters (which becomes train_samples / global batch), and the lr
+  // schedule in samples, evaluated at the consumed-samples count.
+  int64_t train_samples = 0;      // 0: iteration-based
+  int64_t lr_warmup_samples = 0;  // given: overrides --lr-warmup-fraction
+  int64_t lr_decay_samples = 0;   // 0: --train-samples
+  bool sample_based() const { return train_samples > 0; }
+  // The lr schedule in iterations, or in samples when sample_based(); it is
+  // evaluated at the iteration or the consumed-samples count.
+  LrSchedule lr_schedule() const;
   std::string lr_decay_style = "cosine";
   double weight_decay = 0.1;
   double clip_grad = 1.0;
@@ -85,6 +96,12 @@ struct TrainConfig {
 
   std::string save;
   std::string load;
+  // Megatron's --exit-on-missing-checkpoint: a --load with no checkpoint is
+  // an error instead of a start from random.
+  bool exit_on_missing_checkpoint = false;
+  // Set by finalize(): --load holds no checkpoint yet (the first launch of a
+  // `--save X --load X` script), so the run starts from random as Megatron's.
+  bool load_missing = false;
   int64_t save_interval = 0;
   int64_t eval_interval = 100;
   int64_t eval_iters = 10;
@@ -123,6 +140,8 @@ struct TrainConfig {
   // --use-distributed-optimizer with more than one data-parallel rank: each
   // rank holds and updates only its part of the optimizer state.
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
+  // --load names a checkpoint to restore (not a first launch's empty dir).
+  bool resumes() const { return !load.empty() && !load_missing; }
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
 
   // The model part pipeline stage `stage` holds (the whole model without
@@ -148,6 +167,8 @@ struct TrainConfig {
  private:
   // The architecture flags into `model`, with the checks that need the flags themselves.
   void finalize_architecture(const Flags& flags);
+  void check_load();
+  void finalize_train_samples(const Flags& flags);
   // --data-path checks.
   void finalize_data();
   // Loads the tokenizer and sets model.vocab_size to its size padded to a

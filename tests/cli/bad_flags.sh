@@ -18,7 +18,8 @@ expect_error() {
 }
 expect_error "does not divide --hidden-size" train --hidden-size 100 --num-attention-heads 3
 expect_error "not divisible by --micro-batch-size" train --micro-batch-size 3 --global-batch-size 8
-expect_error "--load $tmp/nope does not exist" train --load "$tmp/nope"
+expect_error "--load $tmp/nope does not exist and --exit-on-missing-checkpoint" train --load "$tmp/nope" \
+  --exit-on-missing-checkpoint
 mkdir -p "$tmp/garbled" && echo "banana" > "$tmp/garbled/latest_checkpointed_iteration.txt"
 expect_error "garbled" train --load "$tmp/garbled"
 mkdir -p "$tmp/corrupt/iter_0000005" && echo 5 > "$tmp/corrupt/latest_checkpointed_iteration.txt"

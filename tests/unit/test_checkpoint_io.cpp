@@ -152,6 +152,24 @@ TEST_F(CheckpointIo, MissingPathsNameThePathAndTheFix) {
   expect_load_error(save_, {"iter_0000100", "point --load at one of them"});
 }
 
+// What --load treats as a first launch (warn and start from random): a
+// missing or empty directory only. A file, iter_ directories without the
+// latest file, or any checkpoint file are for load_checkpoint to judge.
+TEST_F(CheckpointIo, HoldsNoCheckpointOnlyForMissingOrEmptyDirectories) {
+  EXPECT_TRUE(holds_no_checkpoint((root_ / "nope").string()));
+  fs::create_directories(save_);
+  EXPECT_TRUE(holds_no_checkpoint(save_));
+  write(fs::path(save_) / "unrelated.txt", "x");
+  EXPECT_TRUE(holds_no_checkpoint(save_));
+  write(root_ / "a_file", "x");
+  EXPECT_FALSE(holds_no_checkpoint((root_ / "a_file").string()));
+  save_checkpoint(save_, 100, model(1), optimizer(1), meta(100));
+  EXPECT_FALSE(holds_no_checkpoint(save_));
+  EXPECT_FALSE(holds_no_checkpoint((fs::path(save_) / "iter_0000100").string()));
+  fs::remove(fs::path(save_) / "latest_checkpointed_iteration.txt");
+  EXPECT_FALSE(holds_no_checkpoint(save_));
+}
+
 TEST_F(CheckpointIo, GarbledLatestFile) {
   save_checkpoint(save_, 100, model(1), optimizer(1), meta(100));
   const fs::path latest = fs::path(save_) / "latest_checkpointed_iteration.txt";

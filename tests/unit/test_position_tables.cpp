@@ -63,6 +63,13 @@ TEST(PositionInputs, TablesOfTheConfigAndTheRanksSlopes) {
   c.num_attention_heads = 4;
   c.seq_length = 5;
   EXPECT_TRUE(position_inputs(c, 0).empty());  // learned positions need none
+  // ... unless the table is larger than the sequence: the ids of its first T rows.
+  c.max_position_embeddings = 9;
+  const auto learned = position_inputs(c, 0);
+  ASSERT_EQ(learned.size(), 1u);
+  EXPECT_EQ(learned.at(kPositionIdsInput).shape, (graph::Shape{5}));
+  EXPECT_EQ(learned.at(kPositionIdsInput).ids, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  c.max_position_embeddings = 0;
   c.position_embedding_type = PositionEmbedding::Rope;
   c.rotary_percent = 0.5f;  // head dim 8: 2 pairs
   const auto rope = position_inputs(c, 0);

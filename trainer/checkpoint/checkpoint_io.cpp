@@ -213,6 +213,16 @@ void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::
   }
 }
 
+bool holds_no_checkpoint(const std::string& load_path) {
+  const fs::path p(load_path);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return true;
+  if (!fs::is_directory(p, ec)) return false;
+  for (const char* f : {kLatestFileName, kModelFileName, kMetaFileName})
+    if (fs::exists(p / f, ec)) return false;
+  return list_iter_dirs(p).empty();
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& load_path) {
   const fs::path p(load_path);
   std::error_code ec;

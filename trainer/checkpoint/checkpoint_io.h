@@ -53,4 +53,10 @@ struct LoadedCheckpoint {
 // Every failure is a one-line kiln::Error naming the path and the fix.
 LoadedCheckpoint load_checkpoint(const std::string& load_path);
 
+// True when load_path is a first launch's --load (Megatron's "could not find
+// the metadata file"): it does not exist, or is a directory with no latest
+// file, no checkpoint files and no iter_XXXXXXX directories. Anything else
+// (a file, a partial or corrupt checkpoint) is for load_checkpoint to judge.
+bool holds_no_checkpoint(const std::string& load_path);
+
 }  // namespace kiln::trainer

@@ -148,7 +148,7 @@ nlohmann::json gpt2_hf_config(const GptConfig& c) {
           {"n_embd", c.hidden_size},
           {"n_head", c.num_attention_heads},
           {"n_layer", c.num_layers},
-          {"n_positions", c.seq_length},
+          {"n_positions", c.position_table_rows()},
           {"n_ctx", c.seq_length},
           {"n_inner", c.ffn_hidden()},
           {"vocab_size", c.vocab_size},

@@ -7,33 +7,38 @@
 namespace kiln::trainer {
 
 nlohmann::json model_config_json(const GptConfig& c) {
-  return {{"num_layers", c.num_layers},
-          {"hidden_size", c.hidden_size},
-          {"num_attention_heads", c.num_attention_heads},
-          {"vocab_size", c.vocab_size},
-          {"seq_length", c.seq_length},
-          {"layernorm_epsilon", c.layernorm_epsilon},
-          {"init_method_std", c.init_method_std},
-          {"normalization", to_string(c.normalization)},
-          {"apply_layernorm_1p", c.apply_layernorm_1p},
-          {"ffn_hidden_size", c.ffn_hidden()},
-          {"swiglu", c.swiglu},
-          {"num_query_groups", c.query_groups()},
-          {"kv_channels", c.head_dim()},
-          {"untie_embeddings_and_output_weights", c.untie_embeddings_and_output_weights},
-          {"add_bias_linear", c.add_bias_linear},
-          {"add_qkv_bias", c.add_qkv_bias},
-          {"qk_layernorm", c.qk_layernorm},
-          {"position_embedding_type", to_string(c.position_embedding_type)},
-          {"rotary_base", c.rotary_base},
-          {"rotary_percent", c.rotary_percent},
-          {"rotary_interleaved", c.rotary_interleaved},
-          {"use_rope_scaling", c.use_rope_scaling},
-          {"rope_scaling_factor", c.rope_scaling_factor},
-          {"alibi_bias_max", c.alibi_bias_max},
-          {"clip_qkv", c.clip_qkv},
-          {"exact_gelu", c.exact_gelu},
-          {"add_bias_layernorm", c.add_bias_layernorm}};
+  nlohmann::json j = {{"num_layers", c.num_layers},
+                      {"hidden_size", c.hidden_size},
+                      {"num_attention_heads", c.num_attention_heads},
+                      {"vocab_size", c.vocab_size},
+                      {"seq_length", c.seq_length},
+                      {"layernorm_epsilon", c.layernorm_epsilon},
+                      {"init_method_std", c.init_method_std},
+                      {"normalization", to_string(c.normalization)},
+                      {"apply_layernorm_1p", c.apply_layernorm_1p},
+                      {"ffn_hidden_size", c.ffn_hidden()},
+                      {"swiglu", c.swiglu},
+                      {"num_query_groups", c.query_groups()},
+                      {"kv_channels", c.head_dim()},
+                      {"untie_embeddings_and_output_weights", c.untie_embeddings_and_output_weights},
+                      {"add_bias_linear", c.add_bias_linear},
+                      {"add_qkv_bias", c.add_qkv_bias},
+                      {"qk_layernorm", c.qk_layernorm},
+                      {"position_embedding_type", to_string(c.position_embedding_type)},
+                      {"rotary_base", c.rotary_base},
+                      {"rotary_percent", c.rotary_percent},
+                      {"rotary_interleaved", c.rotary_interleaved},
+                      {"use_rope_scaling", c.use_rope_scaling},
+                      {"rope_scaling_factor", c.rope_scaling_factor},
+                      {"alibi_bias_max", c.alibi_bias_max},
+                      {"clip_qkv", c.clip_qkv},
+                      {"exact_gelu", c.exact_gelu},
+                      {"add_bias_layernorm", c.add_bias_layernorm}};
+  // Only a table larger than the sequence is recorded, so the configs of
+  // every other model read as before.
+  if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute && c.position_table_rows() != c.seq_length)
+    j["max_position_embeddings"] = c.position_table_rows();
+  return j;
 }
 
 int64_t meta_integer(const nlohmann::json& meta, const char* key, int64_t fallback) {
@@ -122,6 +127,7 @@ GptConfig model_config_from_json(const nlohmann::json& j) {
     // trained with GELU(tanh) and LayerNorm biases, the defaults.
     read(j, "exact_gelu", c.exact_gelu);
     read(j, "add_bias_layernorm", c.add_bias_layernorm);
+    read(j, "max_position_embeddings", c.max_position_embeddings);
     c.validate();
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -20,7 +20,8 @@ class MegatronData : public TokenSource {
     opt.seq_length = cfg.model.seq_length;
     opt.seed = static_cast<uint32_t>(cfg.seed);
     opt.cache_dir = cfg.data_cache_path;
-    const int64_t train_samples = cfg.train_iters * cfg.global_batch_size;
+    // Megatron's get_train_valid_test_num_samples: --train-samples as given.
+    const int64_t train_samples = cfg.sample_based() ? cfg.train_samples : cfg.train_iters * cfg.global_batch_size;
     const int64_t valid_samples = (cfg.train_iters / cfg.eval_interval + 1) * cfg.eval_iters * cfg.global_batch_size;
     train_ = data::build_split_dataset(blend, cfg.split, data::DataSplit::Train, train_samples, opt);
     if (cfg.eval_iters > 0)

@@ -58,6 +58,13 @@ void GptConfig::validate() const {
   positive(num_attention_heads, "--num-attention-heads");
   positive(vocab_size, "--vocab-size");
   positive(seq_length, "--seq-length");
+  if (max_position_embeddings != 0 && max_position_embeddings < seq_length)
+    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) +
+                " is smaller than --seq-length " + std::to_string(seq_length) +
+                "; the position table needs a row per position: raise it or leave it out");
+  if (max_position_embeddings > seq_length && position_embedding_type != PositionEmbedding::LearnedAbsolute)
+    throw Error("internal: a position table of " + std::to_string(max_position_embeddings) +
+                " rows without learned absolute positions");
   if (kv_channels < 0) throw Error("--kv-channels must be positive, got " + std::to_string(kv_channels));
   if (kv_channels == 0 && hidden_size % num_attention_heads != 0)
     throw Error("--num-attention-heads " + std::to_string(num_attention_heads) + " does not divide --hidden-size " +
@@ -150,7 +157,7 @@ std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   };
   add("embedding.word_embeddings.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
-    add("embedding.position_embeddings.weight", {c.seq_length, C}, Init::Normal, true, kReplicated);
+    add("embedding.position_embeddings.weight", {c.position_table_rows(), C}, Init::Normal, true, kReplicated);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string L = "decoder.layers." + std::to_string(l) + ".";
     add_norm(L + "input_layernorm", C);
@@ -515,8 +522,14 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     rows = g.permute(g.mul(g.permute(rows, {1, 0}), mask), {1, 0});
     x = all_reduce_as(g, g.reshape(rows, {B, T, C}));
   }
-  if (c.pre_process && c.position_embedding_type == PositionEmbedding::LearnedAbsolute)
-    x = g.add(x, p.at("embedding.position_embeddings.weight"));  // broadcast over B
+  if (c.pre_process && c.position_embedding_type == PositionEmbedding::LearnedAbsolute) {
+    ValueId table = p.at("embedding.position_embeddings.weight");
+    // A table larger than the sequence (--max-position-embeddings): its
+    // first T rows, looked up by the ids 0..T-1, so the gradient of the
+    // rows in use is the same as the whole table's and the others get 0.
+    if (c.position_table_rows() > T) table = g.embedding(table, g.input(kPositionIdsInput, KILN_I32, {T}));
+    x = g.add(x, table);  // broadcast over B
+  }
   if (c.pre_process) x = g.reshape(x, {B * T, C});
   // Megatron scatters the embedding's output to the sequence-parallel
   // region (reduce-scatters it without learned positions: the same values).

@@ -39,6 +39,9 @@ struct GptConfig {
   int64_t num_attention_heads = 4;
   int64_t vocab_size = 256;
   int64_t seq_length = 64;
+  // Megatron's --max-position-embeddings for learned absolute positions: the
+  // table's rows, of which the model uses the first seq_length (0: seq_length).
+  int64_t max_position_embeddings = 0;
   float layernorm_epsilon = 1e-5f;  // --norm-epsilon, for LayerNorm and RMSNorm alike
   float init_method_std = 0.02f;
 
@@ -126,6 +129,7 @@ struct GptConfig {
   bool splits_sequence() const { return sequence_parallel && tensor_parallel > 1; }
   // Tokens per sample in this rank's hidden states (between layers, and
   // what a pipeline stage hands on).
+  int64_t position_table_rows() const { return max_position_embeddings > 0 ? max_position_embeddings : seq_length; }
   int64_t local_seq_length() const { return splits_sequence() ? seq_length / tensor_parallel : seq_length; }
   int64_t stage_end() const { return end_layer < 0 ? num_layers : end_layer; }
   bool is_pipeline_stage() const { return !pre_process || !post_process; }

@@ -49,7 +49,10 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, std::vector<ParamSp
   // Constant inputs (rotary tables, ALiBi slopes): written once, bound like parameters.
   for (const auto& [name, input] : position_inputs(cfg, tp_rank)) {
     add(name, input.shape);
-    write(name, input.values);
+    if (!input.ids.empty())
+      buffers_.at(name)->write(input.ids.data(), input.ids.size() * sizeof(int32_t));
+    else
+      write(name, input.values);
   }
 }
 

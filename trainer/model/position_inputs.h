@@ -17,10 +17,13 @@ namespace kiln::trainer {
 inline constexpr const char* kRotaryCosInput = "rotary.cos";      // [T, R]
 inline constexpr const char* kRotarySinInput = "rotary.sin";      // [T, R]
 inline constexpr const char* kAlibiSlopesInput = "alibi.slopes";  // [heads of the rank]
+// 0..T-1, the rows of a learned position table larger than the sequence.
+inline constexpr const char* kPositionIdsInput = "embedding.position_ids";  // [T] int32
 
 struct PositionInput {
   graph::Shape shape;
   std::vector<float> values;
+  std::vector<int32_t> ids;  // an int32 input instead (kPositionIdsInput)
 };
 
 // Empty for learned or no position embedding.
