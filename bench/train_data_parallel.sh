@@ -3,8 +3,8 @@
 # 384, 6 heads, seq 256, vocab 50304, mock data): the same global batch of 8
 # sequences per step on 1 rank x 2 threads (2 micro-batches of 4) and on
 # 2 ranks x 1 thread (one micro-batch of 4 each, one gradient all-reduce of
-# the 30M-parameter gradients per step; then with --overlap-grad-reduce, and with
-# --use-distributed-optimizer),
+# the 30M-parameter gradients per step; then with --overlap-grad-reduce, with
+# --use-distributed-optimizer, and with both and --overlap-param-gather),
 # and on 2 ranks as one
 # tensor-parallel model.
 #   usage: bench/train_data_parallel.sh [build-dir] [iters]
@@ -31,7 +31,11 @@ mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --metr
 report "2 ranks x 1 thread" "$tmp/two.jsonl"
 # The same with each bucket's all-reduce started as soon as backward has
 # finished its gradients (per-layer compile units), not after backward.
-mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --overlap-grad-reduce \
+# Megatron's default bucket (40M elements) holds all 30M parameters of this
+# model, and one bucket cannot start before backward ends: 2M-element
+# buckets (about 15) let the overlap work.
+buckets=(--ddp-bucket-size 2000000)
+mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --overlap-grad-reduce "${buckets[@]}" \
   --metrics-file "$tmp/overlap.jsonl" >/dev/null 2>&1
 report "2 ranks x 1 thread, --overlap-grad-reduce" "$tmp/overlap.jsonl"
 # The distributed optimizer: a reduce-scatter and an all-gather instead of
@@ -39,6 +43,11 @@ report "2 ranks x 1 thread, --overlap-grad-reduce" "$tmp/overlap.jsonl"
 mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --use-distributed-optimizer \
   --metrics-file "$tmp/zero.jsonl" >/dev/null 2>&1
 report "2 ranks x 1 thread, distributed optimizer" "$tmp/zero.jsonl"
+# ... with its reduce-scatters started during backward and its all-gathers
+# awaited bucket by bucket in the next forward.
+mpirun "${mpi_flags[@]}" -np 2 "$kiln" train "${args[@]}" --num-threads 1 --use-distributed-optimizer \
+  --overlap-grad-reduce --overlap-param-gather "${buckets[@]}" --metrics-file "$tmp/zero_overlap.jsonl" >/dev/null 2>&1
+report "2 ranks x 1 thread, dist. opt., both overlaps" "$tmp/zero_overlap.jsonl"
 # Tensor parallel: the same 2 ranks holding one model split in two (4
 # all-reduces of [B*T, C] activations per layer per step instead of one
 # gradient all-reduce).
