@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 
@@ -101,7 +102,7 @@ std::vector<CompatFlag> make_rows() {
        {},
        "deprecated in Megatron, which allows it only with rope, where there is no position table to drop",
        "--position-embedding-type",
-       "rope"},
+       to_string(PositionEmbedding::Rope)},
       switch_row("--use-precision-aware-optimizer", Kind::NoEffect,
                  "with fp32 main gradients, parameters and moments (kiln's only dtypes) it is the same Adam "
                  "arithmetic"),
