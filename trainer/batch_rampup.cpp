@@ -74,4 +74,10 @@ int64_t BatchRampup::train_iters(int64_t train_samples) const {
   return iterations;
 }
 
+int64_t BatchRampup::consumed_after(int64_t iterations) const {
+  int64_t consumed = 0, i = 0;
+  for (; i < iterations && consumed <= samples_; ++i) consumed += global_batch(consumed);
+  return consumed + (iterations - i) * global_;  // past the ramp: whole global batches
+}
+
 }  // namespace kiln::trainer

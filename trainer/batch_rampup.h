@@ -31,6 +31,9 @@ class BatchRampup {
   // (the ramp's steps while at most SAMPLES are consumed, then whole
   // --global-batch-size steps; a partial last batch is dropped).
   int64_t train_iters(int64_t train_samples) const;
+  // The samples `iterations` steps consume: Megatron's last ramp step may
+  // end past --train-samples, and the data must hold it.
+  int64_t consumed_after(int64_t iterations) const;
 
  private:
   int64_t start_ = 0, increment_ = 0, samples_ = 0, global_ = 0;

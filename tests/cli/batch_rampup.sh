@@ -64,6 +64,19 @@ got=$(grep -o 'global batch size: *[0-9]*' "$tmp/resumed.log" | awk '{ printf "%
 [ "$got" = "6 6 8 8 8 8 " ] || fail "resumed global batch sizes: $got"
 echo "ok: resumed at iteration 6, the same ramp and trajectory"
 
+# With --data-path the data holds Megatron's last ramp step even where it
+# ends past --train-samples (10 samples: 2 2 2 2 4, 12 consumed).
+awk 'BEGIN { for (d = 0; d < 200; d++) { s = ""; for (i = 0; i < 40; i++) s = s (i ? " " : "") (d * 7 + i) % 100;
+       print "{\"text\": \"" s "\"}" } }' >"$tmp/ids.jsonl"
+tok=(--tokenizer-type NullTokenizer --vocab-size 100)
+"$kiln" preprocess --input "$tmp/ids.jsonl" --output-prefix "$tmp/ids" "${tok[@]}" --append-eod --workers 1 2>/dev/null
+"$kiln" train "${common[@]}" "${tok[@]}" --data-path "$tmp/ids_text_document" --data-cache-path "$tmp/cache" \
+  --global-batch-size 8 --train-samples 10 --rampup-batch-size 2 2 24 >"$tmp/data.log" 2>&1 ||
+  { cat "$tmp/data.log"; fail "the ramp on --data-path"; }
+got=$(grep -o 'consumed samples: *[0-9]*' "$tmp/data.log" | awk '{ printf "%s ", $3 }')
+[ "$got" = "2 4 6 8 12 " ] || fail "--data-path consumed samples: $got"
+echo "ok: --train-samples 10 on --data-path runs Megatron's 5 ramp steps to 12 samples"
+
 refuses() {
   local want=$1; shift
   if "$kiln" train "${common[@]}" "$@" >/dev/null 2>"$tmp/err"; then fail "accepted: $*"; fi

@@ -45,6 +45,10 @@ TEST(BatchRampup, SmallRampAndItsIterations) {
   // Fewer samples than the ramp: steps while consumed <= 10, the last one
   // overshooting (2 2 2 2 4 = 12 samples), as Megatron's loop does.
   EXPECT_EQ(r.train_iters(10), 5);
+  EXPECT_EQ(r.consumed_after(5), 12);
+  EXPECT_EQ(r.consumed_after(8), 28);
+  EXPECT_EQ(r.consumed_after(12), 60);
+  EXPECT_EQ(r.consumed_after(0), 0);
 }
 
 TEST(BatchRampup, StartEqualToGlobalBatchIsNoRamp) {
