@@ -26,6 +26,12 @@ TEST(BatchRampup, Gpt3ExampleRamp) {
   EXPECT_EQ(r.global_batch(5859375), 1536);          // exactly 95
   EXPECT_EQ(r.global_batch(5859376), 1536);          // past the ramp
   EXPECT_EQ(r.global_batch(1000000000), 1536);
+  // The example's --train-samples 146484375: Megatron's update_train_iters
+  // loop (worked with a few lines of Python of its formula) takes 19802
+  // ramp steps to 5859424 samples, then (146484375 - 5859424) // 1536 =
+  // 91552 more.
+  EXPECT_EQ(r.consumed_after(19802), 5859424);
+  EXPECT_EQ(r.train_iters(146484375), 19802 + 91552);
 }
 
 TEST(BatchRampup, SmallRampAndItsIterations) {
