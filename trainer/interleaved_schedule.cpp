@@ -57,7 +57,6 @@ InterleavedSchedule::InterleavedSchedule(Setup& run, Prepare prepare, OverlapHoo
       next_(static_cast<int>((run.at.pp_rank + 1) % run.at.pp)),
       previous_(static_cast<int>((run.at.pp_rank + run.at.pp - 1) % run.at.pp)),
       vp_(static_cast<int64_t>(run.chunks.size())),
-      M_(run.micro_batches),
       activation_elements_(
           static_cast<size_t>(run.cfg.micro_batch_size * run.cfg.model.local_seq_length() * run.cfg.model.hidden_size)),
       inputs_(static_cast<size_t>(vp_)),
@@ -141,6 +140,7 @@ void InterleavedSchedule::backward(int64_t k) {
 double InterleavedSchedule::train_step(int64_t iteration) {
   iteration_ = iteration;
   loss_sum_ = 0;
+  M_ = run_.micro_batches;  // this step's (--rampup-batch-size)
   for (int64_t c = 0; c < vp_; ++c) {
     inputs_[static_cast<size_t>(c)].assign(static_cast<size_t>(M_), {});
     inputs_received_[static_cast<size_t>(c)] = 0;

@@ -45,7 +45,8 @@ const char* const kPipelineOrder =
     "a pipeline-schedule detail of when weight gradients or p2p sends run; the gradients are the same";
 const char* const kFp8 = "kiln has no FP8 training (its compute dtypes are fp32, --bf16 and --fp16)";
 const char* const kMoe = "kiln has no mixture-of-experts (MoE) layers";
-const char* const kRampup = "kiln trains with a fixed --global-batch-size; it has no batch-size ramp-up";
+const char* const kRampup =
+    "kiln ramps the global batch only as --rampup-batch-size does; it has no step batch-size schedule";
 const char* const kDecoupledLr =
     "kiln has one learning rate schedule for all parameters, none of its own for the embedding and output layer";
 const char* const kWandb =
@@ -156,7 +157,6 @@ std::vector<CompatFlag> make_rows() {
       switch_row("--moe-grouped-gemm", Kind::Refused, kMoe),
       value_row("--moe-token-dispatcher-type", Value::Text, {"allgather", "alltoall", "flex"}, Kind::Refused, kMoe),
       value_row("--moe-ffn-hidden-size", Value::Int, {}, Kind::Refused, kMoe),
-      many_row("--rampup-batch-size", Value::Int, {}, Kind::Refused, kRampup),
       value_row("--step-batch-size-schedule", Value::Text, {}, Kind::Refused, kRampup),
       value_row("--decoupled-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
       value_row("--decoupled-min-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),

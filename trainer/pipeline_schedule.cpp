@@ -25,7 +25,6 @@ PipelineSchedule::PipelineSchedule(Setup& run, Prepare prepare, OverlapHooks hoo
       last_(static_cast<int>(run.at.pp - 1)),
       activation_elements_(
           static_cast<size_t>(run.cfg.micro_batch_size * run.cfg.model.local_seq_length() * run.cfg.model.hidden_size)),
-      inputs_(static_cast<size_t>(run.micro_batches)),
       output_(activation_elements_),
       grad_output_(activation_elements_),
       grad_input_(activation_elements_) {
@@ -89,7 +88,8 @@ double PipelineSchedule::train_step(int64_t iteration) {
   if (interleaved_) return interleaved_->train_step(iteration);
   iteration_ = iteration;
   loss_sum_ = 0;
-  const int64_t M = run_.micro_batches;
+  const int64_t M = run_.micro_batches;  // this step's (--rampup-batch-size)
+  inputs_.resize(static_cast<size_t>(M));
   const int64_t warmup = std::min<int64_t>(last_ - stage_, M);
   const int64_t steady = M - warmup;
   const int next = stage_ < last_ ? stage_ + 1 : kNobody;

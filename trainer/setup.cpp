@@ -66,6 +66,7 @@ bool has_input(const graph::Executable& exe, const std::string& port) {
 Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(world) {
   const GptConfig& model = cfg.model;
   const int64_t B = cfg.micro_batch_size, T = model.seq_length;
+  global_batch = cfg.global_batch_size;
   micro_batches = cfg.num_micro_batches();
   const int64_t rank = comm.rank(), tp = model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   const int64_t dp = comm.size() / (tp * pp);
@@ -135,6 +136,11 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
                 model.hidden_size, model.num_attention_heads, T, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
   logger().info("data: {}", data->describe());
+  if (cfg.rampup.active())  // Megatron's line (num_microbatches_calculator.py)
+    logger().info(
+        "will use batch size rampup starting from global batch size {} to global batch size {} with batch size "
+        "increments {} over {} samples.",
+        cfg.rampup.start(), cfg.global_batch_size, cfg.rampup.increment(), cfg.rampup.samples());
   if (dp > 1)
     logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", dp, micro_batches,
                   micro_batches == 1 ? "" : "es", B);
@@ -224,6 +230,12 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
     gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
     if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
   }
+}
+
+void Setup::begin_step() {
+  global_batch = cfg.global_batch_at(progress.consumed);
+  micro_batches = cfg.micro_batches_at(progress.consumed);
+  batch_terms = static_cast<double>(micro_batches * at.dp);
 }
 
 void Setup::finish_parameter_gather(const std::string& before) {

@@ -61,10 +61,16 @@ struct Setup {
   const TrainConfig& cfg;
   dist::Comm& comm;  // every rank
   Layout at;
-  int64_t micro_batches = 1;  // per data-parallel rank and step
+  // This step's global batch and micro-batches per data-parallel rank (the
+  // most, --global-batch-size's, until the first step): with
+  // --rampup-batch-size they grow with the consumed samples.
+  int64_t global_batch = 0, micro_batches = 1;
   // Gradients and losses are summed over every micro-batch of every
   // data-parallel rank.
   double batch_terms = 1;
+  // Sets the three above for the step that begins now, from the consumed
+  // samples (the compiled step graphs are the same for any count).
+  void begin_step();
 
   // The groups: a tensor-parallel group shares a model replica, a
   // data-parallel group the same shard of every replica.

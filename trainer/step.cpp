@@ -46,6 +46,8 @@ Step::Step(Setup& run, const JobControl& control)
 StepResult Step::run() {
   StepResult result;
   result.iteration = run_.progress.iteration + 1;
+  run_.begin_step();
+  result.global_batch = run_.global_batch;
   const MixedPrecision& precision = run_.cfg.precision;
   // The scale this iteration's backward uses (updated at its end).
   const double loss_scale = run_.progress.loss_scale.scale;
@@ -74,7 +76,7 @@ StepResult Step::run() {
   else
     update(result, loss_scale);
   run_.progress.iteration = result.iteration;
-  run_.progress.consumed += run_.cfg.global_batch_size;
+  run_.progress.consumed += result.global_batch;
   return result;
 }
 

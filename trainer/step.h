@@ -18,6 +18,7 @@ namespace kiln::trainer {
 struct StepResult {
   int64_t iteration = 0;  // the one just finished, 1-based
   double loss = 0, grad_norm = 0, lr = 0;
+  int64_t global_batch = 0;      // samples this step trained on (it follows --rampup-batch-size)
   bool skipped = false;          // non-finite loss or gradients: no optimizer step
   bool nan = false;              // skipped for a non-finite loss or gradients, not an fp16 overflow
   JobControl::Decision request;  // a save or exit asked for by a signal or trigger file

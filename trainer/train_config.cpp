@@ -78,6 +78,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
+  f.add("--rampup-batch-size", &rampup_batch_size,
+        "START INCREMENT SAMPLES: the global batch grows from START by INCREMENT over SAMPLES samples to "
+        "--global-batch-size (needs --train-samples)");
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
   f.add("--sequence-parallel", &sequence_parallel,
@@ -243,6 +246,10 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
   if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
   if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
   if (!sample_based()) {
+    if (rampup.active())
+      throw Error(
+          "--rampup-batch-size needs --train-samples (Megatron: expected no batch-size rampup for iteration-based "
+          "training); give --train-samples instead of --train-iters");
     if (f.given("--lr-decay-samples"))
       throw Error(
           "--lr-decay-samples needs --train-samples (Megatron: expected iteration-based learning rate decay); give "
@@ -267,7 +274,7 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
         "--train-samples use --lr-warmup-samples");
   if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
     throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
-  train_iters = train_samples / global_batch_size;
+  train_iters = rampup.active() ? rampup.train_iters(train_samples) : train_samples / global_batch_size;
   if (lr_decay_samples == 0) lr_decay_samples = train_samples;
   if (!f.given("--lr-warmup-samples")) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
@@ -297,6 +304,8 @@ void TrainConfig::finalize(const Flags& f) {
                 " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
                 " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
                 std::to_string(micro_batch_size * data_parallel_size));
+  if (f.given("--rampup-batch-size"))
+    rampup = BatchRampup(rampup_batch_size, global_batch_size, micro_batch_size * data_parallel_size);
   finalize_train_samples(f);
   if (!sample_based() && lr_decay_iters == 0) lr_decay_iters = train_iters;
   if (!sample_based() && !f.given("--lr-warmup-iters")) {

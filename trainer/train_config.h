@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/batch_rampup.h"
 #include "trainer/data/tokenizer.h"
 #include "trainer/flags.h"
 #include "trainer/lr_schedule.h"
@@ -51,7 +52,9 @@ struct TrainConfig {
 
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;
-  int64_t global_batch_size = 0;  // 0: micro batch x data-parallel size
+  int64_t global_batch_size = 0;               // 0: micro batch x data-parallel size
+  std::vector<std::string> rampup_batch_size;  // --rampup-batch-size START INCREMENT SAMPLES
+  BatchRampup rampup;                          // checked from it (inactive without the flag)
   int64_t train_iters = 300;
   int64_t data_parallel_size = 1;
   int64_t tensor_model_parallel_size = 1;
@@ -142,7 +145,16 @@ struct TrainConfig {
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
   // --load names a checkpoint to restore (not a first launch's empty dir).
   bool resumes() const { return !load.empty() && !load_missing; }
+  // The most micro-batches a step takes (--global-batch-size's).
   int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
+  // The global batch of the step that begins after `consumed` samples:
+  // --global-batch-size, or the ramp's (--rampup-batch-size).
+  int64_t global_batch_at(int64_t consumed) const {
+    return rampup.active() ? rampup.global_batch(consumed) : global_batch_size;
+  }
+  int64_t micro_batches_at(int64_t consumed) const {
+    return global_batch_at(consumed) / (micro_batch_size * data_parallel_size);
+  }
 
   // The model part pipeline stage `stage` holds (the whole model without
   // pipeline parallelism): Megatron's split of the layers.

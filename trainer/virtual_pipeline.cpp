@@ -60,6 +60,15 @@ void TrainConfig::check_virtual_pipeline() const {
                 ") when using interleaved schedule; make --global-batch-size / (--micro-batch-size x data-parallel "
                 "size) a multiple of " +
                 std::to_string(P));
+  // Every step of a ramp takes whole rounds too: its start and increment do.
+  const int64_t micro_times_dp = micro_batch_size * data_parallel_size;
+  if (virtual_chunks() > 1 && rampup.active())
+    for (const int64_t batch : {rampup.start(), rampup.increment()})
+      if ((batch / micro_times_dp) % P != 0)
+        throw Error("--rampup-batch-size: a step of " + std::to_string(batch / micro_times_dp) +
+                    " microbatches is not divisible by pipeline-model-parallel-size (" + std::to_string(P) +
+                    ") when using interleaved schedule; make the start batch size and the increment multiples of " +
+                    std::to_string(P * micro_times_dp));
 }
 
 GptConfig TrainConfig::chunk_model(int64_t stage, int64_t chunk) const {

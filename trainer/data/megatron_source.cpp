@@ -1,5 +1,6 @@
 // The TokenSource behind --data-path: Megatron's train and validation
 // datasets, sized as Megatron-LM's get_train_valid_test_num_samples.
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
@@ -20,8 +21,10 @@ class MegatronData : public TokenSource {
     opt.seq_length = cfg.model.seq_length;
     opt.seed = static_cast<uint32_t>(cfg.seed);
     opt.cache_dir = cfg.data_cache_path;
-    // Megatron's get_train_valid_test_num_samples: --train-samples as given.
-    const int64_t train_samples = cfg.sample_based() ? cfg.train_samples : cfg.train_iters * cfg.global_batch_size;
+    // Megatron's get_train_valid_test_num_samples: --train-samples as given
+    // (or more, where a --rampup-batch-size step ends past it).
+    int64_t train_samples = cfg.sample_based() ? cfg.train_samples : cfg.train_iters * cfg.global_batch_size;
+    if (cfg.rampup.active()) train_samples = std::max(train_samples, cfg.rampup.consumed_after(cfg.train_iters));
     const int64_t valid_samples = (cfg.train_iters / cfg.eval_interval + 1) * cfg.eval_iters * cfg.global_batch_size;
     train_ = data::build_split_dataset(blend, cfg.split, data::DataSplit::Train, train_samples, opt);
     if (cfg.eval_iters > 0)

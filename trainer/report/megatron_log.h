@@ -37,6 +37,7 @@ struct IntervalStats {
   int64_t counted = 0;     // iterations whose loss counts
   double loss_sum = 0, norm_sum = 0;
   int64_t skipped = 0, nan = 0;
+  int64_t samples = 0;  // trained on, skipped iterations included (the batch may ramp up)
   void add(double loss, double norm) {
     ++counted;
     loss_sum += loss;

@@ -23,6 +23,7 @@ void Reporter::log(const StepResult& step) {
     stats_.add(step.loss, step.grad_norm);
   }
   ++stats_.iterations;
+  stats_.samples += step.global_batch;
   const int64_t iteration = step.iteration;
   if (iteration % cfg.log_interval != 0 && iteration != cfg.train_iters) return;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start_).count();
@@ -31,13 +32,12 @@ void Reporter::log(const StepResult& step) {
   line.train_iters = cfg.train_iters;
   line.consumed_samples = run_.progress.consumed;
   line.ms_per_iteration = 1000.0 * seconds / static_cast<double>(stats_.iterations);
-  line.tokens_per_second =
-      static_cast<double>(stats_.iterations * cfg.global_batch_size * cfg.model.seq_length) / seconds;
+  line.tokens_per_second = static_cast<double>(stats_.samples * cfg.model.seq_length) / seconds;
   if (cfg.log_throughput)
-    line.tflops_per_gpu = megatron_tflops_per_gpu(megatron_iteration_flops(cfg.model, cfg.global_batch_size),
+    line.tflops_per_gpu = megatron_tflops_per_gpu(megatron_iteration_flops(cfg.model, step.global_batch),
                                                   line.ms_per_iteration / 1000.0, run_.comm.size());
   line.learning_rate = step.lr;
-  line.global_batch_size = cfg.global_batch_size;
+  line.global_batch_size = step.global_batch;  // Megatron's: the logged step's
   line.lm_loss = stats_.mean_loss();
   line.grad_norm = stats_.mean_norm();
   if (cfg.precision.compute_dtype() != KILN_F32) line.loss_scale = run_.progress.loss_scale.scale;
