@@ -31,7 +31,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libspdlog1.10 libfmt9 zlib1g libpcre2-8-0 libsentencepiece0 \
       openmpi-bin libopenmpi3 openssh-client openssh-server \
-      ocl-icd-libopencl1 libclblast1 libvulkan1 \
+      ocl-icd-libopencl1 libclblast1 libvulkan1 libdnnl2 \
       $( [ "$CPU_DEVICES" = 1 ] && echo pocl-opencl-icd mesa-vulkan-drivers ) \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /run/sshd \

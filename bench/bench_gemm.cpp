@@ -1,13 +1,17 @@
-// SGEMM throughput: kiln::cpu::sgemm against OpenBLAS's cblas_sgemm, both on
-// two threads, at the shapes GPT training calls.
+// GEMM throughput at the shapes GPT training calls: kiln's own kernel
+// (kiln::cpu::sgemm, or gemm_16bit for bf16) against oneDNN's matmul as the
+// cpu backend runs it (library_gemm.h, on this CPU's highest ISA path) and
+// OpenBLAS's cblas_sgemm (f32 only), all on the same threads.
 //
 //   bench_gemm                      Google Benchmark run (GFLOPS counter)
-//   bench_gemm --table [--rounds=N] [--filter=TEXT]
-//       Interleaved kiln/OpenBLAS rounds per shape (default 5), each started
-//       once the CPUs are idle; prints each library's best-round GFLOP/s and
-//       the ratio as a Markdown table (what docs/PERFORMANCE.md quotes).
+//   bench_gemm --table [--rounds=N] [--filter=TEXT] [--dtype=bf16]
+//       Interleaved rounds per shape (default 5), each started once the CPUs
+//       are idle; prints each kernel's best-round GFLOP/s as a Markdown table
+//       (what docs/PERFORMANCE.md quotes): kiln, oneDNN, OpenBLAS, the
+//       kernel the backend chooses for the shape (gemm_choice.h, measured in
+//       this process), and the chosen one against the best library.
 //       --filter keeps rows whose "shape layout" label contains TEXT.
-//   --threads=N                     threads for both libraries (default 2)
+//   --threads=N                     threads for every library (default 2)
 //
 // A transformer linear layer with T tokens, input width K and output width N
 // (x [T,K], W [N,K], y = x W^T) makes three GEMMs per step:
@@ -33,6 +37,10 @@
 #include <vector>
 
 #include "gemm.h"
+#include "gemm_choice.h"
+#include "isa.h"
+#include "kiln/half.h"
+#include "library_gemm.h"
 #include "thread_pool.h"
 
 #ifdef KILN_HAVE_OPENBLAS
@@ -42,7 +50,8 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-int g_threads = 2;  // --threads=N
+int g_threads = 2;              // --threads=N
+kiln_dtype g_dtype = KILN_F32;  // --dtype=bf16
 
 kiln::cpu::ThreadPool& pool() {
   static kiln::cpu::ThreadPool p(g_threads);
@@ -111,6 +120,9 @@ std::vector<Case> all_cases() {
 
 struct Operands {
   std::vector<float> a, b, c;
+  std::vector<uint16_t> a16, b16, c16;  // --dtype=bf16
+  std::vector<float> tile;              // gemm_16bit's f32 block of C
+  std::shared_ptr<const kiln::cpu::LibraryGemm> library;
   explicit Operands(const Case& cs) {
     const int64_t arows = cs.trans_a ? cs.k : cs.m;
     const int64_t brows = cs.trans_b ? cs.n : cs.k;
@@ -121,12 +133,33 @@ struct Operands {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& x : a) x = u(rng);
     for (float& x : b) x = u(rng);
+    if (g_dtype == KILN_BF16) {
+      for (float x : a) a16.push_back(kiln_f32_to_bf16(x));
+      for (float x : b) b16.push_back(kiln_f32_to_bf16(x));
+      c16.assign(c.size(), 0);
+      tile.resize(static_cast<size_t>(kiln::cpu::gemm_16bit_tile_floats(cs.m, cs.n)));
+    }
+    std::string why;
+    library = kiln::cpu::LibraryGemm::create({g_dtype, cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k},
+                                             kiln::cpu::detected_isa(), &why);
   }
 };
 
 void run_kiln(const Case& cs, Operands& o) {
+  if (g_dtype == KILN_BF16) {
+    kiln::cpu::gemm_16bit(KILN_BF16, cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k, o.a16.data(), cs.lda, o.b16.data(),
+                          cs.ldb, o.c16.data(), cs.ldc, o.tile.data(), pool());
+    return;
+  }
   kiln::cpu::sgemm(cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k, 1.0f, o.a.data(), cs.lda, o.b.data(), cs.ldb, 0.0f,
                    o.c.data(), cs.ldc, pool());
+}
+
+void run_onednn(const Case&, Operands& o) {
+  if (g_dtype == KILN_BF16)
+    o.library->run(o.a16.data(), o.b16.data(), o.c16.data(), pool());
+  else
+    o.library->run(o.a.data(), o.b.data(), o.c.data(), pool());
 }
 
 #ifdef KILN_HAVE_OPENBLAS
@@ -229,6 +262,10 @@ void self_check() {
 template <void (*Fn)(const Case&, Operands&)>
 void bm(benchmark::State& state, const Case& cs) {
   Operands o(cs);
+  if (Fn == &run_onednn && !o.library) {
+    state.SkipWithError("oneDNN has no matmul for this shape on this CPU");
+    return;
+  }
   settle();
   Fn(cs, o);  // warm up: page in operands, grow packing buffers
   for (auto _ : state) {
@@ -247,6 +284,7 @@ void register_all() {
                   static_cast<long long>(cs.n), static_cast<long long>(cs.k));
     const std::string suffix = cs.group + dims;
     benchmark::RegisterBenchmark((std::string("kiln/") + suffix).c_str(), bm<run_kiln>, cs)->UseRealTime();
+    benchmark::RegisterBenchmark((std::string("onednn/") + suffix).c_str(), bm<run_onednn>, cs)->UseRealTime();
 #ifdef KILN_HAVE_OPENBLAS
     benchmark::RegisterBenchmark((std::string("openblas/") + suffix).c_str(), bm<run_openblas>, cs)->UseRealTime();
 #endif
@@ -270,47 +308,55 @@ double round_rate(void (*fn)(const Case&, Operands&), const Case& cs, Operands& 
   return flops(cs) * static_cast<double>(reps) / std::chrono::duration<double>(t1 - t0).count() * 1e-9;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 double best(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
-// Interleaves kiln and OpenBLAS rounds per case. Other processes only ever
-// slow a round down, so each library's best round is its figure on a quiet
-// machine; the ratio of medians is printed too, as a check on the best-of.
+// Interleaves the kernels' rounds per case. Other processes only ever slow
+// a round down, so each kernel's best round is its figure on a quiet
+// machine. "backend" is the kernel gemm_choice.h picks for the shape (its
+// own measurement, in this process), at the rate this table measured for it.
 int table(int rounds, const std::string& filter) {
+  const kiln::cpu::CpuIsa isa = kiln::cpu::detected_isa();
+  std::printf("%s GEMM, %d threads, %s path; oneDNN best-block implementation per row\n\n", kiln_dtype_name(g_dtype),
+              g_threads, kiln::cpu::isa_name(isa));
   std::printf(
-      "| shape | layout | m x n x k | kiln GFLOP/s | OpenBLAS GFLOP/s | kiln / OpenBLAS | ratio of medians |\n");
-  std::printf("|---|---|---|---:|---:|---:|---:|\n");
+      "| shape | layout | m x n x k | kiln | oneDNN | OpenBLAS | backend (choice) | backend / best library |\n");
+  std::printf("|---|---|---|---:|---:|---:|---:|---:|\n");
   std::vector<double> ratios;
   for (const Case& cs : all_cases()) {
     const std::string label = cs.group + " " + layout_name(cs.layout);
     if (!filter.empty() && label.find(filter) == std::string::npos) continue;
     Operands o(cs);
-    std::vector<double> kr, br;
+    std::vector<double> kr, dr, br;
     for (int r = 0; r < rounds; ++r) {
       settle();
       kr.push_back(round_rate(run_kiln, cs, o));
+      if (o.library) {
+        settle();
+        dr.push_back(round_rate(run_onednn, cs, o));
+      }
 #ifdef KILN_HAVE_OPENBLAS
-      settle();
-      br.push_back(round_rate(run_openblas, cs, o));
+      if (g_dtype == KILN_F32) {
+        settle();
+        br.push_back(round_rate(run_openblas, cs, o));
+      }
 #endif
     }
-    const double k = best(kr), b = br.empty() ? 0.0 : best(br);
-    const double mk = median(kr), mb = br.empty() ? 0.0 : median(br);
-    if (b > 0) ratios.push_back(k / b);
-    std::printf("| %s | %s | %lld x %lld x %lld | %.1f | %.1f | %.2f | %.2f |\n", cs.group.c_str(),
+    const double k = best(kr), d = dr.empty() ? 0.0 : best(dr), b = br.empty() ? 0.0 : best(br);
+    const kiln::cpu::GemmDecision choice = kiln::cpu::choose_gemm({g_dtype, cs.trans_a, cs.trans_b, cs.m, cs.n, cs.k},
+                                                                  1, isa, kiln::cpu::GemmPolicy::kMeasure);
+    const bool lib = choice.kernel == kiln::cpu::GemmKernel::kLibrary;
+    const double chosen = lib ? d : k, best_library = std::max(d, b);
+    if (best_library > 0) ratios.push_back(chosen / best_library);
+    std::printf("| %s | %s | %lld x %lld x %lld | %.1f | %.1f | %.1f | %.1f (%s) | %.2f |\n", cs.group.c_str(),
                 layout_name(cs.layout), static_cast<long long>(cs.m), static_cast<long long>(cs.n),
-                static_cast<long long>(cs.k), k, b, b > 0 ? k / b : 0.0, mb > 0 ? mk / mb : 0.0);
+                static_cast<long long>(cs.k), k, d, b, chosen, lib ? "oneDNN" : "kiln",
+                best_library > 0 ? chosen / best_library : 0.0);
     std::fflush(stdout);
   }
   if (!ratios.empty()) {
     double lg = 0;
     for (double r : ratios) lg += std::log(r);
-    std::printf("\ngeometric mean kiln/OpenBLAS (best rounds): %.3f, min %.3f\n",
+    std::printf("\ngeometric mean backend / best library (best rounds): %.3f, min %.3f\n",
                 std::exp(lg / static_cast<double>(ratios.size())), *std::min_element(ratios.begin(), ratios.end()));
   }
   if (g_noisy_rounds > 0)
@@ -332,6 +378,8 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::atoi(argv[i] + 9));
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
+    } else if (std::strcmp(argv[i], "--dtype=bf16") == 0) {
+      g_dtype = KILN_BF16;
     } else if (std::strncmp(argv[i], "--filter=", 9) == 0) {
       filter = argv[i] + 9;
     } else {

@@ -21,6 +21,9 @@ build_packages=(
   libvulkan-dev glslc
   # Distributed trainer: OpenMPI (mpirun, mpicxx, libmpi).
   openmpi-bin libopenmpi-dev
+  # CPU backend: oneDNN's matmul (AVX-512, AVX512-BF16, AMX) where it is
+  # faster than kiln's own GEMM (backends/cpu/library_gemm.h).
+  libdnnl-dev
 )
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -2,6 +2,7 @@
 // Compiled once per ISA like the kernels, so the plugin chooses between two
 // entry points rather than testing the CPU on every call.
 #include "kernels.h"
+#include "library_gemm.h"
 
 namespace kiln::cpu::KILN_CPU_ISA {
 
@@ -74,6 +75,8 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_GELU_ERF: return gelu_erf(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_GELU_ERF_GRAD: return gelu_erf_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_MATMUL:
+      if (nd.library != nullptr)
+        return nd.library->run(values[nd.in[0]], values[nd.in[1]], values[nd.out[0]], *ctx.pool);
       if (low)
         return matmul_16bit(ctx, nd.x_dtype, hin(0), hin(1), hout(0), nd.batch, nd.m, nd.n, nd.k, nd.trans_a,
                             nd.trans_b);

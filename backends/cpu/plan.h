@@ -19,6 +19,7 @@
 
 namespace kiln::cpu {
 
+class LibraryGemm;
 using backend::PermutePlan;
 
 // A node as the cpu kernels run it: the loop sizes every plugin derives the
@@ -27,6 +28,10 @@ struct NodePlan : backend::NodeInfo {
   std::vector<uint32_t> in, out;  // value ids
   std::vector<float> fattrs;
   Staging staging;  // f32 copies of its bf16/f16 values (staging.h), at the start of its scratch
+  // MATMUL only: the oneDNN GEMM chosen for it (gemm_choice.h), owned by the
+  // loaded executable; null runs kiln's own. A plain pointer, so the kernels
+  // built for AVX2 instantiate no std code the baseline build could share.
+  const LibraryGemm* library = nullptr;
 
   // Bytes of device scratch the node needs with `threads` threads: the
   // staging area, then the kernel's own.

@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "gemm_choice.h"
+#include "isa.h"
 #include "kernels.h"
 #include "kiln/ir_decode.hpp"
 #include "kiln/plugin.h"
@@ -39,11 +41,13 @@
 
 // Bump whenever generated code or the executable format changes: it keys the
 // compile cache.
-#define KILN_CPU_COMPILER_VERSION "cpu-3"  // 2: the tensor-parallel ops; 3: the kit's container
+// 2: the tensor-parallel ops; 3: the kit's container; 4: the ISA path and the
+// per-shape GEMM choice (the kernels section).
+#define KILN_CPU_COMPILER_VERSION "cpu-4"
 
 struct kiln_device {
   int threads = 1;
-  bool avx2 = false;
+  kiln::cpu::CpuIsa isa = kiln::cpu::CpuIsa::kBaseline;
   kiln::cpu::RunNodeFn run_node = nullptr;
   std::unique_ptr<kiln::cpu::ThreadPool> pool;
   // One single-threaded pool per worker, for work items (e.g. batched small
@@ -74,17 +78,22 @@ struct kiln_loaded_executable {
   uint64_t scratch_bytes = 0;
   std::vector<void*> addresses;         // per value, rebound at every execute
   const kiln_device* device = nullptr;  // the device it was loaded on
+  // The oneDNN GEMMs its MATMUL nodes run (NodePlan::library points here).
+  std::vector<std::shared_ptr<const kiln::cpu::LibraryGemm>> library_gemms;
 };
 
 namespace {
 
+using kiln::cpu::CpuIsa;
 using kiln::cpu::NodePlan;
 
 using kiln::plugin_kit::fail;
 
 constexpr kiln::plugin_kit::ContainerFormat kFormat{
     {'K', 'I', 'L', 'N', 'C', 'P', 'U', '1'}, 2, "cpu", KILN_CPU_COMPILER_VERSION};
-enum : uint32_t { kSectionIR = 1 };
+// The kernels section: u32 ISA path the executable needs, u64 node count,
+// then one u8 GemmKernel per node (kKiln for every node but MATMULs).
+enum : uint32_t { kSectionIR = 1, kSectionKernels = 2 };
 constexpr uint64_t kAlign = 64;
 
 void check_device_index(int32_t index) {
@@ -104,19 +113,9 @@ int hardware_threads() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-bool cpu_has_avx2_fma() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
 struct HostInfo {
   std::string model = "cpu";
   std::string vendor = "unknown";
-  bool avx2 = false;  // the CPU supports the AVX2+FMA kernels
   int threads = 1;
   uint64_t memory = 0;
 };
@@ -148,7 +147,6 @@ const HostInfo& host_info() {
         have_vendor = true;
       }
     }
-    h.avx2 = cpu_has_avx2_fma();
     h.threads = hardware_threads();
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page > 0) h.memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
@@ -157,17 +155,41 @@ const HostInfo& host_info() {
   return info;
 }
 
-// Read at every device open (not cached) so tests can run both kernel sets
-// in one process: KILN_CPU_DISABLE_AVX2=1 selects the baseline kernels.
-bool use_avx2() {
-  const char* off = std::getenv("KILN_CPU_DISABLE_AVX2");
-  if (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0) return false;
-  return host_info().avx2;
+// What a device opened now runs (kiln_device's isa and the GEMM policy): read
+// from the environment at every call, not cached, so tests can use several
+// paths in one process. A bad KILN_CPU_ISA or KILN_CPU_GEMM fails the open
+// and compile; here, for properties, the detected path stands in.
+struct Paths {
+  CpuIsa isa;
+  kiln::cpu::GemmPolicy gemm;
+};
+
+Paths current_paths() {
+  const kiln::cpu::IsaChoice isa = kiln::cpu::chosen_isa();
+  const kiln::cpu::GemmPolicyChoice gemm = kiln::cpu::gemm_policy();
+  return {isa.error.empty() ? isa.isa : kiln::cpu::detected_isa(), gemm.policy};
 }
 
-std::string device_fingerprint() {
-  return kiln::plugin_kit::fingerprint_hex(host_info().model + "|avx2=" + (use_avx2() ? "1" : "0") + "|" +
-                                           KILN_CPU_COMPILER_VERSION);
+Paths checked_paths() {
+  const kiln::cpu::IsaChoice isa = kiln::cpu::chosen_isa();
+  if (!isa.error.empty()) fail(KILN_ERR_INVALID_ARGUMENT, isa.error);
+  const kiln::cpu::GemmPolicyChoice gemm = kiln::cpu::gemm_policy();
+  if (!gemm.error.empty()) fail(KILN_ERR_INVALID_ARGUMENT, gemm.error);
+  return {isa.isa, gemm.policy};
+}
+
+// The path and GEMM policy are part of the fingerprint, so of every cache
+// key: an executable is only ever looked up for the path it was compiled for.
+std::string device_fingerprint(const Paths& p) {
+  return kiln::plugin_kit::fingerprint_hex(host_info().model + "|isa=" + kiln::cpu::isa_name(p.isa) + "|gemm=" +
+                                           kiln::cpu::gemm_policy_name(p.gemm) + "|" + KILN_CPU_COMPILER_VERSION);
+}
+
+// `kiln devices` shows it in the driver field: "cpu-4 avx512+bf16 gemm=measure".
+std::string driver_text(const Paths& p) {
+  std::string t = std::string(KILN_CPU_COMPILER_VERSION) + " " + kiln::cpu::isa_name(p.isa);
+  if (static_cast<int>(p.isa) >= static_cast<int>(CpuIsa::kAvx512) && kiln::cpu::has_avx512_bf16()) t += "+bf16";
+  return t + " gemm=" + kiln::cpu::gemm_policy_name(p.gemm);
 }
 
 void* aligned_bytes(uint64_t bytes) {
@@ -244,12 +266,70 @@ void record_profile(kiln_device* dev, const NodePlan& node, double seconds) {
                      static_cast<double>(node.k));
 }
 
+kiln::cpu::GemmShape gemm_shape(const NodePlan& p) { return {p.x_dtype, p.trans_a, p.trans_b, p.m, p.n, p.k}; }
+
+// Compile: the kernels section (its layout is at kSectionKernels). The path
+// recorded is the one the executable needs: the compile's path if some node
+// runs a library GEMM (whose instructions depend on it), else the baseline,
+// since kiln's own kernels are picked by the device that runs them.
+std::vector<uint8_t> kernels_section(const Paths& paths, const std::vector<NodePlan>& plans) {
+  std::vector<uint8_t> kernels;
+  kernels.reserve(plans.size());
+  CpuIsa needs = CpuIsa::kBaseline;
+  for (const NodePlan& p : plans) {
+    kiln::cpu::GemmKernel kernel = kiln::cpu::GemmKernel::kKiln;
+    if (p.op == KILN_OP_MATMUL) kernel = kiln::cpu::choose_gemm(gemm_shape(p), p.batch, paths.isa, paths.gemm).kernel;
+    if (kernel == kiln::cpu::GemmKernel::kLibrary) needs = paths.isa;
+    kernels.push_back(static_cast<uint8_t>(kernel));
+  }
+  kiln::plugin_kit::Writer w;
+  w.put<uint32_t>(static_cast<uint32_t>(needs));
+  w.put<uint64_t>(kernels.size());
+  w.put_bytes(kernels.data(), kernels.size());
+  return std::move(w.bytes());
+}
+
+// Load: checks the executable's path against the device's and prepares the
+// library GEMMs its kernels section names.
+void bind_kernels(const kiln_device& device, const kiln::plugin_kit::Section& section, kiln_loaded_executable* exe) {
+  kiln::plugin_kit::Reader r(section.data, section.size, "cpu executable's kernels section");
+  const auto isa = r.get<uint32_t>();
+  if (isa > static_cast<uint32_t>(CpuIsa::kAmx)) fail(KILN_ERR_CORRUPT, "cpu executable names an unknown ISA path");
+  // Never run instructions the device lacks: an executable that needs a
+  // higher path is refused here, before any of its kernels runs.
+  if (isa > static_cast<uint32_t>(device.isa))
+    fail(KILN_ERR_UNSUPPORTED, std::string("cpu executable needs the ") +
+                                   kiln::cpu::isa_name(static_cast<CpuIsa>(isa)) + " path and this device runs " +
+                                   kiln::cpu::isa_name(device.isa) + " (this CPU, or KILN_CPU_ISA); recompile it here");
+  if (r.get_count(1) != exe->plans.size())
+    fail(KILN_ERR_CORRUPT, "cpu executable's kernels section does not match its graph");
+  for (NodePlan& p : exe->plans) {
+    const auto kernel = r.get<uint8_t>();
+    if (kernel > static_cast<uint8_t>(kiln::cpu::GemmKernel::kLibrary) ||
+        (kernel != 0 && (p.op != KILN_OP_MATMUL || p.batch != 1)))
+      fail(KILN_ERR_CORRUPT, "cpu executable's kernels section names a kernel its node cannot run");
+    if (kernel == 0) continue;
+    std::string why;
+    std::shared_ptr<const kiln::cpu::LibraryGemm> lib = kiln::cpu::LibraryGemm::create(gemm_shape(p), device.isa, &why);
+    // Chosen at compile but unavailable now (oneDNN in this process is held
+    // to a lower path by an earlier device): kiln's kernel computes the same
+    // product.
+    if (!lib) {
+      if (device.profile) std::fprintf(stderr, "kiln cpu profile: library GEMM unavailable (%s)\n", why.c_str());
+      continue;
+    }
+    p.library = lib.get();
+    exe->library_gemms.push_back(std::move(lib));
+  }
+  if (!r.done()) fail(KILN_ERR_CORRUPT, "cpu executable's kernels section has trailing bytes");
+}
+
 }  // namespace
 
 kiln_device::~kiln_device() {
   if (profile) {
     const std::string title = "kiln cpu profile (" + std::to_string(threads) + " threads, ";
-    times.print(stderr, title + (avx2 ? "avx2" : "baseline") + " kernels)", "calls");
+    times.print(stderr, title + kiln::cpu::isa_name(isa) + " path)", "calls");
   }
   std::free(scratch);
 }
@@ -266,19 +346,21 @@ struct CpuPlugin {
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
     check_device_index(index);
     const HostInfo& h = host_info();
-    return {h.model,  h.vendor,  KILN_CPU_COMPILER_VERSION, KILN_DEVICE_CPU,
-            h.memory, h.threads, device_fingerprint(),      kiln::cpu::low_precision_features()};
+    const Paths paths = current_paths();
+    return {h.model,  h.vendor,  driver_text(paths),        KILN_DEVICE_CPU,
+            h.memory, h.threads, device_fingerprint(paths), kiln::cpu::low_precision_features()};
   }
 
   static kiln_device* device_open(int32_t index, int32_t num_threads) {
     check_device_index(index);
     if (num_threads < 0)
       fail(KILN_ERR_INVALID_ARGUMENT, "num_threads must be >= 0, got " + std::to_string(num_threads));
+    const Paths paths = checked_paths();
     auto dev = std::make_unique<kiln_device>();
     dev->threads = num_threads > 0 ? num_threads : host_info().threads;
-    dev->avx2 = use_avx2();
+    dev->isa = paths.isa;
     dev->profile = kiln::plugin_kit::env_flag("KILN_CPU_PROFILE");
-    dev->run_node = dev->avx2 ? &kiln::cpu::avx2::run_node : &kiln::cpu::base::run_node;
+    dev->run_node = dev->isa == CpuIsa::kBaseline ? &kiln::cpu::base::run_node : &kiln::cpu::avx2::run_node;
     try {
       dev->pool = std::make_unique<kiln::cpu::ThreadPool>(dev->threads);
     } catch (const kiln::cpu::ThreadStartError& e) {
@@ -314,15 +396,18 @@ struct CpuPlugin {
                  size);
   }
 
-  // The CPU has nothing to precompute yet: the executable is the checked IR
-  // (a kernel-plan section can be appended later).
+  // The executable is the checked IR and the kernels section: which GEMM each
+  // MATMUL runs, measured here on this machine (gemm_choice.h).
   static std::vector<uint8_t> compile(const kiln_compile_args& args) {
     check_device_index(args.device_index);
+    const Paths paths = checked_paths();
     kiln::ir::DecodedGraph g;
     std::vector<NodePlan> plans;
     decode_and_plan(args.ir, args.ir_size, &g, &plans);
-    kiln::plugin_kit::Container c{{KILN_CPU_COMPILER_VERSION, device_fingerprint(), host_info().model},
-                                  {{kSectionIR, args.ir, args.ir_size}}};
+    const std::vector<uint8_t> kernels = kernels_section(paths, plans);
+    kiln::plugin_kit::Container c{
+        {KILN_CPU_COMPILER_VERSION, device_fingerprint(paths), host_info().model},
+        {{kSectionIR, args.ir, args.ir_size}, {kSectionKernels, kernels.data(), kernels.size()}}};
     return kiln::plugin_kit::write_container(kFormat, c);
   }
 
@@ -330,8 +415,11 @@ struct CpuPlugin {
     const kiln::plugin_kit::Container c = kiln::plugin_kit::read_container(kFormat, bytes, size);
     const kiln::plugin_kit::Section* ir = c.find(kSectionIR);
     if (ir == nullptr) fail(KILN_ERR_CORRUPT, "cpu executable has no IR section");
+    const kiln::plugin_kit::Section* kernels = c.find(kSectionKernels);
+    if (kernels == nullptr) fail(KILN_ERR_CORRUPT, "cpu executable has no kernels section");
     auto loaded = std::make_unique<kiln_loaded_executable>();
     decode_and_plan(ir->data, ir->size, &loaded->graph, &loaded->plans);
+    bind_kernels(*device, *kernels, loaded.get());
     const auto& g = loaded->graph;
     loaded->slot_bytes.assign(g.num_slots, 0);
     for (const auto& v : g.values)

@@ -9,13 +9,18 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "graph/graph.h"
+#include "graph/memory_plan.h"
+#include "graph/serialize.h"
+#include "isa.h"
 
 namespace kiln::graph {
 namespace {
@@ -74,7 +79,11 @@ TEST_P(CpuOps, DeviceProperties) {
   EXPECT_GT(p.memory_bytes, 0u);
   EXPECT_GT(p.compute_units, 0);
   EXPECT_EQ(std::strlen(p.fingerprint), 64u);
-  EXPECT_STREQ(p.driver_version, dev().plugin().raw_table()->compiler_version());
+  // The driver field names the compiler, then the ISA path and GEMM policy
+  // the device runs ("cpu-4 avx512+bf16 gemm=measure").
+  const std::string driver = p.driver_version, version = dev().plugin().raw_table()->compiler_version();
+  EXPECT_EQ(driver.rfind(version + " " + (GetParam() == std::string("base") ? "baseline" : ""), 0), 0u) << driver;
+  EXPECT_NE(driver.find(" gemm="), std::string::npos) << driver;
 }
 
 // ---------------------------------------------------------------- hand-built IR
@@ -282,6 +291,84 @@ TEST(CpuPlugin, ExecuteChecksSlotSizes) {
   slots[2] = out.handle();
   EXPECT_EQ(api->execute(&e), nullptr);
   api->loaded_free(d.handle(), l.loaded);
+}
+
+// Sets environment variables for one scope, restoring what was there.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::map<std::string, std::string> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_)
+      if (old)
+        setenv(name.c_str(), old->c_str(), 1);
+      else
+        unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// An executable whose GEMM was chosen from oneDNN on this CPU's highest path
+// needs that path: a device held to AVX2 (KILN_CPU_ISA, as a machine without
+// AVX-512 or AMX would be) refuses it at load, in one line, before running
+// anything. Through the compile cache the path is in the device fingerprint,
+// so the host recompiles instead of ever loading it there.
+TEST(CpuPlugin, RefusesAnExecutableThatNeedsAHigherPath) {
+  const kiln::cpu::CpuIsa top = kiln::cpu::detected_isa();
+  if (static_cast<int>(top) <= static_cast<int>(kiln::cpu::CpuIsa::kAvx2))
+    GTEST_SKIP() << "this CPU's highest path is " << kiln::cpu::isa_name(top) << ": nothing above avx2 to refuse";
+  Graph g;
+  const ValueId a = g.input("a", KILN_BF16, {64, 96}), b = g.input("b", KILN_BF16, {96, 80});
+  g.output("y", g.matmul(a, b));
+  const std::vector<uint8_t> ir = serialize(g, plan_memory(g));
+  Registry& registry = Registry::instance();
+  std::unique_ptr<Device> high, low;
+  std::vector<uint8_t> exe;
+  {
+    ScopedEnv env({{"KILN_CPU_ISA", kiln::cpu::isa_name(top)}, {"KILN_CPU_GEMM", "library"}});
+    high = registry.open("cpu", 0, 2);
+    const kiln_plugin_api* api = high->plugin().raw_table();
+    kiln_compile_args c{};
+    c.struct_size = sizeof(c);
+    c.ir = ir.data();
+    c.ir_size = ir.size();
+    check(high->plugin(), api->compile(&c), "compile");
+    exe.assign(c.executable, c.executable + c.executable_size);
+    api->executable_bytes_free(c.executable);
+  }
+  {
+    ScopedEnv env(std::map<std::string, std::string>{{"KILN_CPU_ISA", "avx2"}});
+    low = registry.open("cpu", 0, 2);
+  }
+  const kiln_plugin_api* api = low->plugin().raw_table();
+  kiln_load_args l{};
+  l.struct_size = sizeof(l);
+  l.device = low->handle();
+  l.executable = exe.data();
+  l.executable_size = exe.size();
+  kiln_error* err = api->load(&l);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(api->error_code(err), KILN_ERR_UNSUPPORTED);
+  const std::string message = api->error_message(err);
+  api->error_destroy(err);
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_NE(message.find(std::string("needs the ") + kiln::cpu::isa_name(top) + " path and this device runs avx2"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(high->properties().fingerprint, std::string(low->properties().fingerprint));
+  // The device it was compiled for loads it.
+  l.device = high->handle();
+  check(high->plugin(), api->load(&l), "load");
+  api->loaded_free(high->handle(), l.loaded);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuOps, ::testing::Values("avx2", "base"), [](const auto& info) { return info.param; });
