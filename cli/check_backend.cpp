@@ -219,7 +219,7 @@ int run_check_backend(const std::vector<std::string>& args) {
             trainer::Bounds::closed(0, kMaxThreadsFlag));
   flags.add("--repeat", &repeat, "run every graph twice and require bitwise-identical outputs");
   flags.add("--batch", &batch, "op cases per graph (0: all in one)");
-  flags.add("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
+  flags.add_repeatable("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
   flags.add("--case-timeout", &case_timeout_s, "seconds a case may run before it fails as hung (0: no limit)",
             trainer::Bounds::at_least(0));
   flags.add("--in-process", &in_process, "run the cases in this process (a crash ends the run)");

@@ -58,7 +58,8 @@ void Flags::add_spec(const std::string& name, Kind kind, void* target, const std
     case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
     case Kind::String: s.default_text = *static_cast<std::string*>(target); break;
     case Kind::Bool:
-    case Kind::List: break;  // no default worth printing
+    case Kind::List:
+    case Kind::Repeatable: break;  // no default worth printing
   }
   specs_.push_back(std::move(s));
 }
@@ -69,6 +70,10 @@ void Flags::add(const std::string& n, std::string* t, const std::string& h) { ad
 void Flags::add(const std::string& n, bool* t, const std::string& h) { add_spec(n, Kind::Bool, t, h); }
 void Flags::add(const std::string& n, std::vector<std::string>* t, const std::string& h) {
   add_spec(n, Kind::List, t, h);
+}
+
+void Flags::add_repeatable(const std::string& n, std::vector<std::string>* t, const std::string& h) {
+  add_spec(n, Kind::Repeatable, t, h);
 }
 
 const Flags::Spec* Flags::find(const std::string& name) const {
@@ -118,7 +123,7 @@ bool Flags::parse(const std::vector<std::string>& args) {
     } else {
       while (i + 1 < args.size() && (args[i + 1].rfind("--", 0) != 0)) {
         vals.push_back(args[++i]);
-        if (s->kind != Kind::List) break;
+        if (s->kind != Kind::List && s->kind != Kind::Repeatable) break;
       }
     }
     if (vals.empty()) throw Error("kiln " + command_ + ": " + name + " needs a value");
@@ -164,6 +169,11 @@ bool Flags::parse(const std::vector<std::string>& args) {
       }
       case Kind::String: *static_cast<std::string*>(s->target) = v; break;
       case Kind::List: *static_cast<std::vector<std::string>*>(s->target) = vals; break;
+      case Kind::Repeatable: {
+        auto* list = static_cast<std::vector<std::string>*>(s->target);
+        list->insert(list->end(), vals.begin(), vals.end());
+        break;
+      }
       case Kind::Bool: break;
     }
   }
@@ -185,6 +195,7 @@ std::vector<std::pair<std::string, std::string>> Flags::values() const {
       case Kind::String: v = *static_cast<const std::string*>(s.target); break;
       case Kind::Bool: v = *static_cast<const bool*>(s.target) ? "true" : "false"; break;
       case Kind::List:
+      case Kind::Repeatable:
         for (const std::string& item : *static_cast<const std::vector<std::string>*>(s.target))
           v += (v.empty() ? "" : " ") + item;
         break;
@@ -208,7 +219,7 @@ std::string Flags::help() const {
       if (s.kind == Kind::Int) left += " N";
       if (s.kind == Kind::Double) left += " X";
       if (s.kind == Kind::String) left += " S";
-      if (s.kind == Kind::List) left += " ...";
+      if (s.kind == Kind::List || s.kind == Kind::Repeatable) left += " ...";
       o << left;
       o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
       if (!s.default_text.empty()) o << " (default " << s.default_text << ")";

@@ -43,6 +43,9 @@ class Flags {
   void add(const std::string& name, std::string* target, const std::string& help);
   void add(const std::string& name, bool* target, const std::string& help);  // switch
   void add(const std::string& name, std::vector<std::string>* target, const std::string& help);
+  // A list that grows with every occurrence (`--hint A=1 --hint B=2`), where
+  // add()'s lists, as argparse's, keep the last occurrence's values.
+  void add_repeatable(const std::string& name, std::vector<std::string>* target, const std::string& help);
   // The flags added from now on belong to a titled section, which --help
   // lists after the untitled flags; section("") returns to the untitled list.
   void section(const std::string& title) { section_ = title; }
@@ -57,7 +60,7 @@ class Flags {
   std::vector<std::pair<std::string, std::string>> values() const;
 
  private:
-  enum class Kind { Int, Double, String, Bool, List };
+  enum class Kind { Int, Double, String, Bool, List, Repeatable };
   struct Spec {
     std::string name;
     Kind kind;
