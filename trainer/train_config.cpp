@@ -1,6 +1,7 @@
 #include "trainer/train_config.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/cpu_count.h"
@@ -73,6 +74,8 @@ void TrainConfig::register_flags(Flags& f) {
         "uniform (groups of --recompute-num-layers layers) | block (the first N layers of each pipeline stage)");
   f.add("--recompute-num-layers", &recompute_num_layers, "layers per recomputed group (uniform) or recomputed (block)",
         Bounds::at_least(0));
+  f.add("--deterministic-mode", &deterministic_mode,
+        "bitwise-reproducible kernels on any machine (cpu: kiln's own GEMM for every shape, KILN_CPU_GEMM=kiln)");
   f.add("--use-checkpoint-args", &use_checkpoint_args,
         "take the model (every architecture flag) from the --load checkpoint's stored config");
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
@@ -321,6 +324,10 @@ void TrainConfig::finalize(const Flags& f) {
   if (clip_grad < 0) throw Error("--clip-grad must not be negative");
   precision.finalize();
   megatron_compat.finalize(f);
+  // Plugins read their kernel choices from the environment when they open a
+  // device and compile (and precompile's workers inherit it); the policy is
+  // in the cpu device's fingerprint, so it keys its own cache entries.
+  if (deterministic_mode) setenv("KILN_CPU_GEMM", "kiln", 1);
   model.compute_dtype = precision.compute_dtype();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||

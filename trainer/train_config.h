@@ -45,6 +45,10 @@ struct TrainConfig {
   int64_t recompute_num_layers = 0;    // 0: not given (Megatron's None)
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
+  // Megatron's --deterministic-mode: the backends' bitwise-reproducible
+  // kernels (the cpu backend: kiln's own GEMM everywhere, no per-shape library
+  // choice). finalize() selects them for every device opened afterwards.
+  bool deterministic_mode = false;
   // Megatron's flags for what --load restores and --save writes
   // (docs/CHECKPOINTS.md): --finetune loads the model only and starts at
   // iteration 0; the RNG state is the dropout seed.
