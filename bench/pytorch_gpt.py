@@ -108,7 +108,7 @@ def main():
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--query-groups", type=int, default=0, help="grouped-query attention (0: one per head)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="bf16: autocast (cuda)")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="bf16: autocast (cuda or cpu)")
     for name in ("rmsnorm", "swiglu", "rope", "untie", "no-bias", "exact-gelu"):
         p.add_argument("--" + name, action="store_true")
     a = p.parse_args()
