@@ -5,6 +5,9 @@
 #   - TP=2 follows the 1-process loss trajectory over 20 steps within 1e-5
 #     (the split matmuls add their partial sums in another order);
 #   - DP=2 x TP=2 on 4 ranks does too;
+#   - with oneDNN's GEMM forced on every matmul (KILN_CPU_GEMM=library, the
+#     cpu backend's per-shape library path), TP=2 follows one process within
+#     1e-6 (docs/PERFORMANCE.md, "CPU matrix units": the documented bound);
 #   - a checkpoint saved under TP=2 resumes in 1 process and one saved by
 #     1 process resumes under TP=2, each on the uninterrupted trajectory;
 #   - layouts that do not fit fail with a one-line error.
@@ -33,6 +36,11 @@ mpi 4 "$kiln" train "${common[@]}" --train-iters 20 --tensor-model-parallel-size
 same_trajectory "$tmp/one.jsonl" "$tmp/dp2tp2.jsonl" 20 "DP=2 x TP=2 vs 1 process"
 grep -q "parameters identical on all 2 ranks at iteration 20" "$tmp/dp2tp2.log" ||
   { echo "no data-parallel parameter check:"; cat "$tmp/dp2tp2.log"; exit 1; }
+
+KILN_CPU_GEMM=library "$kiln" train "${common[@]}" --train-iters 20 --metrics-file "$tmp/one-lib.jsonl" >/dev/null
+KILN_CPU_GEMM=library mpi 2 "$kiln" train "${common[@]}" --train-iters 20 --tensor-model-parallel-size 2 \
+  --metrics-file "$tmp/tp2-lib.jsonl" >/dev/null
+same_trajectory "$tmp/one-lib.jsonl" "$tmp/tp2-lib.jsonl" 20 "TP=2 vs 1 process, oneDNN GEMMs" 1e-6
 
 # Checkpoints hold full tensors whatever the layout.
 after6() { grep -E '"iteration":([7-9]|1[0-2])[,}]' "$1"; }
