@@ -88,7 +88,12 @@ std::vector<bool> ParallelState::mask(const std::string& token) const {
     const size_t end = token.find('-', start);
     const std::string name = token.substr(start, end == std::string::npos ? std::string::npos : end - start);
     const size_t i = index_of(name);
-    if (in[i]) throw Error("parallel group '" + token + "' names " + name + " twice");
+    if (in[i]) {
+      std::string message = "parallel group '" + token + "' names ";
+      message += name;
+      message += " twice";
+      throw Error(message);
+    }
     in[i] = true;
     if (end == std::string::npos) return in;
     start = end + 1;
