@@ -51,6 +51,12 @@ TEST(ParallelLayout, EveryRankWhereDistributedMdSaysForManyLayouts) {
           EXPECT_EQ(at.dp_rank, rank / tp % dp);
           EXPECT_EQ(at.pp_rank, rank / (tp * dp));
           EXPECT_EQ(at.dp, dp);
+          // Setup's MPI_Comm_split colours, the same integers as the
+          // hand-written ones they replaced (so the same communicators).
+          EXPECT_EQ(state.group_index("tp", rank), at.pp_rank * dp + at.dp_rank);
+          EXPECT_EQ(state.group_index("dp", rank), at.pp_rank * tp + at.tp_rank);
+          EXPECT_EQ(state.group_index("pp", rank), at.dp_rank * tp + at.tp_rank);
+          EXPECT_EQ(static_cast<int64_t>(state.groups("pp").size()), dp * tp);
         }
       }
 }
