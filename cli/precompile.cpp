@@ -75,8 +75,9 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
   FallbackDevice fallback;
   const int64_t tp = cfg.model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   std::map<int64_t, std::pair<trainer::Layout, int64_t>> ranks_of_stage;  // pp_rank -> (first rank, count)
+  const trainer::ParallelState parallel = trainer::job_parallel_state(world_size, tp, pp);
   for (int64_t rank = 0; rank < world_size; ++rank) {
-    const trainer::Layout at = trainer::rank_layout(rank, world_size, tp, pp);
+    const trainer::Layout at = trainer::rank_layout(parallel, rank);
     ++ranks_of_stage.try_emplace(at.pp_rank, at, 0).first->second.second;
   }
   counts->ranks = world_size;

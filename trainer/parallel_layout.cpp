@@ -4,9 +4,20 @@
 
 namespace kiln::trainer {
 
-Layout rank_layout(int64_t rank, int64_t world_size, int64_t tp, int64_t pp) {
-  const int64_t dp = world_size / (tp * pp);
-  return Layout{dp, (rank / tp) % dp, tp, rank % tp, pp, rank / (tp * dp)};
+ParallelState job_parallel_state(int64_t world_size, int64_t tp, int64_t pp) {
+  const int64_t dp = tp > 0 && pp > 0 ? world_size / (tp * pp) : 0;
+  return ParallelState::megatron(world_size, tp, /*cp=*/1, /*ep=*/1, dp, pp);
+}
+
+Layout rank_layout(const ParallelState& state, int64_t rank) {
+  Layout at;
+  at.tp = state.size("tp");
+  at.dp = state.size("dp");
+  at.pp = state.size("pp");
+  at.tp_rank = state.coordinate(rank, "tp");
+  at.dp_rank = state.coordinate(rank, "dp");
+  at.pp_rank = state.coordinate(rank, "pp");
+  return at;
 }
 
 void set_world_size(TrainConfig& cfg, int64_t world_size, const std::string& launch) {

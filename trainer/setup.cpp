@@ -70,28 +70,34 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   micro_batches = cfg.num_micro_batches();
   const int64_t rank = comm.rank(), tp = model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   const int64_t dp = comm.size() / (tp * pp);
-  at = rank_layout(rank, comm.size(), tp, pp);
-  batch_terms = static_cast<double>(micro_batches * dp);
   if (dp != cfg.data_parallel_size || comm.size() % (tp * pp) != 0)
     throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
                 std::to_string(tp) + " x pipeline-parallel " + std::to_string(pp) + " but " +
                 std::to_string(comm.size()) + " ranks");
+  const ParallelState parallel = job_parallel_state(comm.size(), tp, pp);
+  at = rank_layout(parallel, rank);
+  batch_terms = static_cast<double>(micro_batches * dp);
   comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
   stage_model = cfg.stage_model(at.pp_rank);
-  // Groups as colours: a tensor-parallel group shares (pipeline, data) ranks,
-  // a data-parallel group (pipeline, tensor) ranks, a pipeline (data, tensor).
-  const int replica = static_cast<int>(at.pp_rank * dp + at.dp_rank);
-  const int dp_color = static_cast<int>(at.pp_rank * tp + at.tp_rank);
-  const int pp_color = static_cast<int>(at.dp_rank * tp + at.tp_rank);
+  // One sub-communicator per group of Megatron's: the group's index among
+  // its kind's is the split colour, the rank's place in it the key (so a
+  // tensor-parallel group's ranks are in tp_rank order, and so on).
+  auto split = [&](const std::string& token) {
+    return comm.split(static_cast<int>(parallel.group_index(token, rank)),
+                      static_cast<int>(parallel.rank_in_group(token, rank)));
+  };
   if (tp > 1 || pp > 1) {
-    tp_owned = comm.split(replica, static_cast<int>(at.tp_rank));
-    dp_owned = comm.split(dp_color, static_cast<int>(at.dp_rank));
+    tp_owned = split("tp");
+    dp_owned = split("dp");
   }
   if (pp > 1) {
-    pp_group = comm.split(pp_color, static_cast<int>(at.pp_rank));
-    // Middle stages each form a group of their own, which they never use.
+    pp_group = split("pp");
+    // The tied embedding's group is the first and last stages of a pipeline
+    // group. Middle stages each take a colour past every pipeline group's and
+    // form a group of their own, which they never use.
     const bool holds_tied = !model.untie_embeddings_and_output_weights && (at.first_stage() || at.last_stage());
-    embedding_group = comm.split(holds_tied ? pp_color : static_cast<int>(dp * tp) + static_cast<int>(rank),
+    const int64_t pp_groups = static_cast<int64_t>(parallel.groups("pp").size());
+    embedding_group = comm.split(static_cast<int>(holds_tied ? parallel.group_index("pp", rank) : pp_groups + rank),
                                  static_cast<int>(at.pp_rank));
     if (!holds_tied) embedding_group.reset();
   }

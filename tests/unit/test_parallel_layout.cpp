@@ -24,7 +24,7 @@ TEST(ParallelLayout, MegatronRankOrderTensorThenDataThenPipeline) {
                                   {0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};  // tp, dp, pp
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   for (int64_t rank = 0; rank < 8; ++rank) {
-    const Layout at = rank_layout(rank, 8, 2, 2);
+    const Layout at = rank_layout(job_parallel_state(8, 2, 2), rank);
     EXPECT_EQ(at.tp_rank, expected[rank][0]) << "rank " << rank;
     EXPECT_EQ(at.dp_rank, expected[rank][1]) << "rank " << rank;
     EXPECT_EQ(at.pp_rank, expected[rank][2]) << "rank " << rank;
@@ -34,6 +34,31 @@ TEST(ParallelLayout, MegatronRankOrderTensorThenDataThenPipeline) {
     seen.emplace(at.tp_rank, at.dp_rank, at.pp_rank);
   }
   EXPECT_EQ(seen.size(), 8U);
+}
+
+TEST(ParallelLayout, EveryRankWhereDistributedMdSaysForManyLayouts) {
+  // docs/DISTRIBUTED.md's formula, world rank = (pp_rank x DP + dp_rank) x
+  // TP + tp_rank, which kiln placed ranks by before ParallelState.
+  for (int64_t tp : {1, 2, 4})
+    for (int64_t pp : {1, 2, 4})
+      for (int64_t dp : {1, 2, 3}) {
+        const int64_t world = tp * pp * dp;
+        const ParallelState state = job_parallel_state(world, tp, pp);
+        for (int64_t rank = 0; rank < world; ++rank) {
+          const Layout at = rank_layout(state, rank);
+          EXPECT_EQ((at.pp_rank * dp + at.dp_rank) * tp + at.tp_rank, rank);
+          EXPECT_EQ(at.tp_rank, rank % tp);
+          EXPECT_EQ(at.dp_rank, rank / tp % dp);
+          EXPECT_EQ(at.pp_rank, rank / (tp * dp));
+          EXPECT_EQ(at.dp, dp);
+          // Setup's MPI_Comm_split colours, the same integers as the
+          // hand-written ones they replaced (so the same communicators).
+          EXPECT_EQ(state.group_index("tp", rank), at.pp_rank * dp + at.dp_rank);
+          EXPECT_EQ(state.group_index("dp", rank), at.pp_rank * tp + at.tp_rank);
+          EXPECT_EQ(state.group_index("pp", rank), at.dp_rank * tp + at.tp_rank);
+          EXPECT_EQ(static_cast<int64_t>(state.groups("pp").size()), dp * tp);
+        }
+      }
 }
 
 TEST(ParallelLayout, WorldSizeSetsDataParallelOrIsRefusedInOneLine) {
@@ -75,7 +100,7 @@ TEST(ParallelLayout, RanksOfOneStageBuildTheSameGraphs) {
   cfg.micro_batch_size = 2;
   auto hashes = [&](int64_t rank) {
     std::vector<std::string> out;
-    const RunGraphs graphs = build_rank_graphs(cfg, rank_layout(rank, 8, 2, 2));
+    const RunGraphs graphs = build_rank_graphs(cfg, rank_layout(job_parallel_state(8, 2, 2), rank));
     for (const auto& [name, g] : graphs.list()) out.push_back(name + " " + graph::graph_hash(*g));
     return out;
   };
