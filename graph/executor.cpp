@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "graph/compile_units.h"
+#include "graph/decompose.h"
 #include "graph/memory_plan.h"
 #include "graph/passes.h"
 
@@ -32,11 +33,33 @@ bool is_read(const Graph& g, ValueId v) {
   return false;
 }
 
+std::vector<TensorDesc> tensors(const Graph& g, const std::vector<ValueId>& values) {
+  std::vector<TensorDesc> out;
+  for (ValueId v : values) out.push_back({static_cast<int32_t>(g.value(v).dtype), g.shape(v)});
+  return out;
+}
+
+// Whether `plugin` takes node `n` as it is: per node where the plugin
+// answers per node (dtypes, shapes), else per op.
+bool plugin_runs(const Plugin& plugin, const Graph& g, const Node& n) {
+  if (plugin.answers_per_node()) return plugin.supports_node(n.op, tensors(g, n.inputs), tensors(g, n.outputs));
+  return plugin.supports(n.op);
+}
+
+// The caller's graph, pruned, with the composites the primary backend does
+// not list expanded into their ops (graph/decompose.h) before anything is
+// placed: only primitives can then fall back. Without composites the graph
+// is unchanged, and so are its pieces' cache keys.
+Graph prepare(const Plugin& plugin, const Graph& graph) {
+  return expand_composites(eliminate_dead_code(graph),
+                           [&](const Graph& g, const Node& n) { return plugin_runs(plugin, g, n); });
+}
+
 }  // namespace
 
 Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback,
                        compiler_cache::Extraction* extract)
-    : device_(device), graph_(eliminate_dead_code(graph)) {
+    : device_(device), graph_(prepare(device.plugin(), graph)) {
   std::vector<int> device_of = place_nodes();
   // Each refused piece moves at least one node to the fallback: this ends.
   while (!build(device_of, fallback, extract)) {
@@ -48,11 +71,6 @@ std::vector<int> Executable::place_nodes() const {
   const Plugin& plugin = device_.plugin();
   std::vector<int> device_of(nodes.size(), kPrimaryDevice);
   std::array<int, KILN_OP_COUNT_> support{};  // per op: 0 unknown, 1 yes, 2 no
-  auto tensors = [&](const std::vector<ValueId>& values) {
-    std::vector<TensorDesc> out;
-    for (ValueId v : values) out.push_back({static_cast<int32_t>(graph_.value(v).dtype), graph_.shape(v)});
-    return out;
-  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const kiln_op op = nodes[i].op;
     if (kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) {  // never a device op
@@ -61,7 +79,7 @@ std::vector<int> Executable::place_nodes() const {
     }
     bool runs = false;
     if (plugin.answers_per_node()) {
-      runs = plugin.supports_node(op, tensors(nodes[i].inputs), tensors(nodes[i].outputs));
+      runs = plugin_runs(plugin, graph_, nodes[i]);
     } else {
       int& known = support.at(static_cast<size_t>(op));
       if (known == 0) known = plugin.supports(op) ? 1 : 2;

@@ -85,6 +85,9 @@ class Graph {
   // Refuses lo > hi or a NaN bound.
   ValueId clamp(ValueId x, float lo, float hi);
   ValueId clamp_grad(ValueId x, ValueId dy, float lo, float hi);
+  // relu(x)^2 (Megatron's --squared-relu): a composite, see graph/ops/op_def.h.
+  ValueId squared_relu(ValueId x);
+  ValueId squared_relu_grad(ValueId x, ValueId dy);
   ValueId matmul(ValueId a, ValueId b, bool trans_a = false, bool trans_b = false);
   ValueId embedding(ValueId table, ValueId ids);
   ValueId embedding_grad(ValueId dy, ValueId ids, int64_t vocab);

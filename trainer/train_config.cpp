@@ -41,6 +41,7 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--openai-gelu", &openai_gelu, "GELU with the tanh approximation in the MLP (kiln's default, GPT-2's)");
   f.add("--exact-gelu", &model.exact_gelu,
         "kiln flag: the exact erf GELU in the MLP (Megatron's default without --openai-gelu, HF MPT's)");
+  f.add("--squared-relu", &model.squared_relu, "relu(x)^2 as the MLP's activation (Megatron's --squared-relu)");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
   f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
   f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
@@ -194,6 +195,8 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   model.add_bias_layernorm = !disable_bias_layernorm;
   if (openai_gelu && model.exact_gelu)
     throw Error("--openai-gelu (tanh) and --exact-gelu (erf) choose different GELUs; give one of them");
+  if (openai_gelu && model.squared_relu)
+    throw Error("--openai-gelu chooses GELU, and --squared-relu replaces it; give one of them");
   model.clip_qkv = static_cast<float>(clip_qkv);
   model.hidden_dropout = static_cast<float>(hidden_dropout);
   model.attention_dropout = static_cast<float>(attention_dropout);

@@ -169,7 +169,8 @@ class Lowerer {
 
   // `f2` (CLAMP's upper bound) is pushed only when given, so the other ops'
   // dispatches stay as they were.
-  void elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
+  // `op` is the node's op code: elementwise.comp selects its branch by it.
+  void elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
                    std::optional<float> f2 = std::nullopt);
   void column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale);
   void embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
@@ -199,11 +200,11 @@ class Lowerer {
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
 // A broadcast b (bcast elements) is bound whole and chunks start at
 // multiples of bcast so that i % bcast stays right.
-void Lowerer::elementwise(int op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
+void Lowerer::elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
                           std::optional<float> f2) {
   const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
   // b as large as a is no broadcast: it is chunked like a.
-  const bool broadcast = (op == 1 || op == 2) && bcast < count;
+  const bool broadcast = (op == KILN_OP_ADD || op == KILN_OP_MUL) && bcast < count;
   const uint64_t chunk = chunk_elems(broadcast ? bcast : 1);
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t n = std::min(chunk, count - e0);
@@ -428,7 +429,7 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
   const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
   const Ref ids = at(n.inputs[1]);
   const Ref flag{Mem::Flag, 0, 0};
-  if (grad) elementwise(0, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
+  if (grad) elementwise(KILN_OP_FILL, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
   const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
   const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
   // The gather also splits its ids and y into chunks of rows; the gradient
@@ -617,19 +618,19 @@ void Lowerer::convert16(uint32_t mode, uint32_t value, Ref f32_copy) {
 void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t count = static_cast<uint64_t>(p.count);
   switch (n.op) {
-    case KILN_OP_FILL: return elementwise(0, n.outputs[0], -1, -1, count, 1, n.fattrs[0]);
-    case KILN_OP_ADD: return elementwise(1, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
-    case KILN_OP_MUL: return elementwise(2, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
-    case KILN_OP_SCALE: return elementwise(3, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
-    case KILN_OP_GELU: return elementwise(4, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_GELU_GRAD: return elementwise(5, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
-    case KILN_OP_SILU: return elementwise(6, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_SILU_GRAD: return elementwise(7, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
-    case KILN_OP_CLAMP: return elementwise(8, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0], n.fattrs[1]);
+    case KILN_OP_FILL: return elementwise(n.op, n.outputs[0], -1, -1, count, 1, n.fattrs[0]);
+    case KILN_OP_ADD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    case KILN_OP_MUL: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    case KILN_OP_SCALE: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
+    case KILN_OP_GELU: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_GELU_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_SILU: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_SILU_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_CLAMP: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_CLAMP_GRAD:
-      return elementwise(9, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
-    case KILN_OP_GELU_ERF: return elementwise(10, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_GELU_ERF_GRAD: return elementwise(11, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+      return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
+    case KILN_OP_GELU_ERF: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_GELU_ERF_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);

@@ -5,5 +5,6 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-4";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs; 4: bf16/f16 (convert16.comp), CAST
+    "vulkan-5";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs; 4: bf16/f16 (convert16.comp), CAST;
+                 // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers
 }  // namespace kiln::vk

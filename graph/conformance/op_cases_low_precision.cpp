@@ -95,6 +95,7 @@ Suite f32_sources() {
   add_vocab_parallel_cases(s);
   add_rotary_cases(s);
   add_dropout_cases(s);
+  add_composite_cases(s);
   return s;
 }
 

@@ -27,10 +27,19 @@ using Grads = std::vector<ValueId>;
 using VjpFn = Grads (*)(Graph& g, const VjpArgs& args);
 // Evaluates one node on the host, writing its outputs into the context.
 using ReferenceFn = void (*)(const ReferenceCtx& c);
+// Builds node `n` of `g` from other ops: appends to `g` the nodes that
+// compute it from n.inputs (values of `g`) and returns one value per output
+// of `n`, each made by an appended node, of its dtype and shape. The host
+// expands a composite this way for a backend that lacks a kernel for it
+// (graph/decompose.h), so a new activation needs no kernel anywhere.
+using DecomposeFn = std::vector<ValueId> (*)(Graph& g, const Node& n);
 
 struct OpDef {
   VjpFn vjp = nullptr;              // null: not differentiable (FILL, ADAMW, *_GRAD, ROW_MAX)
   ReferenceFn reference = nullptr;  // every op has one (a test checks it)
+  // Non-null for a composite: the ops it is made of. The reference stays
+  // the oracle that the decomposition, and any fused kernel, are held to.
+  DecomposeFn decompose = nullptr;
 };
 
 using OpDefs = std::array<OpDef, KILN_OP_COUNT_>;
@@ -55,5 +64,6 @@ void register_vocab_parallel_ops(OpDefs& defs);
 void register_rotary_ops(OpDefs& defs);
 void register_dropout_ops(OpDefs& defs);
 void register_cast_ops(OpDefs& defs);
+void register_composite_activation_ops(OpDefs& defs);
 
 }  // namespace kiln::graph

@@ -23,6 +23,7 @@ const OpDefs& op_defs() {
     register_rotary_ops(d);
     register_dropout_ops(d);
     register_cast_ops(d);
+    register_composite_activation_ops(d);
     return d;
   }();
   return defs;

@@ -261,7 +261,13 @@ typedef enum kiln_shape_rule {
   X(REDUCE_SCATTER, 42, "reduce_scatter", 1, 1, 2, 0, KILN_HC, ELEMENTWISE, SCATTER, "x:F", "y:F")                    \
   /* (x) -> y: this rank's part along dim of x, which every rank holds whole (Megatron's scatter to the               \
    * sequence-parallel region); no communication. */                                                                  \
-  X(SCATTER, 43, "scatter", 1, 1, 2, 0, KILN_HC, EXACT, SCATTER, "x:F", "y:F")
+  X(SCATTER, 43, "scatter", 1, 1, 2, 0, KILN_HC, EXACT, SCATTER, "x:F", "y:F")                                   \
+  /* ---- composites (graph/ops/op_def.h's decompose): no plugin need run them, the host expands them into         \
+   * the ops above for a backend that does not list them. */                                                         \
+  /* (x) -> y = relu(x)^2 = max(x, 0)^2, NaN stays NaN (Megatron's --squared-relu, Primer's activation). */          \
+  X(SQUARED_RELU, 44, "squared_relu", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                           \
+  /* (x, dy) -> dx = 2 max(x, 0) dy; a NaN x gives NaN, as the decomposition's clamp(x, 0, inf) keeps it. */          \
+  X(SQUARED_RELU_GRAD, 45, "squared_relu_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

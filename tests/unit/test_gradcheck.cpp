@@ -167,6 +167,13 @@ TEST(GradCheck, Silu) {
   c.check(c.weighted_sum(c.g.silu(x)), {"x"});
 }
 
+// The derivative 2 max(x, 0) is continuous, so x may cross 0 freely.
+TEST(GradCheck, SquaredRelu) {
+  GradCheck c;
+  ValueId x = c.input("x", {5, 7}, -2.0, 2.0);
+  c.check(c.weighted_sum(c.g.squared_relu(x)), {"x"});
+}
+
 TEST(GradCheck, SwigluGateAndUp) {
   GradCheck c;
   ValueId gate = c.input("gate", {4, 6}, -3.0, 3.0);

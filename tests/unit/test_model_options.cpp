@@ -291,6 +291,30 @@ TEST(ModelConfig, RoundTripsEveryOption) {
   EXPECT_EQ(model_config_json(tp2), model_config_json(c));
 }
 
+// --squared-relu is stored as the name of the MLP's activation op, only when
+// set (every other model's meta.json stays as it was), and read back; an
+// activation kiln does not know is refused, not taken for GELU.
+TEST(ModelConfig, SquaredReluRoundTripsAndOnlyItIsStored) {
+  GptConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 32;
+  c.seq_length = 16;
+  EXPECT_FALSE(model_config_json(c).contains("activation"));
+  c.squared_relu = true;
+  const nlohmann::json j = model_config_json(c);
+  EXPECT_EQ(j.at("activation"), kiln_op_name(KILN_OP_SQUARED_RELU));
+  EXPECT_TRUE(model_config_from_json(j).squared_relu);
+  nlohmann::json other = j;
+  other["activation"] = "relu6";
+  EXPECT_THROW(model_config_from_json(other), Error);
+  GptConfig both = c;
+  both.swiglu = true;
+  EXPECT_THROW(both.validate(), Error);
+  both = c;
+  both.exact_gelu = true;
+  EXPECT_THROW(both.validate(), Error);
+}
+
 TEST(ModelConfig, OlderCheckpointsLoadAsGpt2) {
   const nlohmann::json old = {{"num_layers", 2},        {"hidden_size", 32}, {"num_attention_heads", 4},
                               {"vocab_size", 256},      {"seq_length", 16},  {"layernorm_epsilon", 1e-5},

@@ -58,8 +58,9 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_ROPE,
                                             KILN_OP_DROPOUT,
                                             KILN_OP_ALIBI,
-                                            KILN_OP_GELU_ERF};
-  EXPECT_EQ(differentiable.size(), 25u);
+                                            KILN_OP_GELU_ERF,
+                                            KILN_OP_SQUARED_RELU};
+  EXPECT_EQ(differentiable.size(), 26u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";
 }
 

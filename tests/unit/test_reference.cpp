@@ -188,6 +188,28 @@ TEST(Reference, SiluGradIsDyTimesDerivative) {
   EXPECT_FLOAT_EQ(y[2], 0.25f);  // silu'(0) = 1/2
 }
 
+TEST(Reference, SquaredReluSquaresThePositivePartAndKeepsNaN) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {7});
+  ValueId dy = g.input("dy", KILN_F32, {7});
+  g.output("y", g.squared_relu(x));
+  g.output("dx", g.squared_relu_grad(x, dy));
+  const float nan = std::nanf(""), inf = INFINITY;
+  TensorMap out =
+      run_reference(g, {{"x", F({7}, {-2, -0.0f, 0.5f, 3, inf, -inf, nan})}, {"dy", F({7}, {1, 2, 3, -4, 5, 6, 7})}});
+  const std::vector<float>& y = out.at("y").f32;
+  const std::vector<float>& dx = out.at("dx").f32;
+  expect_near(std::vector<float>(y.begin(), y.begin() + 4), {0.0, 0.0, 0.25, 9.0});
+  EXPECT_EQ(y[4], inf);
+  EXPECT_EQ(y[5], 0.0f);
+  EXPECT_TRUE(std::isnan(y[6]));
+  // dx = 2 max(x, 0) dy.
+  expect_near(std::vector<float>(dx.begin(), dx.begin() + 4), {0.0, 0.0, 3.0, -24.0});
+  EXPECT_EQ(dx[4], inf);
+  EXPECT_EQ(dx[5], 0.0f);
+  EXPECT_TRUE(std::isnan(dx[6]));
+}
+
 TEST(Reference, ClampKeepsNaNAndPassesGradientOnTheBounds) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {7});

@@ -121,6 +121,8 @@ void check_gpt2_expressible(const GptConfig& c) {
     what = "LayerNorm without a bias";
   else if (c.swiglu)
     what = "SwiGLU";
+  else if (c.squared_relu)
+    what = "--squared-relu";
   else if (c.query_groups() != c.num_attention_heads)
     what = "grouped-query attention";
   else if (c.head_dim() * c.num_attention_heads != c.hidden_size)

@@ -110,6 +110,8 @@ void check_mpt_expressible(const GptConfig& c) {
     what = "LayerNorm with a bias (MPT's has none: --disable-bias-layernorm)";
   else if (c.swiglu)
     what = "SwiGLU (MPT's MLP is GELU)";
+  else if (c.squared_relu)
+    what = "--squared-relu (MPT's MLP is GELU)";
   else if (!c.exact_gelu)
     what = "GELU(tanh) (MPT's is the exact erf GELU: --exact-gelu)";
   else if (c.ffn_hidden() != kHfExpansionRatio * c.hidden_size)

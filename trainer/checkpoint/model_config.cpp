@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kiln/ops.h"
 
 namespace kiln::trainer {
 
@@ -36,6 +37,9 @@ nlohmann::json model_config_json(const GptConfig& c) {
                       {"add_bias_layernorm", c.add_bias_layernorm}};
   // Only a table larger than the sequence is recorded, so the configs of
   // every other model read as before.
+  // The MLP's activation op, recorded only when it is not the GELU the two
+  // flags above choose, so the configs of every other model read as before.
+  if (c.squared_relu) j["activation"] = kiln_op_name(KILN_OP_SQUARED_RELU);
   if (c.position_embedding_type == PositionEmbedding::LearnedAbsolute && c.position_table_rows() != c.seq_length)
     j["max_position_embeddings"] = c.position_table_rows();
   return j;
@@ -127,6 +131,12 @@ GptConfig model_config_from_json(const nlohmann::json& j) {
     // trained with GELU(tanh) and LayerNorm biases, the defaults.
     read(j, "exact_gelu", c.exact_gelu);
     read(j, "add_bias_layernorm", c.add_bias_layernorm);
+    if (j.contains("activation")) {
+      const nlohmann::json& a = j.at("activation");
+      if (!a.is_string() || a.get<std::string>() != kiln_op_name(KILN_OP_SQUARED_RELU))
+        throw bad_value("activation", a, "the op name of a supported MLP activation");
+      c.squared_relu = true;
+    }
     read(j, "max_position_embeddings", c.max_position_embeddings);
     c.validate();
     return c;

@@ -92,6 +92,10 @@ void GptConfig::validate() const {
     throw Error("--alibi-bias-max must be positive, got " + std::to_string(alibi_bias_max));
   if (exact_gelu && swiglu)
     throw Error("--exact-gelu selects the GELU MLP's activation, and --swiglu has no GELU; drop one of them");
+  // Megatron asserts the same: one activation per MLP.
+  if (squared_relu && (swiglu || exact_gelu))
+    throw Error(std::string("--squared-relu replaces the MLP's activation, and ") +
+                (swiglu ? "--swiglu" : "--exact-gelu") + " chooses another; drop one of them");
   if (!add_bias_layernorm && normalization != Normalization::LayerNorm)
     throw Error("--disable-bias-layernorm applies to --normalization LayerNorm; RMSNorm has no bias anyway");
   if (clip_qkv < 0.0f) throw Error("--clip-qkv must not be negative (0: off), got " + std::to_string(clip_qkv));
@@ -427,8 +431,8 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
                              optional_param(p, L + "self_attention.linear_proj.bias"), reduce_gradients);
 }
 
-// fc1 column-parallel, fc2 row-parallel: the activation (GELU, or SwiGLU's
-// silu(gate) * up) applies to each rank's columns on their own, so the MLP
+// fc1 column-parallel, fc2 row-parallel: the activation (GELU, relu(x)^2, or
+// SwiGLU's silu(gate) * up) applies to each rank's columns on their own, so the MLP
 // needs one all-reduce.
 ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
             std::set<ValueId>& reduce_gradients) {
@@ -438,6 +442,8 @@ ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p,
     // (ParamSpec::shard_chunks), so its output columns split the same way.
     std::vector<ValueId> gate_up = g.split(h, 1, 2);
     h = g.mul(g.silu(gate_up[0]), gate_up[1]);
+  } else if (c.squared_relu) {
+    h = g.squared_relu(h);
   } else {
     h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
   }

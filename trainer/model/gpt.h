@@ -54,6 +54,8 @@ struct GptConfig {
   // kiln flag --exact-gelu: the MLP's GELU is the exact 0.5 x (1 + erf(x / sqrt 2)) (Megatron's default, HF
   // MPT's) instead of the tanh approximation (GPT-2's, Megatron's --openai-gelu, kiln's default).
   bool exact_gelu = false;
+  // Megatron's --squared-relu: the MLP's activation is relu(x)^2 (a composite op, graph/decompose.h).
+  bool squared_relu = false;
   // kiln flag --disable-bias-layernorm: LayerNorm without beta (llm-foundry's MPT no_bias); no .bias parameter.
   bool add_bias_layernorm = true;
   int64_t num_query_groups = 0;  // 0: one per head (multi-head attention)

@@ -4,10 +4,12 @@
 // In place safe: element i of every input is read before y[i] is written.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "kiln_ops.glsl"
 
-// 0 fill 1 add 2 mul 3 scale 4 gelu 5 gelu_grad 6 silu 7 silu_grad 8 clamp 9 clamp_grad
-// 10 gelu_erf 11 gelu_erf_grad
-layout(constant_id = 1) const int OP = 0;
+// The node's op code in kiln's op table (kiln_ops.glsl is generated from
+// it): no numbering of the shader's own. Every op has a branch that names
+// it; a code without one writes NaN, never another op's result.
+layout(constant_id = 1) const int OP = KILN_OP_FILL;
 
 layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
 layout(std430, set = 0, binding = 1) buffer A { float a[]; };
@@ -46,49 +48,51 @@ void main() {
   uint i = global_index();
   if (i >= p.count) return;
   float r;
-  if (OP == 0) {
+  if (OP == KILN_OP_FILL) {
     r = p.f;
   } else {
     float x = a[p.base[1] + i];
-    if (OP == 1) {
+    if (OP == KILN_OP_ADD) {
       r = x + b[p.base[2] + i % p.bcast];
-    } else if (OP == 2) {
+    } else if (OP == KILN_OP_MUL) {
       r = x * b[p.base[2] + i % p.bcast];
-    } else if (OP == 3) {
+    } else if (OP == KILN_OP_SCALE) {
       r = x * p.f;
-    } else if (OP == 4) {
+    } else if (OP == KILN_OP_GELU) {
       r = 0.5 * x * (1.0 + stable_tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-    } else if (OP == 5) {
+    } else if (OP == KILN_OP_GELU_GRAD) {
       float t = stable_tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
       float du = kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
       r = b[p.base[2] + i] * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
-    } else if (OP == 6 || OP == 7) {
+    } else if (OP == KILN_OP_SILU || OP == KILN_OP_SILU_GRAD) {
       // sigmoid(x) and 1 - sigmoid(x) around exp(-|x|), which never
       // overflows; at x = -inf, x * s = -inf * 0 = NaN as the formula gives.
       float e = exp(-abs(x));
       float s = (x >= 0.0 ? 1.0 : e) / (1.0 + e);
-      if (OP == 6) {
+      if (OP == KILN_OP_SILU) {
         r = x * s;
       } else {
         float t = (x >= 0.0 ? e : 1.0) / (1.0 + e);
         r = b[p.base[2] + i] * (s * (1.0 + x * t));
       }
-    } else if (OP == 10 || OP == 11) {
+    } else if (OP == KILN_OP_GELU_ERF || OP == KILN_OP_GELU_ERF_GRAD) {
       // The normal CDF as 0.5 erfc(-x / sqrt 2): no cancellation at negative x.
       float cdf = 0.5 * erfc_nr(-x * kInvSqrt2);
-      if (OP == 10) {
+      if (OP == KILN_OP_GELU_ERF) {
         r = x * cdf;
       } else {
         r = b[p.base[2] + i] * (cdf + x * kInvSqrt2Pi * exp(-0.5 * x * x));
       }
-    } else if (OP == 8) {
+    } else if (OP == KILN_OP_CLAMP) {
       // A NaN x stays NaN. Tested on its bits: NVIDIA's compiler turns
       // comparison chains into min/max, which return the bound for NaN.
       const bool nan_x = (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u;
       r = nan_x ? x : (x < p.f ? p.f : (x > p.f2 ? p.f2 : x));
-    } else {
+    } else if (OP == KILN_OP_CLAMP_GRAD) {
       // Inclusive bounds; a NaN x fails both and gets 0.
       r = x >= p.f && x <= p.f2 ? b[p.base[2] + i] : 0.0;
+    } else {
+      r = uintBitsToFloat(0x7FC00000u);  // an op without a branch: NaN, which conformance fails
     }
   }
   y[p.base[0] + i] = r;
