@@ -17,13 +17,16 @@ namespace kiln::cpu {
 
 namespace {
 
-// A shape is measured on at most this many multiply-adds (rows of C are
-// dropped, in whole library blocks): both kernels' speed per multiply-add is
-// set by the block shapes, and compiling a 50K-vocabulary head must not
-// spend seconds timing it.
+// A shape is measured on at most this many multiply-adds: both kernels'
+// speed per multiply-add is set by the block shapes, and compiling a
+// 50K-vocabulary head must not spend seconds timing it. K is cut first (to
+// no less than kKeepK: deep sums keep their character), then M (to no less
+// than kKeepRows: the library's blocks, and so its threads, stay as many).
 constexpr double kMeasureFma = 1u << 30;
-constexpr int64_t kRowStep = 512;  // library_gemm.cpp's largest block edge
-constexpr int kRounds = 3;         // best of, after one warm-up each
+constexpr int64_t kKeepK = 4096;
+constexpr int64_t kKeepRows = 2048;
+constexpr int kRounds = 3;               // best of, after one warm-up each
+constexpr double kRoundSeconds = 0.004;  // each round repeats the call at least this long
 
 using Clock = std::chrono::steady_clock;
 
@@ -34,9 +37,12 @@ ThreadPool& measuring_pool() {
 }
 
 GemmShape measured_shape(GemmShape s) {
-  const double per_row = static_cast<double>(s.n) * static_cast<double>(s.k);
-  if (static_cast<double>(s.m) * per_row > kMeasureFma)
-    s.m = std::min(s.m, std::max<int64_t>(kRowStep, static_cast<int64_t>(kMeasureFma / per_row) / kRowStep * kRowStep));
+  auto fma = [&] { return static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k); };
+  if (fma() > kMeasureFma && s.k > kKeepK)
+    s.k = std::max<int64_t>(kKeepK, static_cast<int64_t>(kMeasureFma / (static_cast<double>(s.m) * s.n)) / 256 * 256);
+  if (fma() > kMeasureFma && s.m > kKeepRows)
+    s.m =
+        std::max<int64_t>(kKeepRows, static_cast<int64_t>(kMeasureFma / (static_cast<double>(s.n) * s.k)) / 512 * 512);
   return s;
 }
 
@@ -84,11 +90,19 @@ void run_library(const GemmShape& s, const LibraryGemm& lib, Operands& o, Thread
     lib.run(o.a16.data(), o.b16.data(), o.c16.data(), pool);
 }
 
+// Seconds per call, over a round of at least kRoundSeconds (a burst of
+// load or a pool's threads still spinning down distort one short call).
 template <class F>
 double seconds_of(F&& f) {
   const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  int calls = 0;
+  double elapsed = 0;
+  do {
+    f();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < kRoundSeconds);
+  return elapsed / calls;
 }
 
 GemmDecision measure(const GemmShape& shape, CpuIsa isa, GemmPolicy policy) {

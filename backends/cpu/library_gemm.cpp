@@ -18,15 +18,41 @@ namespace {
 // call's packing of its A and B slices is a few percent of its arithmetic,
 // small enough that a step's GEMMs give every thread several blocks.
 constexpr int64_t kBlockEdge = 512;
+constexpr int64_t kMinBlockEdge = 64;
+// A grid of fewer blocks is split finer (down to kMinBlockEdge), so a small
+// product still spreads over a few threads. Shape-only, like the rest of the
+// grid: the bits must not depend on the thread count.
+constexpr int64_t kMinBlocks = 4;
 constexpr int64_t kBlockAlign = 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Even split of `extent` into blocks of at most kBlockEdge (rounded to
+// Even split of `extent` into blocks of at most `edge` (rounded to
 // kBlockAlign): the block size, of which the last block may be a remainder.
-int64_t block_size(int64_t extent) {
-  const int64_t count = ceil_div(extent, kBlockEdge);
+int64_t block_size(int64_t extent, int64_t edge) {
+  const int64_t count = ceil_div(extent, edge);
   return std::min(extent, ceil_div(ceil_div(extent, count), kBlockAlign) * kBlockAlign);
+}
+
+// The block edges for an m x n C: kBlockEdge, halved along the longer
+// blocks while the grid has fewer than kMinBlocks.
+std::pair<int64_t, int64_t> block_edges(int64_t m, int64_t n) {
+  int64_t em = kBlockEdge, en = kBlockEdge;
+  auto blocks = [&] { return ceil_div(m, block_size(m, em)) * ceil_div(n, block_size(n, en)); };
+  while (blocks() < kMinBlocks) {
+    const bool split_rows = block_size(m, em) >= block_size(n, en);
+    int64_t& e = split_rows ? em : en;
+    const int64_t extent = split_rows ? m : n;
+    if (e / 2 < kMinBlockEdge || block_size(extent, e) <= kMinBlockEdge) {
+      int64_t& other = split_rows ? en : em;
+      const int64_t other_extent = split_rows ? n : m;
+      if (other / 2 < kMinBlockEdge || block_size(other_extent, other) <= kMinBlockEdge) break;
+      other /= 2;
+    } else {
+      e /= 2;
+    }
+  }
+  return {em, en};
 }
 
 dnnl::memory::data_type data_type(kiln_dtype dtype) {
@@ -96,8 +122,9 @@ void* scratchpad(size_t bytes) {
 class OnednnGemm final : public LibraryGemm {
  public:
   explicit OnednnGemm(const GemmShape& s) : s_(s) {
-    mb_ = block_size(s.m);
-    nb_ = block_size(s.n);
+    const auto [em, en] = block_edges(s.m, s.n);
+    mb_ = block_size(s.m, em);
+    nb_ = block_size(s.n, en);
     rows_ = ceil_div(s.m, mb_);
     cols_ = ceil_div(s.n, nb_);
     const int64_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
