@@ -39,7 +39,9 @@ struct Cpuid {
 
 Cpuid cpuid(unsigned leaf, unsigned subleaf) {
   Cpuid r;
-  if (__get_cpuid_max(0, nullptr) < leaf || __get_cpuid_count(leaf, subleaf, &r.a, &r.b, &r.c, &r.d) == 0) return {};
+  if (static_cast<unsigned>(__get_cpuid_max(0, nullptr)) < leaf ||
+      __get_cpuid_count(leaf, subleaf, &r.a, &r.b, &r.c, &r.d) == 0)
+    return {};
   return r;
 }
 

@@ -130,20 +130,20 @@ class OnednnGemm final : public LibraryGemm {
     const int64_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
     const auto dt = data_type(s.dtype);
     // Up to four block shapes: full or last row block x full or last column block.
-    for (int r = 0; r < 2; ++r)
-      for (int c = 0; c < 2; ++c) {
+    for (size_t r = 0; r < 2; ++r)
+      for (size_t c = 0; c < 2; ++c) {
         const int64_t m = r == 0 ? mb_ : s.m - (rows_ - 1) * mb_;
         const int64_t n = c == 0 ? nb_ : s.n - (cols_ - 1) * nb_;
-        Block& b = blocks_[static_cast<size_t>(r * 2 + c)];
+        Block& b = blocks_[r * 2 + c];
         b.a = dnnl::memory::desc({m, s.k}, dt, s.trans_a ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1});
         b.b = dnnl::memory::desc({s.k, n}, dt, s.trans_b ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
         b.c = dnnl::memory::desc({m, n}, dt, dnnl::memory::dims{s.n, 1});
         if (r == 1 && m == mb_) {
-          b = blocks_[static_cast<size_t>(c)];
+          b = blocks_[c];
           continue;
         }
         if (c == 1 && n == nb_) {
-          b = blocks_[static_cast<size_t>(r * 2)];
+          b = blocks_[r * 2];
           continue;
         }
         // A scratchpad of our own per thread: oneDNN's shared one is not
@@ -201,7 +201,7 @@ class OnednnGemm final : public LibraryGemm {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t r = i / cols_, col = i % cols_;
       const int64_t m0 = r * mb_, n0 = col * nb_;
-      const Block& blk = blocks_[static_cast<size_t>((r == rows_ - 1 ? 2 : 0) + (col == cols_ - 1 ? 1 : 0))];
+      const Block& blk = blocks_[(r == rows_ - 1 ? size_t{2} : size_t{0}) + (col == cols_ - 1 ? size_t{1} : size_t{0})];
       dnnl::memory ma(blk.a, engine(), at(a, s_.trans_a ? m0 : m0 * lda));
       dnnl::memory mb(blk.b, engine(), at(b, s_.trans_b ? n0 * ldb : n0));
       dnnl::memory mc(blk.c, engine(), at(c, m0 * s_.n + n0));

@@ -619,18 +619,19 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
   const uint64_t count = static_cast<uint64_t>(p.count);
   switch (n.op) {
     case KILN_OP_FILL: return elementwise(n.op, n.outputs[0], -1, -1, count, 1, n.fattrs[0]);
-    case KILN_OP_ADD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    // The shader branches on the op code itself (kiln_ops.glsl, from ops.h).
+    case KILN_OP_ADD:
     case KILN_OP_MUL: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
     case KILN_OP_SCALE: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
-    case KILN_OP_GELU: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_GELU_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
-    case KILN_OP_SILU: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_SILU_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
+    case KILN_OP_GELU:
+    case KILN_OP_SILU:
+    case KILN_OP_GELU_ERF: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
+    case KILN_OP_GELU_GRAD:
+    case KILN_OP_SILU_GRAD:
+    case KILN_OP_GELU_ERF_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
     case KILN_OP_CLAMP: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_CLAMP_GRAD:
       return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
-    case KILN_OP_GELU_ERF: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, 0.0f);
-    case KILN_OP_GELU_ERF_GRAD: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, 0.0f);
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);

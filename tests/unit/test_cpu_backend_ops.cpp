@@ -300,7 +300,7 @@ TEST(CpuPlugin, ExecuteChecksSlotSizes) {
 // Sets environment variables for one scope, restoring what was there.
 class ScopedEnv {
  public:
-  explicit ScopedEnv(std::map<std::string, std::string> vars) {
+  explicit ScopedEnv(const std::map<std::string, std::string>& vars) {
     for (const auto& [name, value] : vars) {
       const char* old = std::getenv(name.c_str());
       saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
