@@ -19,12 +19,13 @@ namespace {
 
 // A shape is measured on at most this many multiply-adds: both kernels'
 // speed per multiply-add is set by the block shapes, and compiling a
-// 50K-vocabulary head must not spend seconds timing it. K is cut first (to
-// no less than kKeepK: deep sums keep their character), then M (to no less
-// than kKeepRows: the library's blocks, and so its threads, stay as many).
+// 50K-vocabulary head must not spend seconds (or gigabytes) timing it. K is
+// cut first, then M, then N, none below kKeepEdge (deep sums keep their
+// character, and the library's blocks, and so its threads, stay several):
+// at most kKeepEdge^3 multiply-adds and 3 * kKeepEdge^2 elements per operand
+// set, whatever the graph declares.
 constexpr double kMeasureFma = 1u << 30;
-constexpr int64_t kKeepK = 4096;
-constexpr int64_t kKeepRows = 2048;
+constexpr int64_t kKeepEdge = 2048;
 constexpr int kRounds = 3;               // best of, after one warm-up each
 constexpr double kRoundSeconds = 0.004;  // each round repeats the call at least this long
 
@@ -37,12 +38,13 @@ ThreadPool& measuring_pool() {
 }
 
 GemmShape measured_shape(GemmShape s) {
-  auto fma = [&] { return static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k); };
-  if (fma() > kMeasureFma && s.k > kKeepK)
-    s.k = std::max<int64_t>(kKeepK, static_cast<int64_t>(kMeasureFma / (static_cast<double>(s.m) * s.n)) / 256 * 256);
-  if (fma() > kMeasureFma && s.m > kKeepRows)
-    s.m =
-        std::max<int64_t>(kKeepRows, static_cast<int64_t>(kMeasureFma / (static_cast<double>(s.n) * s.k)) / 512 * 512);
+  auto cut = [&s](int64_t& dim, double other_two) {
+    if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <= kMeasureFma) return;
+    if (dim > kKeepEdge) dim = std::max<int64_t>(kKeepEdge, static_cast<int64_t>(kMeasureFma / other_two) / 256 * 256);
+  };
+  cut(s.k, static_cast<double>(s.m) * static_cast<double>(s.n));
+  cut(s.m, static_cast<double>(s.n) * static_cast<double>(s.k));
+  cut(s.n, static_cast<double>(s.m) * static_cast<double>(s.k));
   return s;
 }
 

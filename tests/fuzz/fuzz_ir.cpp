@@ -18,6 +18,7 @@
 // library), so its entry points are called directly, not through dlopen.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -113,6 +114,11 @@ bool try_load(const uint8_t* bytes, size_t size, bool must_succeed, const kiln::
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // kiln's own GEMM for every MATMUL: the per-shape choice times both
+  // kernels at compile (gemm_choice.h), which is measurement, not
+  // validation, and would spend each input's time budget on GEMMs of the
+  // shapes the fuzzer declares. Its policies have unit tests of their own.
+  setenv("KILN_CPU_GEMM", "kiln", 1);
   g_api = kiln_plugin_get_api();
   kiln_device_open_args open{};
   open.struct_size = sizeof(open);
