@@ -9,14 +9,13 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/registry.h"
+#include "graph/conformance/runner.h"
 #include "graph/decompose.h"
 #include "graph/graph.h"
 #include "graph/memory_plan.h"
@@ -297,30 +296,6 @@ TEST(CpuPlugin, ExecuteChecksSlotSizes) {
   api->loaded_free(d.handle(), l.loaded);
 }
 
-// Sets environment variables for one scope, restoring what was there.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const std::map<std::string, std::string>& vars) {
-    for (const auto& [name, value] : vars) {
-      const char* old = std::getenv(name.c_str());
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      setenv(name.c_str(), value.c_str(), 1);
-    }
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, old] : saved_)
-      if (old)
-        setenv(name.c_str(), old->c_str(), 1);
-      else
-        unsetenv(name.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
 // An executable whose GEMM was chosen from oneDNN on this CPU's highest path
 // needs that path: a device held to AVX2 (KILN_CPU_ISA, as a machine without
 // AVX-512 or AMX would be) refuses it at load, in one line, before running
@@ -338,7 +313,8 @@ TEST(CpuPlugin, RefusesAnExecutableThatNeedsAHigherPath) {
   std::unique_ptr<Device> high, low;
   std::vector<uint8_t> exe;
   {
-    ScopedEnv env({{"KILN_CPU_ISA", kiln::cpu::isa_name(top)}, {"KILN_CPU_GEMM", "library"}});
+    const conformance::ScopedHints env(
+        {std::string("KILN_CPU_ISA=") + kiln::cpu::isa_name(top), "KILN_CPU_GEMM=library"});
     high = registry.open("cpu", 0, 2);
     const kiln_plugin_api* api = high->plugin().raw_table();
     kiln_compile_args c{};
@@ -350,7 +326,7 @@ TEST(CpuPlugin, RefusesAnExecutableThatNeedsAHigherPath) {
     api->executable_bytes_free(c.executable);
   }
   {
-    ScopedEnv env(std::map<std::string, std::string>{{"KILN_CPU_ISA", "avx2"}});
+    const conformance::ScopedHints env({"KILN_CPU_ISA=avx2"});
     low = registry.open("cpu", 0, 2);
   }
   const kiln_plugin_api* api = low->plugin().raw_table();
