@@ -42,6 +42,9 @@ test_packages=(
   python3-numpy
   # The structure check of examples/kubernetes (tests/tools/check_k8s_manifests.py).
   python3-yaml
+  # Compiler cache for every build preset (cmake/Ccache.cmake): a second
+  # .ci/run, or a clean clone of a tree already built, recompiles nothing.
+  ccache
 )
 
 case "${1:-}" in

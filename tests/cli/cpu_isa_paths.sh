@@ -10,6 +10,8 @@
 # Usage: cpu_isa_paths.sh <path-to-kiln>
 set -u
 kiln=$1
+# Each case sets the path and policy it means; none comes from the caller.
+unset KILN_CPU_ISA KILN_CPU_GEMM KILN_CPU_DISABLE_AVX2
 fail=0
 check() {  # check <description> <command...>
   local what=$1

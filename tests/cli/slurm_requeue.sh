@@ -55,6 +55,9 @@ wait_until '[ "$(iterations "$tmp/ck/metrics.jsonl")" -ge 6 ]' "the job trains"
 scancel --signal=USR2 "$job"
 # Slurm holds a requeued job for 120 s (its BeginTime); the test lets it go at once.
 wait_until '[ "$(job_field "$job" Restarts)" = 1 ] && [ "$(job_field "$job" JobState)" = PENDING ]' "the job is requeued"
+# slurmd revokes the ended instance's credential with one-second resolution:
+# a restart within that second is killed as "Job credential revoked".
+sleep 2
 scontrol update JobId="$job" StartTime=now
 wait_until '[ "$(job_field "$job" JobState)" = COMPLETED ]' "the job completes after the requeue"
 [ "$(job_field "$job" Restarts)" = 1 ] || fail "expected one requeue, got $(job_field "$job" Restarts)"
