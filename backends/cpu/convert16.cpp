@@ -3,9 +3,15 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "isa.h"
 #include "kiln/half.h"
 
 namespace kiln::cpu {
+
+namespace avx512 {  // convert16_avx512.cpp
+void widen_bf16_avx512(const uint16_t* src, float* dst, int64_t n);
+void narrow_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
+}  // namespace avx512
 
 namespace {
 
@@ -36,6 +42,12 @@ __attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* src, uint1
   for (; i < n; ++i) dst[i] = kiln_f32_to_f16(src[i]);
 }
 
+bool cpu_has_avx512bw() {
+  // isa.h's detection: CPUID and the OS's saving of the ZMM state.
+  static const bool has = static_cast<int>(detected_isa()) >= static_cast<int>(CpuIsa::kAvx512);
+  return has;
+}
+
 bool cpu_has_f16c() {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -53,7 +65,9 @@ bool cpu_has_f16c() {
 bool f16c_in_use() { return cpu_has_f16c(); }
 
 void widen_row(kiln_dtype dtype, const uint16_t* src, float* dst, int64_t n) {
-  if (dtype == KILN_BF16) {
+  if (dtype == KILN_BF16 && cpu_has_avx512bw()) {
+    avx512::widen_bf16_avx512(src, dst, n);
+  } else if (dtype == KILN_BF16) {
     for (int64_t i = 0; i < n; ++i) dst[i] = kiln_bf16_to_f32(src[i]);  // a shift; vectorizes
   } else if (cpu_has_f16c()) {
     widen_f16_f16c(src, dst, n);
@@ -63,7 +77,9 @@ void widen_row(kiln_dtype dtype, const uint16_t* src, float* dst, int64_t n) {
 }
 
 void narrow_row(kiln_dtype dtype, const float* src, uint16_t* dst, int64_t n) {
-  if (dtype == KILN_BF16) {
+  if (dtype == KILN_BF16 && cpu_has_avx512bw()) {
+    avx512::narrow_bf16_avx512(src, dst, n);
+  } else if (dtype == KILN_BF16) {
     for (int64_t i = 0; i < n; ++i) dst[i] = kiln_f32_to_bf16(src[i]);
   } else if (cpu_has_f16c()) {
     narrow_f16_f16c(src, dst, n);

@@ -2,8 +2,8 @@
 // kernels that read and write 16-bit storage themselves (GEMM packing, the
 // loss kernels, staging): one conversion per element where it is needed,
 // never a whole f32 copy of a tensor. The bits are kiln/half.h's (to nearest
-// even, overflow to inf, NaN quieted); F16C does f16 when the CPU has it,
-// which gives the same bits.
+// even, overflow to inf, NaN quieted); F16C does f16 and AVX-512 bf16 when
+// the CPU has them, which gives the same bits.
 #pragma once
 
 #include <cstdint>

@@ -4,8 +4,8 @@
 //
 //   baseline  portable kernels (SSE2 on any x86-64); no library GEMM
 //   avx2      kiln's AVX2+FMA kernels; oneDNN limited to AVX2
-//   avx512    as avx2, and oneDNN's AVX-512 GEMM (with AVX512-BF16 where the
-//             CPU has it)
+//   avx512    kiln's AVX-512 kernels (16 lanes), and oneDNN's AVX-512 GEMM
+//             (with AVX512-BF16 where the CPU has it)
 //   amx       as avx512, and oneDNN's AMX-BF16 tile GEMM
 //
 // The path is part of the device fingerprint (so of every compile-cache

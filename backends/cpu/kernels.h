@@ -1,9 +1,10 @@
 // The CPU backend's kernels, one per op (forward and backward), fp32.
 //
-// Each kernels_*.cpp is compiled twice: on its own for baseline x86-64
-// (SSE2) and, through kernels_avx2.cpp, with AVX2+FMA. simd.h picks the
-// namespace (kiln::cpu::base or kiln::cpu::avx2) from the compiler flags, so
-// the declarations below name whichever ISA the including file is built for.
+// Each kernels_*.cpp is compiled three times: on its own for baseline x86-64
+// (SSE2), through kernels_avx2.cpp with AVX2+FMA, and through
+// kernels_avx512.cpp with AVX-512. simd.h picks the namespace
+// (kiln::cpu::base, avx2 or avx512) from the compiler flags, so the
+// declarations below name whichever ISA the including file is built for.
 // The plugin picks one run_node per device with a runtime CPU check.
 //
 // Conventions: pointers may alias exactly where kiln/ir.h allows it
@@ -39,6 +40,9 @@ namespace base {
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
 }
 namespace avx2 {
+void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+}
+namespace avx512 {
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
 }
 

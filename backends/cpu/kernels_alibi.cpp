@@ -10,8 +10,10 @@ using namespace simd;
 
 namespace {
 
-// Lane offsets 0 .. W-1 as floats (W is at most 8).
-alignas(32) constexpr float kAlibiLane[8] = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f};
+// Lane offsets 0 .. W-1 as floats (W is at most 16).
+alignas(64) constexpr float kAlibiLane[16] = {0.0f, 1.0f, 2.0f,  3.0f,  4.0f,  5.0f,  6.0f,  7.0f,
+                                              8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f};
+static_assert(W <= 16);
 
 }  // namespace
 

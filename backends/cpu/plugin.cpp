@@ -192,6 +192,18 @@ std::string driver_text(const Paths& p) {
   return t + " gemm=" + kiln::cpu::gemm_policy_name(p.gemm);
 }
 
+// kiln's own kernel set for a path: AMX has no memory-bound instructions
+// of its own, so amx devices run the AVX-512 kernels (and oneDNN's tile GEMM).
+kiln::cpu::RunNodeFn kernels_for(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kBaseline: return &kiln::cpu::base::run_node;
+    case CpuIsa::kAvx2: return &kiln::cpu::avx2::run_node;
+    case CpuIsa::kAvx512:
+    case CpuIsa::kAmx: return &kiln::cpu::avx512::run_node;
+  }
+  return &kiln::cpu::base::run_node;
+}
+
 void* aligned_bytes(uint64_t bytes) {
   uint64_t rounded = (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   if (rounded < bytes) return nullptr;  // overflow
@@ -360,7 +372,7 @@ struct CpuPlugin {
     dev->threads = num_threads > 0 ? num_threads : host_info().threads;
     dev->isa = paths.isa;
     dev->profile = kiln::plugin_kit::env_flag("KILN_CPU_PROFILE");
-    dev->run_node = dev->isa == CpuIsa::kBaseline ? &kiln::cpu::base::run_node : &kiln::cpu::avx2::run_node;
+    dev->run_node = kernels_for(dev->isa);
     try {
       dev->pool = std::make_unique<kiln::cpu::ThreadPool>(dev->threads);
     } catch (const kiln::cpu::ThreadStartError& e) {

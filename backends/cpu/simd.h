@@ -1,12 +1,13 @@
 // A minimal SIMD vocabulary for the CPU kernels, chosen by the compiler flags
-// of the translation unit that includes it: AVX2+FMA (8 lanes) in
-// kernels_avx2.cpp, SSE2 (4 lanes, every x86-64) in the baseline files, plain
-// scalar elsewhere. Kernels are written once against it and compiled twice.
+// of the translation unit that includes it: AVX-512 F/BW/VL/DQ (16 lanes) in
+// kernels_avx512.cpp, AVX2+FMA (8 lanes) in kernels_avx2.cpp, SSE2 (4 lanes,
+// every x86-64) in the baseline files, plain scalar elsewhere. Kernels are
+// written once against it and compiled three times.
 //
-// Everything lives in a namespace named after the ISA (kiln::cpu::avx2 /
-// kiln::cpu::base) so the two compilations never share an inline symbol: the
-// linker could otherwise keep an AVX2 copy for the baseline path and crash
-// older CPUs.
+// Everything lives in a namespace named after the ISA (kiln::cpu::avx512 /
+// kiln::cpu::avx2 / kiln::cpu::base) so the compilations never share an
+// inline symbol: the linker could otherwise keep a wider copy for a narrower
+// path and crash older CPUs.
 //
 // Reductions use a fixed lane layout and a fixed combine order, so results
 // are bitwise reproducible for a given ISA.
@@ -16,7 +17,11 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && defined(__FMA__)
+#include <immintrin.h>
+#define KILN_CPU_ISA avx512
+#define KILN_CPU_SIMD_AVX512 1
+#elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define KILN_CPU_ISA avx2
 #define KILN_CPU_SIMD_AVX2 1
@@ -31,7 +36,77 @@
 
 namespace kiln::cpu::KILN_CPU_ISA::simd {
 
-#if defined(KILN_CPU_SIMD_AVX2)
+#if defined(KILN_CPU_SIMD_AVX512)
+
+constexpr int W = 16;
+struct V {
+  __m512 v;
+};
+inline V load(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void store(float* p, V a) { _mm512_storeu_ps(p, a.v); }
+inline V set1(float x) { return {_mm512_set1_ps(x)}; }
+inline V operator+(V a, V b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline V operator-(V a, V b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline V operator*(V a, V b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline V operator/(V a, V b) { return {_mm512_div_ps(a.v, b.v)}; }
+inline V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }    // a*b + c
+inline V fnma(V a, V b, V c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }  // c - a*b
+// As on AVX2: the second operand comes back when either is NaN.
+inline V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }
+inline V min(V a, V b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline V sqrt(V a) { return {_mm512_sqrt_ps(a.v)}; }
+inline V zero_below(V a, V x, V lo) { return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x.v, lo.v, _CMP_NLT_UQ), a.v)}; }
+inline V keep_between(V a, V x, V lo, V hi) {
+  const __mmask16 in = _mm512_cmp_ps_mask(x.v, lo.v, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x.v, hi.v, _CMP_LE_OQ);
+  return {_mm512_maskz_mov_ps(in, a.v)};
+}
+inline V round(V a) { return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline V pow2i(V n) {
+  __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n.v), _mm512_set1_epi32(127));
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(e, 23))};
+}
+// "v": any of the 32 vector registers AVX-512 can name.
+inline V opaque(V a) {
+  __asm__("" : "+v"(a.v));
+  return a;
+}
+// Halves added pairwise down to one lane, in a fixed order (not
+// _mm512_reduce_add_ps, whose order is the compiler's).
+inline __m256 halves_add(__m512 a) { return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
+inline __m256 halves_max(__m512 a) { return _mm256_max_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
+inline float hsum(V a) {
+  const __m256 h = halves_add(a.v);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+inline float hmax(V a) {
+  const __m256 h = halves_max(a.v);
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+inline double sum_squares_f64(const float* x, int64_t n) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+    a0 = _mm512_fmadd_pd(lo, lo, a0);
+    a1 = _mm512_fmadd_pd(hi, hi, a1);
+  }
+  alignas(64) double t[8];
+  _mm512_store_pd(t, _mm512_add_pd(a0, a1));
+  double s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+#elif defined(KILN_CPU_SIMD_AVX2)
 
 constexpr int W = 8;
 struct V {
@@ -202,7 +277,14 @@ inline V zero() { return set1(0.0f); }
 
 // Tails: the last n % W elements (0 < n < W) go through the same vector
 // code as the rest, so every element is computed (and rounded) alike.
-#if defined(KILN_CPU_SIMD_AVX2)
+#if defined(KILN_CPU_SIMD_AVX512)
+// Masked loads/stores: masked-out lanes are neither read nor written.
+inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+inline V load_partial(const float* p, int64_t n, float pad = 0.0f) {
+  return {_mm512_mask_loadu_ps(_mm512_set1_ps(pad), tail_mask(n), p)};
+}
+inline void store_partial(float* p, V a, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), a.v); }
+#elif defined(KILN_CPU_SIMD_AVX2)
 // Masked loads/stores: no memory outside [p, p + n) is touched, and no
 // libc memcpy call per row tail.
 inline __m256i tail_mask(int64_t n) {

@@ -1,6 +1,6 @@
 // The one op-correctness harness (graph/conformance), instantiated per
 // backend as IREE's hal/cts instantiates one suite per driver: the cpu
-// plugin with its AVX2+FMA kernels and with its baseline kernels, OpenCL
+// plugin with its AVX-512, AVX2+FMA and baseline kernels, OpenCL
 // (PoCL in CI) with the code it generates for this device and with the GPU
 // variants, and Vulkan (lavapipe in CI). A backend or device this machine
 // lacks is skipped, saying why.
@@ -104,9 +104,10 @@ TEST_P(BackendConformance, PassesEveryCase) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendConformance,
                          ::testing::Values(
-                             // The plugin picks AVX2+FMA where the CPU has it (the baseline otherwise).
-                             Instance{"cpu_avx2", "cpu", {}, 1, {}},
-                             Instance{"cpu_baseline", "cpu", {"KILN_CPU_DISABLE_AVX2=1"}, 1, {}},
+                             // Each of the cpu plugin's kernel sets (a path this CPU lacks is skipped).
+                             Instance{"cpu_avx512", "cpu", {"KILN_CPU_ISA=avx512"}, 1, {}},
+                             Instance{"cpu_avx2", "cpu", {"KILN_CPU_ISA=avx2"}, 1, {}},
+                             Instance{"cpu_baseline", "cpu", {"KILN_CPU_ISA=baseline"}, 1, {}},
                              Instance{"opencl", "opencl", {}, 0, {}},
                              // A work group per row and tree reductions in local memory: the code a
                              // GPU gets, generated for this device on request so CPU-only CI checks it.
