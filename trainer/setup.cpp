@@ -63,12 +63,45 @@ bool has_input(const graph::Executable& exe, const std::string& port) {
   return false;
 }
 
+std::vector<graph::Executable*> ChunkSteps::executables() const {
+  std::vector<graph::Executable*> all;
+  for (graph::Executable* exe : {first_micro_batch.get(), next_micro_batch.get(), grad_norm.get(), optimizer.get(),
+                                 eval.get(), stage_forward.get()})
+    if (exe) all.push_back(exe);
+  return all;
+}
+
+// In the order that reports a user's mistake before any expensive work: the
+// groups (every rank takes part), then the backend and device (a typo in
+// them fails before any dataset index is built), the checkpoint to resume,
+// the data, and only then the compiles and the model state.
 Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(world) {
-  const GptConfig& model = cfg.model;
-  const int64_t B = cfg.micro_batch_size, T = model.seq_length;
   global_batch = cfg.global_batch_size;
   micro_batches = cfg.num_micro_batches();
-  const int64_t rank = comm.rank(), tp = model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
+  join_process_groups();
+  comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
+  stage_model = cfg.stage_model(at.pp_rank);
+
+  device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
+  check_device_stores(*device, cfg.precision);
+  LoadedCheckpoint resume;
+  if (cfg.resumes()) resume = load_and_check(cfg);
+  check_outputs();
+  open_data();
+  schedule = std::make_unique<LrSchedule>(cfg.lr_schedule());
+
+  log_run();
+  compile_chunks();
+  make_model_state(resume);
+  make_gradient_sync();
+}
+
+// The rank's coordinates, and one sub-communicator per group of Megatron's:
+// the group's index among its kind's is the split colour, the rank's place
+// in it the key (so a tensor-parallel group's ranks are in tp_rank order,
+// and so on).
+void Setup::join_process_groups() {
+  const int64_t rank = comm.rank(), tp = cfg.model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   const int64_t dp = comm.size() / (tp * pp);
   if (dp != cfg.data_parallel_size || comm.size() % (tp * pp) != 0)
     throw Error("internal: data-parallel size " + std::to_string(cfg.data_parallel_size) + " x tensor-parallel " +
@@ -77,11 +110,6 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   const ParallelState parallel = job_parallel_state(comm.size(), tp, pp);
   at = rank_layout(parallel, rank);
   batch_terms = static_cast<double>(micro_batches * dp);
-  comm.set_timeout_seconds(cfg.distributed_timeout_minutes * 60.0);
-  stage_model = cfg.stage_model(at.pp_rank);
-  // One sub-communicator per group of Megatron's: the group's index among
-  // its kind's is the split colour, the rank's place in it the key (so a
-  // tensor-parallel group's ranks are in tp_rank order, and so on).
   auto split = [&](const std::string& token) {
     return comm.split(static_cast<int>(parallel.group_index(token, rank)),
                       static_cast<int>(parallel.rank_in_group(token, rank)));
@@ -95,7 +123,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
     // The tied embedding's group is the first and last stages of a pipeline
     // group. Middle stages each take a colour past every pipeline group's and
     // form a group of their own, which they never use.
-    const bool holds_tied = !model.untie_embeddings_and_output_weights && (at.first_stage() || at.last_stage());
+    const bool holds_tied = !cfg.model.untie_embeddings_and_output_weights && (at.first_stage() || at.last_stage());
     const int64_t pp_groups = static_cast<int64_t>(parallel.groups("pp").size());
     embedding_group = comm.split(static_cast<int>(holds_tied ? parallel.group_index("pp", rank) : pp_groups + rank),
                                  static_cast<int>(at.pp_rank));
@@ -103,16 +131,13 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   }
   dp_group = dp_owned ? dp_owned.get() : &comm;
   tp_collectives = std::make_unique<dist::GroupCollectives>(tp_owned ? *tp_owned : comm);
+}
 
-  // ---- everything that can fail on user input, before any real work; the
-  // backend and device first, so a typo in them is reported before any
-  // dataset index is built
-  device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
-  check_device_stores(*device, cfg.precision);
-  LoadedCheckpoint resume;
-  if (cfg.resumes()) resume = load_and_check(cfg);
+// Rank 0: --save is usable and this run is its only writer; Megatron's
+// lines for a missing --load and the padded vocabulary, which log parsers know.
+void Setup::check_outputs() {
   if (cfg.load_missing && comm.is_last_rank()) {
-    // Megatron's two lines (checkpointing.py), which log parsers know.
+    // checkpointing.py's two lines.
     std::printf("WARNING: could not find the metadata file %s \n",
                 (std::filesystem::path(cfg.load) / kLatestFileName).string().c_str());
     std::printf("    will not load any checkpoints and will start from random\n");
@@ -123,23 +148,29 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
     save_lock = SaveDirLock::take(cfg.save);
   }
   if (cfg.tokenizer && comm.rank() == 0) {
-    // Megatron's line from _vocab_size_with_padding, which log parsers know.
+    // _vocab_size_with_padding's line.
     const int64_t size = cfg.tokenizer->vocab_size();
     std::printf(" > padded vocab (size: %lld) with %lld dummy tokens (new size: %lld)\n", static_cast<long long>(size),
-                static_cast<long long>(model.vocab_size - size), static_cast<long long>(model.vocab_size));
+                static_cast<long long>(cfg.model.vocab_size - size), static_cast<long long>(cfg.model.vocab_size));
     std::fflush(stdout);
   }
+}
+
+void Setup::open_data() {
   // Mock tokens come from the tokenizer's ids, never the padding rows.
-  const int64_t mock_vocab = cfg.tokenizer ? cfg.tokenizer->vocab_size() : model.vocab_size;
+  const int64_t mock_vocab = cfg.tokenizer ? cfg.tokenizer->vocab_size() : cfg.model.vocab_size;
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
          : cfg.mock_data        ? make_mock_data(mock_vocab, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
-  schedule = std::make_unique<LrSchedule>(cfg.lr_schedule());
+}
 
-  // ---- compiled step graphs
+// What runs where: device, model, data and each parallel dimension.
+void Setup::log_run() const {
+  const GptConfig& model = cfg.model;
+  const int64_t pp = at.pp;
   logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
   logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
-                model.hidden_size, model.num_attention_heads, T, model.vocab_size,
+                model.hidden_size, model.num_attention_heads, model.seq_length, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
   logger().info("data: {}", data->describe());
   if (cfg.rampup.active())  // Megatron's line (num_microbatches_calculator.py)
@@ -147,11 +178,11 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
         "will use batch size rampup starting from global batch size {} to global batch size {} with batch size "
         "increments {} over {} samples.",
         cfg.rampup.start(), cfg.global_batch_size, cfg.rampup.increment(), cfg.rampup.samples());
-  if (dp > 1)
-    logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", dp, micro_batches,
-                  micro_batches == 1 ? "" : "es", B);
-  if (tp > 1)
-    logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", tp,
+  if (at.dp > 1)
+    logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", at.dp, micro_batches,
+                  micro_batches == 1 ? "" : "es", cfg.micro_batch_size);
+  if (at.tp > 1)
+    logger().info("tensor parallel: {} ranks per model replica, {} heads and {} vocab rows each", at.tp,
                   model.local_heads(), model.local_vocab());
   if (pp > 1) {
     std::string split;  // layers per stage, first to last
@@ -170,29 +201,31 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
                     micro_batches == 1 ? "" : "es");
     }
   }
+}
 
-  auto t0 = Clock::now();
+// The rank's step graphs (the list `kiln precompile` extracts), compiled per
+// model chunk, and where a backend that lacks ops splits them.
+void Setup::compile_chunks() {
+  const auto t0 = Clock::now();
   graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at));
   const std::vector<GptConfig> chunk_models = cfg.stage_chunks(at.pp_rank);
   int compiled = 0;
+  auto compile = [&](const graph::Graph& graph) {
+    ++compiled;
+    return std::make_unique<graph::Executable>(*device, graph, &fallback);
+  };
   std::vector<StepGraph> split_graphs;
   for (size_t c = 0; c < chunk_models.size(); ++c) {
     const RunGraphs& g = c == 0 ? *graphs : graphs->later_chunks[c - 1];
     ChunkSteps& chunk = chunks.emplace_back();
     chunk.model = chunk_models[c];
-    auto compile = [&](const graph::Graph& graph) {
-      ++compiled;
-      return std::make_unique<graph::Executable>(*device, graph, &fallback);
-    };
     chunk.first_micro_batch = compile(g.first_micro_batch);
     if (g.next_micro_batch) chunk.next_micro_batch = compile(*g.next_micro_batch);
     chunk.grad_norm = compile(g.grad_norm);
     chunk.optimizer = compile(g.optimizer);
     if (g.eval) chunk.eval = compile(*g.eval);
     if (g.stage_forward) chunk.stage_forward = compile(*g.stage_forward);
-    for (graph::Executable* exe : {chunk.first_micro_batch.get(), chunk.next_micro_batch.get(), chunk.grad_norm.get(),
-                                   chunk.eval.get(), chunk.stage_forward.get()})
-      if (exe) exe->set_collectives(tp_collectives.get());
+    for (graph::Executable* exe : chunk.executables()) exe->set_collectives(tp_collectives.get());
     split_graphs.push_back({"train step (first micro-batch)", chunk.first_micro_batch.get(), 1});
     split_graphs.push_back({"train step (later micro-batches)", chunk.next_micro_batch.get(), micro_batches - 1});
     split_graphs.push_back({"grad norm", chunk.grad_norm.get(), 1});
@@ -203,10 +236,12 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
                 std::chrono::duration<double>(Clock::now() - t0).count());
   log_compile_cache_use();
   log_split(split_graphs);
+}
 
-  // ---- persistent state, resident on the device
-  // Every chunk's parameters in one state: to the optimizer, the gradient
-  // reductions and checkpoints they are just this rank's layers.
+// Every chunk's parameters in one state, resident on the device: to the
+// optimizer, the gradient reductions and checkpoints they are just this
+// rank's layers. Fresh, or from the checkpoint checked at the start.
+void Setup::make_model_state(const LoadedCheckpoint& resume) {
   std::vector<ParamSpec> params;
   for (const ChunkSteps& chunk : chunks)
     for (ParamSpec& p : gpt_parameters(chunk.model)) params.push_back(std::move(p));
@@ -215,7 +250,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   // Measured from the buffers allocated, so the saving is visible in the log.
   logger().info("optimizer state: {} bytes of AdamW moments on this rank{}", state->moment_bytes(),
                 cfg.shards_optimizer()
-                    ? ", sharded over " + std::to_string(dp) + " data-parallel ranks (--use-distributed-optimizer)"
+                    ? ", sharded over " + std::to_string(at.dp) + " data-parallel ranks (--use-distributed-optimizer)"
                     : std::string());
   progress.rng_seed = cfg.seed;
   progress.loss_scale = initial_loss_scale(cfg.precision);
@@ -224,17 +259,20 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));
   for (const ChunkSteps& chunk : chunks)
-    for (graph::Executable* exe : {chunk.first_micro_batch.get(), chunk.next_micro_batch.get(), chunk.grad_norm.get(),
-                                   chunk.optimizer.get(), chunk.eval.get(), chunk.stage_forward.get()})
-      if (exe) state->bind(*exe);
-  if (dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
+    for (graph::Executable* exe : chunk.executables()) state->bind(*exe);
+  if (at.dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);
+}
+
+// The data-parallel gradient synchronisation: the all-reduce, or the
+// distributed optimizer's reduce-scatter and parameter all-gather.
+void Setup::make_gradient_sync() {
   if (cfg.shards_optimizer()) {
     distributed_optimizer =
         std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank, cfg.ddp_bucket_size);
     logger().info("distributed optimizer: {} bucket(s)", distributed_optimizer->buckets());
   } else {
     gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
-    if (dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
+    if (at.dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
   }
 }
 

@@ -27,6 +27,8 @@
 
 namespace kiln::trainer {
 
+struct LoadedCheckpoint;  // trainer/checkpoint/checkpoint_io.h
+
 // One micro-batch on the host, before it is written to a step graph.
 struct Batch {
   std::vector<int32_t> tokens, targets;
@@ -51,6 +53,9 @@ struct ChunkSteps {
   GptConfig model;  // its layers
   std::unique_ptr<graph::Executable> first_micro_batch, next_micro_batch, grad_norm, optimizer, eval;
   std::unique_ptr<graph::Executable> stage_forward;  // a virtual stage before the last
+
+  // Every executable above that this run compiled (nulls left out).
+  std::vector<graph::Executable*> executables() const;
 };
 
 struct Setup {
@@ -110,6 +115,16 @@ struct Setup {
   // the parameters (`before`: evaluation, a checkpoint, the weight hash, the
   // end of the run) completes it first; a no-op otherwise.
   void finish_parameter_gather(const std::string& before);
+
+ private:
+  // The constructor's steps, in its order.
+  void join_process_groups();
+  void check_outputs();
+  void open_data();
+  void log_run() const;
+  void compile_chunks();
+  void make_model_state(const LoadedCheckpoint& resume);
+  void make_gradient_sync();
 };
 
 // Writes a micro-batch to a step graph's inputs, as ids of this rank's
