@@ -1,8 +1,12 @@
 #include "trainer/train_config.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "core/cpu_count.h"
 #include "core/error.h"
@@ -177,11 +181,28 @@ void TrainConfig::register_flags(Flags& f) {
   megatron_compat.register_flags(f);
 }
 
+namespace {
+
+// A flag's value as the model's 32-bit config holds it (and meta.json saves
+// it). A value that is finite as a double but not as a float, or that is not
+// zero but rounds to zero, would be trained with as inf or 0 and saved as
+// JSON null, which no --load accepts: it is refused here instead.
+float model_float(const char* flag, double v) {
+  const auto f = static_cast<float>(v);
+  if (!std::isfinite(f) || (v != 0 && f == 0))
+    throw Error(fmt::format("{} {:g} is outside the range of the model's 32-bit config (magnitude {:g} to {:g}, or 0)",
+                            flag, v, static_cast<double>(std::numeric_limits<float>::denorm_min()),
+                            static_cast<double>(std::numeric_limits<float>::max())));
+  return f;
+}
+
+}  // namespace
+
 void TrainConfig::finalize_architecture(const Flags& f) {
   model.normalization = parse_normalization(normalization);
   model.position_embedding_type = parse_position_embedding(position_embedding_type);
-  if (!(norm_epsilon > 0)) throw Error("--norm-epsilon must be positive, got " + std::to_string(norm_epsilon));
-  model.layernorm_epsilon = static_cast<float>(norm_epsilon);
+  if (!(norm_epsilon > 0)) throw Error(fmt::format("--norm-epsilon must be positive, got {:g}", norm_epsilon));
+  model.layernorm_epsilon = model_float("--norm-epsilon", norm_epsilon);
   if (f.given("--num-query-groups") && !group_query_attention)
     throw Error("--num-query-groups needs --group-query-attention (as Megatron, it is ignored otherwise)");
   if (group_query_attention && num_query_groups <= 0)
@@ -197,12 +218,12 @@ void TrainConfig::finalize_architecture(const Flags& f) {
     throw Error("--openai-gelu (tanh) and --exact-gelu (erf) choose different GELUs; give one of them");
   if (openai_gelu && model.squared_relu)
     throw Error("--openai-gelu chooses GELU, and --squared-relu replaces it; give one of them");
-  model.clip_qkv = static_cast<float>(clip_qkv);
-  model.hidden_dropout = static_cast<float>(hidden_dropout);
-  model.attention_dropout = static_cast<float>(attention_dropout);
-  model.rotary_percent = static_cast<float>(rotary_percent);
-  model.rope_scaling_factor = static_cast<float>(rope_scaling_factor);
-  model.alibi_bias_max = static_cast<float>(alibi_bias_max);
+  model.clip_qkv = model_float("--clip-qkv", clip_qkv);
+  model.hidden_dropout = model_float("--hidden-dropout", hidden_dropout);
+  model.attention_dropout = model_float("--attention-dropout", attention_dropout);
+  model.rotary_percent = model_float("--rotary-percent", rotary_percent);
+  model.rope_scaling_factor = model_float("--rope-scaling-factor", rope_scaling_factor);
+  model.alibi_bias_max = model_float("--alibi-bias-max", alibi_bias_max);
   // Megatron allows a larger --max-position-embeddings: with learned
   // absolute positions the table has that many rows (the model uses the
   // first --seq-length); rope, alibi and none have no table to size.

@@ -184,6 +184,19 @@ TEST(ModelOptions, FlagErrorsNameTheFlag) {
   EXPECT_NE(finalize_error({"--ffn-hidden-size", "0"}).find("--ffn-hidden-size must be positive"), std::string::npos);
   EXPECT_NE(finalize_error({"--kv-channels", "-1"}).find("--kv-channels must be positive"), std::string::npos);
   EXPECT_NE(finalize_error({"--norm-epsilon", "0"}).find("--norm-epsilon must be positive"), std::string::npos);
+  // Finite as a double but not as the model's float (or not 0 but 0 as a
+  // float): trained with as inf or 0 and saved as JSON null, which no --load
+  // accepts. Refused, naming the flag and the value given.
+  for (const char* flag : {"--norm-epsilon", "--clip-qkv", "--rope-scaling-factor", "--alibi-bias-max"})
+    for (const char* value : {"1e+300", "1e-300"}) {
+      const std::string err = finalize_error({flag, value});
+      EXPECT_NE(err.find(std::string(flag) + " " + value + " is outside the range of the model's 32-bit config"),
+                std::string::npos)
+          << flag << " " << value << ": " << err;
+    }
+  EXPECT_NE(finalize_error({"--position-embedding-type", "rope", "--use-rope-scaling", "--rope-scaling-factor", "0.5"})
+                .find("--rope-scaling-factor must be at least 1, got 0.5"),
+            std::string::npos);
   EXPECT_NE(finalize_error({"--ffn-hidden-size", "33"}, 2).find("--ffn-hidden-size 33 is not divisible"),
             std::string::npos);
   EXPECT_NE(finalize_error({"--use-checkpoint-args"}).find("--use-checkpoint-args needs --load"), std::string::npos);

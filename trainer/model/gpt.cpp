@@ -1,5 +1,7 @@
 #include "trainer/model/gpt.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/error.h"
@@ -80,16 +82,16 @@ void GptConfig::validate() const {
   if (!(layernorm_epsilon > 0.0f)) throw Error("--norm-epsilon must be positive");
   if (position_embedding_type == PositionEmbedding::Rope) {
     if (!(rotary_percent > 0.0f && rotary_percent <= 1.0f))
-      throw Error("--rotary-percent " + std::to_string(rotary_percent) + " is not in (0, 1]");
+      throw Error(fmt::format("--rotary-percent {:g} is not in (0, 1]", rotary_percent));
     if (rotary_pairs() < 1)
-      throw Error("--rotary-percent " + std::to_string(rotary_percent) + " leaves no rotary dims of head dim " +
+      throw Error(fmt::format("--rotary-percent {:g}", rotary_percent) + " leaves no rotary dims of head dim " +
                   std::to_string(head_dim()) + "; rotary dims are 2 * int(head dim * percent) / 2");
     if (rotary_base <= 0) throw Error("--rotary-base must be positive, got " + std::to_string(rotary_base));
     if (use_rope_scaling && !(rope_scaling_factor >= 1.0f))
-      throw Error("--rope-scaling-factor must be at least 1, got " + std::to_string(rope_scaling_factor));
+      throw Error(fmt::format("--rope-scaling-factor must be at least 1, got {:g}", rope_scaling_factor));
   }
   if (position_embedding_type == PositionEmbedding::Alibi && !(alibi_bias_max > 0.0f))
-    throw Error("--alibi-bias-max must be positive, got " + std::to_string(alibi_bias_max));
+    throw Error(fmt::format("--alibi-bias-max must be positive, got {:g}", alibi_bias_max));
   if (exact_gelu && swiglu)
     throw Error("--exact-gelu selects the GELU MLP's activation, and --swiglu has no GELU; drop one of them");
   // Megatron asserts the same: one activation per MLP.
