@@ -3,8 +3,10 @@
 // past the current length hold padding, which causal attention never lets
 // earlier positions see.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "cli/commands.h"
 #include "core/cpu_count.h"
@@ -82,6 +84,15 @@ std::shared_ptr<const data::Tokenizer> generate_tokenizer(const data::TokenizerS
   }
   trainer::check_same_tokenizer(record, *tokenizer, ck.dir);
   return tokenizer;
+}
+
+// The text goes out token by token; a write that fails (a full disk,
+// /dev/full, a closed pipe's EPIPE with SIGPIPE ignored) ends the command
+// with an error instead of a silent success with the text lost.
+void flush_text() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
+    throw Error(std::string("cannot write the generated text to stdout: ") + std::strerror(errno) +
+                "; check where stdout goes (a full disk?)");
 }
 
 }  // namespace
@@ -183,9 +194,10 @@ int run_generate(const std::vector<std::string>& args) {
         shown = std::move(text);
       }
     }
-    std::fflush(stdout);
+    flush_text();
   }
   std::fputc('\n', stdout);
+  flush_text();
   return 0;
 }
 

@@ -8,7 +8,8 @@
 #   half a line, silently, with exit 0);
 # - a checkpoint save: one line, non-zero exit, the previous checkpoint and
 #   latest untouched, no temporaries left;
-# - kiln preprocess: one line, non-zero exit, no output or temporary left.
+# - kiln preprocess: one line, non-zero exit, no output or temporary left;
+# - kiln generate to /dev/full: one line, non-zero exit.
 set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -58,6 +59,14 @@ grep -q "^kiln: error: cannot save checkpoint .*iter_0000002: .*File too large; 
 [ "$(ls -A "$tmp/ck")" = "$(printf 'iter_0000001\nlatest_checkpointed_iteration.txt')" ] ||
   { ls -A "$tmp/ck"; fail "the failed save left files"; }
 echo "ok: $(grep 'kiln: error' "$tmp/err")"
+
+# kiln generate's text to a full disk: one line and a non-zero exit (it
+# exited 0 with the text lost).
+"$kiln" generate --load "$tmp/ck" --prompt "The " --max-new-tokens 20 >/dev/full 2>"$tmp/err" &&
+  fail "generate to /dev/full exited 0"
+[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^kiln: error: cannot write the generated text to stdout: No space left" "$tmp/err" ||
+  { cat "$tmp/err"; fail "unclear generate error"; }
+echo "ok: $(cat "$tmp/err")"
 
 shared=$(cd "$(dirname "$0")/../../.." && pwd)/shared/data
 if [ ! -f "$shared/gpt2/gpt2-vocab.json" ]; then
