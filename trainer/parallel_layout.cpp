@@ -25,13 +25,15 @@ void set_world_size(TrainConfig& cfg, int64_t world_size, const std::string& lau
   std::string fix = " ranks of this job; launch a multiple of it (";
   fix += launch;
   fix += ")";
+  if (tp <= 0) throw Error("--tensor-model-parallel-size must be positive, got " + std::to_string(tp));
+  if (pp <= 0) throw Error("--pipeline-model-parallel-size must be positive, got " + std::to_string(pp));
   // Megatron's layout: world = data-parallel x tensor-parallel ranks.
-  if (tp <= 0 || world_size % tp != 0)
+  if (world_size % tp != 0)
     throw Error("--tensor-model-parallel-size " + std::to_string(tp) + " does not divide the " +
                 std::to_string(world_size) + fix);
   // Pipeline stages multiply the model-parallel ranks (Megatron's order:
   // tensor-parallel ranks adjacent, then data-parallel, then pipeline).
-  if (pp <= 0 || world_size % (tp * pp) != 0)
+  if (world_size % (tp * pp) != 0)
     throw Error("--pipeline-model-parallel-size " + std::to_string(pp) + " x --tensor-model-parallel-size " +
                 std::to_string(tp) + " does not divide the " + std::to_string(world_size) + fix);
   cfg.data_parallel_size = world_size / (tp * pp);

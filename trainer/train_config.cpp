@@ -269,7 +269,9 @@ void TrainConfig::check_load() {
 // ramp-up: the iterations are --train-samples / global batch, and the lr
 // schedule counts samples. Its rules keep the two modes apart.
 void TrainConfig::finalize_train_samples(const Flags& f) {
-  if (train_samples < 0) throw Error("--train-samples must not be negative");
+  if (train_samples < 0 || (train_samples == 0 && f.given("--train-samples")))
+    throw Error("--train-samples must be positive, got " + std::to_string(train_samples) +
+                " (it is the run's length; leave it out to train --train-iters iterations)");
   if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
   if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
   if (!sample_based()) {
@@ -302,6 +304,10 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
   if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
     throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
   train_iters = rampup.active() ? rampup.train_iters(train_samples) : train_samples / global_batch_size;
+  if (train_iters == 0)
+    throw Error("--train-samples " + std::to_string(train_samples) + " is less than one global batch (" +
+                std::to_string(rampup.active() ? rampup.start() : global_batch_size) +
+                "): nothing to train; give at least that many samples");
   if (lr_decay_samples == 0) lr_decay_samples = train_samples;
   if (!f.given("--lr-warmup-samples")) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");

@@ -50,3 +50,7 @@ refuses "expected iteration-based learning rate decay" --train-iters 10 --lr-dec
 refuses "expected iteration-based learning rate warmup" --train-iters 10 --lr-warmup-samples 12
 refuses "--lr-warmup-fraction and --lr-warmup-samples" --train-samples 40 --lr-warmup-samples 12 --lr-warmup-fraction 0.1
 refuses "must be less than --lr-decay-samples" --train-samples 40 --lr-warmup-samples 40
+# An explicit 0 trained the default 300 iterations (N70); fewer samples than
+# one global batch said "--train-iters is 0", a flag not given (N71).
+refuses "--train-samples must be positive, got 0" --train-samples 0
+refuses "--train-samples 1 is less than one global batch" --train-samples 1

@@ -86,6 +86,13 @@ TEST(ParallelLayout, WorldSizeSetsDataParallelOrIsRefusedInOneLine) {
   EXPECT_EQ(message(cfg, 6),
             "--pipeline-model-parallel-size 2 x --tensor-model-parallel-size 2 does not divide the 6 ranks of this "
             "job; launch a multiple of it (--world-size N)");
+  // A size of 0 is not a divisibility problem (N81).
+  TrainConfig pp0;
+  pp0.pipeline_model_parallel_size = 0;
+  EXPECT_EQ(message(pp0, 2), "--pipeline-model-parallel-size must be positive, got 0");
+  TrainConfig tp0;
+  tp0.tensor_model_parallel_size = 0;
+  EXPECT_EQ(message(tp0, 2), "--tensor-model-parallel-size must be positive, got 0");
 }
 
 TEST(ParallelLayout, RanksOfOneStageBuildTheSameGraphs) {
