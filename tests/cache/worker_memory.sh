@@ -4,6 +4,9 @@
 # capped (RLIMIT_AS, as `ulimit -v` would, through the worker's test hook
 # KILN_TEST_WORKER_MAX_VIRTUAL_MB) below what the faults plugin's compile
 # allocates, so malloc really fails there.
+# Not under ASan: it caps a worker's address space at 2 GiB (RLIMIT_AS), and
+#   ASan reserves terabytes of shadow address space, so the worker cannot even
+#   start.
 source "$(dirname "$0")/common.bash"
 # The counts below are those of whole step graphs (5 per run); per-layer
 # units are counted in test_compile_units.cpp and cache.require_precompiled.

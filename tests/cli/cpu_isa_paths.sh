@@ -8,6 +8,9 @@
 # kernels do not depend on the path beyond the AVX2/baseline kernel sets,
 # which BackendConformance covers (its baseline instance uses no library).
 # Usage: cpu_isa_paths.sh <path-to-kiln>
+# Not under ASan: the conformance suite once per ISA path through the command
+#   line (90 s under ASan, mostly oneDNN's uninstrumented code);
+#   BackendConformance/cpu_* and Isa/CpuOps.* run the same paths under ASan.
 set -u
 kiln=$1
 # Each case sets the path and policy it means; none comes from the caller.

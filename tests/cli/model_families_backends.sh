@@ -9,6 +9,9 @@
 #     0.3 at init std 0.02): its run ends away from an unclipped one.
 # A backend with no device is skipped with a message; the cpu part always runs.
 # Usage: model_families_backends.sh <path-to-kiln> <bad-plugin-dir>
+# Not under ASan: the same Llama and MPT runs as
+#   cli.model_families_shakespeare, repeated on PoCL and lavapipe, whose code
+#   ASan does not instrument.
 set -u
 kiln=$1
 tmp=$(mktemp -d)

@@ -7,6 +7,9 @@
 # Usage: plugin_crash.sh <path-to-kiln> [<bad-plugin-dir>]
 # Not run under ASan/UBSan (CMakePresets.json): the sanitizers handle the
 # deliberate crash first (docs/CONTRIBUTING.md).
+# Not under ASan: it crashes on purpose, and the sanitizers' own fatal-signal
+#   handlers, installed first, report and exit 1 before kiln's one-line report
+#   and re-raise can be checked.
 set -u
 kiln=$1
 plugin="$(cd "$(dirname "$kiln")/.." && pwd)/test-plugins/libkiln-backend-execfaults.so"

@@ -9,6 +9,8 @@
 #   3. the save trigger file saves and training goes on; the exit trigger file
 #      saves and stops the job, which is not requeued;
 #   4. a rank killed by SIGKILL fails the job, which is not requeued.
+# Not under ASan: Slurm's daemons take its time, and kiln's signal, save and
+#   resume paths run under ASan in cli.mpi_stop_signals and cli.resume.
 set -euo pipefail
 kiln=$1
 here=$(dirname "$0")

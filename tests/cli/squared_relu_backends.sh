@@ -10,6 +10,9 @@
 #   - the run differs from the same model with GELU (the flag takes effect).
 # A backend with no device is skipped with a message; the cpu part always runs.
 # Usage: squared_relu_backends.sh <path-to-kiln> <bad-plugin-dir>
+# Not under ASan: the model's ops (squared_relu expanded) are checked under
+#   ASan by the gradient checks and Decompose.*; the run itself repeats on PoCL
+#   and lavapipe, whose code ASan does not instrument.
 set -u
 kiln=$1
 tmp=$(mktemp -d)

@@ -8,6 +8,8 @@
 # train step. A bad KILN_VULKAN_GEMM value is refused in one line.
 # Prints SKIPPED and passes when the machine has no Vulkan device.
 # Usage: vulkan_gemm_kernels.sh <path-to-kiln> <bad-plugin-dir>
+# Not under ASan: 200 s under ASan, most of it lavapipe running the GPU GEMM
+#   shader; the host's GEMM windows run under ASan in cli.vulkan_memory.
 set -u
 kiln=$1
 fail=0

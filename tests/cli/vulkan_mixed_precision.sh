@@ -7,6 +7,9 @@
 #  2. a device without storageBuffer16BitAccess (hidden by the test hook
 #     KILN_VULKAN_NO_16BIT_STORAGE) refuses --bf16 at setup with one line.
 # Prints SKIPPED and passes when the machine has no Vulkan device.
+# Not under ASan: its time is lavapipe compiling and running shaders
+#   (uninstrumented); the plugin's 16-bit host code runs under ASan in
+#   BackendConformance/vulkan and cli.vulkan_train.
 set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -120,7 +120,16 @@ TEST(PluginCrashReport, LongPathsAreCutToOneLine) {
   EXPECT_EQ(buf[n - 1], '\n');
 }
 
+// Under ASan its own fatal-signal handler, installed before kiln's, reports
+// and exits 1 before kiln's one-line report and re-raise can be checked.
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_SKIP_UNDER_ASAN() GTEST_SKIP() << "ASan's fatal-signal handler runs before kiln's report"
+#else
+#define KILN_SKIP_UNDER_ASAN() (void)0
+#endif
+
 TEST(PluginCrashReportDeathTest, SignalIsReportedAndReraised) {
+  KILN_SKIP_UNDER_ASAN();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const kiln::Plugin plugin = throwing_plugin();
   EXPECT_EXIT(
@@ -137,6 +146,7 @@ TEST(PluginCrashReportDeathTest, SignalIsReportedAndReraised) {
 // of mapped reads armed after it: a guarded read that faults still comes
 // back with the address; a SIGBUS outside a guarded read is reported.
 TEST(PluginCrashReportDeathTest, MappedReadGuardChainsToTheReport) {
+  KILN_SKIP_UNDER_ASAN();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const std::string path = (std::filesystem::temp_directory_path() / "kiln_sigbus_chain.bin").string();
   EXPECT_EXIT(
