@@ -15,6 +15,13 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none  # no CMA/ptrace in many co
 # an "<unknown module>" that no suppression can name (lsan.supp covers the
 # libraries it can name). Single-process kiln runs keep leak checking.
 if [ -n "${ASAN_OPTIONS:-}" ]; then mpi_flags+=(-x "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0"); fi
+# Layout comparisons need every process to run the same GEMM kernels. The
+# cpu backend's default choice between its own GEMM and oneDNN's is measured
+# per shape in each process (backends/cpu/gemm_choice.h): on a loaded machine
+# two layouts' processes can choose differently, and a --bf16 trajectory then
+# moves by about 1e-5. kiln's own GEMM everywhere is what --deterministic-mode
+# selects; oneDNN's path has its own tests (LibraryGemm*, cli.cpu_isa_paths).
+export KILN_CPU_GEMM=kiln
 # (Background jobs call mpirun directly, so $! is the launcher that relays signals.)
 mpi() { local n=$1; shift; mpirun "${mpi_flags[@]}" -np "$n" "$@"; }
 # The lm_loss of every logged step in a --metrics-file, one per line.
