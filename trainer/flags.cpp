@@ -1,5 +1,7 @@
 #include "trainer/flags.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -16,6 +18,18 @@ std::string format_default(double v) {
   std::ostringstream o;
   o << v;
   return o.str();
+}
+
+// A float flag's value: one that is finite as a double but not as a float,
+// or that is not zero but rounds to zero, would be trained with as inf or 0
+// and saved as JSON null, which no --load accepts; it is refused instead.
+float to_float(const std::string& flag, double v) {
+  const auto f = static_cast<float>(v);
+  if (!std::isfinite(f) || (v != 0 && f == 0))
+    throw Error(fmt::format("{} {:g} is outside the range of the model's 32-bit config (magnitude {:g} to {:g}, or 0)",
+                            flag, v, static_cast<double>(std::numeric_limits<float>::denorm_min()),
+                            static_cast<double>(std::numeric_limits<float>::max())));
+  return f;
 }
 
 // Levenshtein distance, for "did you mean" on a mistyped flag.
@@ -52,12 +66,15 @@ std::string Bounds::describe() const {
 }
 
 void Flags::add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds) {
-  Spec s{name, kind, target, help, "", bounds, section_};
+  Spec s{name, kind, target, help, "", bounds, section_, {}, {}};
   switch (kind) {
     case Kind::Int: s.default_text = std::to_string(*static_cast<int64_t*>(target)); break;
     case Kind::Double: s.default_text = format_default(*static_cast<double*>(target)); break;
+    case Kind::Float: s.default_text = format_default(*static_cast<float*>(target)); break;
     case Kind::String: s.default_text = *static_cast<std::string*>(target); break;
+    case Kind::Parsed:  // add_parsed sets it
     case Kind::Bool:
+    case Kind::NegatedBool:
     case Kind::List:
     case Kind::Repeatable: break;  // no default worth printing
   }
@@ -70,6 +87,17 @@ void Flags::add(const std::string& n, std::string* t, const std::string& h) { ad
 void Flags::add(const std::string& n, bool* t, const std::string& h) { add_spec(n, Kind::Bool, t, h); }
 void Flags::add(const std::string& n, std::vector<std::string>* t, const std::string& h) {
   add_spec(n, Kind::List, t, h);
+}
+
+void Flags::add(const std::string& n, float* t, const std::string& h, Bounds b) { add_spec(n, Kind::Float, t, h, b); }
+void Flags::add_negated(const std::string& n, bool* t, const std::string& h) { add_spec(n, Kind::NegatedBool, t, h); }
+
+void Flags::add_parsed(const std::string& n, std::function<void(const std::string&)> parse,
+                       std::function<std::string()> show, const std::string& h) {
+  add_spec(n, Kind::Parsed, nullptr, h);
+  specs_.back().default_text = show();
+  specs_.back().parse = std::move(parse);
+  specs_.back().show = std::move(show);
 }
 
 void Flags::add_repeatable(const std::string& n, std::vector<std::string>* t, const std::string& h) {
@@ -112,9 +140,9 @@ bool Flags::parse(const std::vector<std::string>& args) {
                   (best.empty() ? "" : " (did you mean " + best + "?)") + "; see kiln " + command_ + " --help");
     }
     given_.push_back(name);
-    if (s->kind == Kind::Bool) {
+    if (s->kind == Kind::Bool || s->kind == Kind::NegatedBool) {
       if (has_inline) throw Error("kiln " + command_ + ": " + name + " is a switch and takes no value");
-      *static_cast<bool*>(s->target) = true;
+      *static_cast<bool*>(s->target) = s->kind == Kind::Bool;
       continue;
     }
     std::vector<std::string> vals;
@@ -153,20 +181,26 @@ bool Flags::parse(const std::vector<std::string>& args) {
         *static_cast<int64_t*>(s->target) = x;
         break;
       }
-      case Kind::Double: {
+      case Kind::Double:
+      case Kind::Float: {
+        double x = 0;
         try {
           size_t used = 0;
-          double x = std::stod(v, &used);
+          x = std::stod(v, &used);
           if (used != v.size()) throw bad("a number");
-          check_bounds(x);
-          *static_cast<double*>(s->target) = x;
         } catch (const std::out_of_range&) {
           throw bad("a finite number");
         } catch (const std::invalid_argument&) {
           throw bad("a number");
         }
+        check_bounds(x);
+        if (s->kind == Kind::Double)
+          *static_cast<double*>(s->target) = x;
+        else
+          *static_cast<float*>(s->target) = to_float(name, x);
         break;
       }
+      case Kind::Parsed: s->parse(v); break;
       case Kind::String: *static_cast<std::string*>(s->target) = v; break;
       case Kind::List: *static_cast<std::vector<std::string>*>(s->target) = vals; break;
       case Kind::Repeatable: {
@@ -174,7 +208,8 @@ bool Flags::parse(const std::vector<std::string>& args) {
         list->insert(list->end(), vals.begin(), vals.end());
         break;
       }
-      case Kind::Bool: break;
+      case Kind::Bool:
+      case Kind::NegatedBool: break;
     }
   }
   return true;
@@ -192,8 +227,17 @@ std::vector<std::pair<std::string, std::string>> Flags::values() const {
         v = buf;
         break;
       }
+      case Kind::Float: {
+        // The shortest text that reads back as the same float.
+        char buf[32];
+        const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *static_cast<const float*>(s.target));
+        v.assign(buf, ec == std::errc() ? end : buf);
+        break;
+      }
       case Kind::String: v = *static_cast<const std::string*>(s.target); break;
+      case Kind::Parsed: v = s.show(); break;
       case Kind::Bool: v = *static_cast<const bool*>(s.target) ? "true" : "false"; break;
+      case Kind::NegatedBool: v = *static_cast<const bool*>(s.target) ? "false" : "true"; break;
       case Kind::List:
       case Kind::Repeatable:
         for (const std::string& item : *static_cast<const std::vector<std::string>*>(s.target))
@@ -217,8 +261,8 @@ std::string Flags::help() const {
       if (s.section != section) continue;
       std::string left = "  " + s.name;
       if (s.kind == Kind::Int) left += " N";
-      if (s.kind == Kind::Double) left += " X";
-      if (s.kind == Kind::String) left += " S";
+      if (s.kind == Kind::Double || s.kind == Kind::Float) left += " X";
+      if (s.kind == Kind::String || s.kind == Kind::Parsed) left += " S";
       if (s.kind == Kind::List || s.kind == Kind::Repeatable) left += " ...";
       o << left;
       o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;

@@ -43,6 +43,16 @@ class Flags {
   void add(const std::string& name, std::string* target, const std::string& help);
   void add(const std::string& name, bool* target, const std::string& help);  // switch
   void add(const std::string& name, std::vector<std::string>* target, const std::string& help);
+  // A float (a model option, kept as float in the config and meta.json): a
+  // value finite as a double but not as a float, or not 0 but 0 as a float,
+  // is refused rather than trained with as inf or 0.
+  void add(const std::string& name, float* target, const std::string& help, Bounds bounds = {});
+  // A switch that turns its target off (Megatron's --disable-... flags).
+  void add_negated(const std::string& name, bool* target, const std::string& help);
+  // A value only `parse` understands (a choice among names): it stores it,
+  // or throws kiln::Error naming the flag; `show` gives the current value.
+  void add_parsed(const std::string& name, std::function<void(const std::string&)> parse,
+                  std::function<std::string()> show, const std::string& help);
   // A list that grows with every occurrence (`--hint A=1 --hint B=2`), where
   // add()'s lists, as argparse's, keep the last occurrence's values.
   void add_repeatable(const std::string& name, std::vector<std::string>* target, const std::string& help);
@@ -60,7 +70,7 @@ class Flags {
   std::vector<std::pair<std::string, std::string>> values() const;
 
  private:
-  enum class Kind { Int, Double, String, Bool, List, Repeatable };
+  enum class Kind { Int, Double, Float, String, Bool, NegatedBool, List, Repeatable, Parsed };
   struct Spec {
     std::string name;
     Kind kind;
@@ -69,6 +79,8 @@ class Flags {
     std::string default_text;
     Bounds bounds;
     std::string section;
+    std::function<void(const std::string&)> parse;  // Kind::Parsed
+    std::function<std::string()> show;              // Kind::Parsed
   };
   void add_spec(const std::string& name, Kind kind, void* target, const std::string& help, Bounds bounds = {});
   const Spec* find(const std::string& name) const;

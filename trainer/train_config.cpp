@@ -28,48 +28,14 @@ constexpr double kMaxBatch = 1 << 30;
 }  // namespace
 
 void TrainConfig::register_flags(Flags& f) {
-  f.add("--num-layers", &model.num_layers, "transformer layers");
-  f.add("--hidden-size", &model.hidden_size, "hidden size");
-  f.add("--num-attention-heads", &model.num_attention_heads, "attention heads (must divide hidden size)");
-  f.add("--seq-length", &model.seq_length, "sequence length");
-  f.add("--max-position-embeddings", &max_position_embeddings,
-        "rows of the learned position table, >= --seq-length (the model uses the first --seq-length); no effect with "
-        "rope, alibi or none (default: --seq-length)");
-  f.add("--vocab-size", &model.vocab_size, "vocabulary size (byte-level default corpus: 256)");
-  f.add("--normalization", &normalization, "LayerNorm | RMSNorm");
-  f.add("--norm-epsilon", &norm_epsilon, "epsilon of every LayerNorm / RMSNorm");
-  f.add("--apply-layernorm-1p", &model.apply_layernorm_1p, "norm weights stored zero-centred: scale by 1 + weight");
-  f.add("--ffn-hidden-size", &model.ffn_hidden_size,
-        "MLP hidden size (default 4 x hidden size; with --swiglu int((4h x 2/3) / 64) x 64)");
-  f.add("--swiglu", &model.swiglu, "SwiGLU MLP: fc1 holds [gate; up], activation silu(gate) * up");
+  register_model_flags(f, model);
   f.add("--openai-gelu", &openai_gelu, "GELU with the tanh approximation in the MLP (kiln's default, GPT-2's)");
-  f.add("--exact-gelu", &model.exact_gelu,
-        "kiln flag: the exact erf GELU in the MLP (Megatron's default without --openai-gelu, HF MPT's)");
-  f.add("--squared-relu", &model.squared_relu, "relu(x)^2 as the MLP's activation (Megatron's --squared-relu)");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
   f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
-  f.add("--kv-channels", &model.kv_channels, "head dim (default hidden size / heads)");
-  f.add("--untie-embeddings-and-output-weights", &model.untie_embeddings_and_output_weights,
-        "an output layer of its own instead of the word embedding");
-  f.add("--disable-bias-linear", &disable_bias_linear, "no biases in the linear layers");
-  f.add("--disable-bias-layernorm", &disable_bias_layernorm,
-        "kiln extension (MPT's no_bias): LayerNorm without a bias (beta) parameter");
-  f.add("--add-qkv-bias", &model.add_qkv_bias, "a QKV bias even with --disable-bias-linear");
-  f.add("--qk-layernorm", &model.qk_layernorm, "normalize q and k over the head dim (--normalization type)");
-  f.add("--position-embedding-type", &position_embedding_type,
-        "learned_absolute | rope | none | alibi (alibi: kiln extension, MPT)");
-  f.add("--rotary-base", &model.rotary_base, "RoPE base");
-  f.add("--rotary-percent", &rotary_percent, "fraction of the head dim RoPE rotates, in (0, 1]");
-  f.add("--rotary-interleaved", &model.rotary_interleaved, "rotate pairs (x[2i], x[2i+1]) instead of (x[i], x[i+R])");
-  f.add("--use-rope-scaling", &model.use_rope_scaling, "Llama-3.1's RoPE frequency scaling");
-  f.add("--rope-scaling-factor", &rope_scaling_factor, "Llama-3.1 RoPE scaling factor");
-  f.add("--alibi-bias-max", &alibi_bias_max, "kiln extension (MPT): ALiBi's largest slope exponent");
-  f.add("--clip-qkv", &clip_qkv, "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)",
-        Bounds::at_least(0));
-  f.add("--hidden-dropout", &hidden_dropout,
+  f.add("--hidden-dropout", &model.hidden_dropout,
         "dropout after the embeddings and on each attention and MLP output (Megatron's default)",
         Bounds::half_open(0, 1));
-  f.add("--attention-dropout", &attention_dropout, "dropout on the attention probabilities (Megatron's default)",
+  f.add("--attention-dropout", &model.attention_dropout, "dropout on the attention probabilities (Megatron's default)",
         Bounds::half_open(0, 1));
   f.add("--recompute-activations", &recompute_activations,
         "recompute each layer's attention core in backward (--recompute-granularity selective)");
@@ -121,7 +87,6 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--adam-beta1", &adam_beta1, "AdamW beta1", Bounds::half_open(0, 1));
   f.add("--adam-beta2", &adam_beta2, "AdamW beta2", Bounds::half_open(0, 1));
   f.add("--adam-eps", &adam_eps, "AdamW epsilon", Bounds::at_least(0));
-  f.add("--init-method-std", &init_method_std, "std of the normal weight init", Bounds::at_least(0));
   f.add("--seed", &seed, "random seed (initialisation and data order)");
   precision.register_flags(f);
   f.add("--save", &save, "checkpoint directory to write");
@@ -181,28 +146,9 @@ void TrainConfig::register_flags(Flags& f) {
   megatron_compat.register_flags(f);
 }
 
-namespace {
-
-// A flag's value as the model's 32-bit config holds it (and meta.json saves
-// it). A value that is finite as a double but not as a float, or that is not
-// zero but rounds to zero, would be trained with as inf or 0 and saved as
-// JSON null, which no --load accepts: it is refused here instead.
-float model_float(const char* flag, double v) {
-  const auto f = static_cast<float>(v);
-  if (!std::isfinite(f) || (v != 0 && f == 0))
-    throw Error(fmt::format("{} {:g} is outside the range of the model's 32-bit config (magnitude {:g} to {:g}, or 0)",
-                            flag, v, static_cast<double>(std::numeric_limits<float>::denorm_min()),
-                            static_cast<double>(std::numeric_limits<float>::max())));
-  return f;
-}
-
-}  // namespace
-
 void TrainConfig::finalize_architecture(const Flags& f) {
-  model.normalization = parse_normalization(normalization);
-  model.position_embedding_type = parse_position_embedding(position_embedding_type);
-  if (!(norm_epsilon > 0)) throw Error(fmt::format("--norm-epsilon must be positive, got {:g}", norm_epsilon));
-  model.layernorm_epsilon = model_float("--norm-epsilon", norm_epsilon);
+  if (!(model.layernorm_epsilon > 0))
+    throw Error(fmt::format("--norm-epsilon must be positive, got {:g}", model.layernorm_epsilon));
   if (f.given("--num-query-groups") && !group_query_attention)
     throw Error("--num-query-groups needs --group-query-attention (as Megatron, it is ignored otherwise)");
   if (group_query_attention && num_query_groups <= 0)
@@ -212,28 +158,20 @@ void TrainConfig::finalize_architecture(const Flags& f) {
     throw Error("--kv-channels must be positive, got " + std::to_string(model.kv_channels));
   if (f.given("--ffn-hidden-size") && model.ffn_hidden_size <= 0)
     throw Error("--ffn-hidden-size must be positive, got " + std::to_string(model.ffn_hidden_size));
-  model.add_bias_linear = !disable_bias_linear;
-  model.add_bias_layernorm = !disable_bias_layernorm;
   if (openai_gelu && model.exact_gelu)
     throw Error("--openai-gelu (tanh) and --exact-gelu (erf) choose different GELUs; give one of them");
   if (openai_gelu && model.squared_relu)
     throw Error("--openai-gelu chooses GELU, and --squared-relu replaces it; give one of them");
-  model.clip_qkv = model_float("--clip-qkv", clip_qkv);
-  model.hidden_dropout = model_float("--hidden-dropout", hidden_dropout);
-  model.attention_dropout = model_float("--attention-dropout", attention_dropout);
-  model.rotary_percent = model_float("--rotary-percent", rotary_percent);
-  model.rope_scaling_factor = model_float("--rope-scaling-factor", rope_scaling_factor);
-  model.alibi_bias_max = model_float("--alibi-bias-max", alibi_bias_max);
   // Megatron allows a larger --max-position-embeddings: with learned
   // absolute positions the table has that many rows (the model uses the
-  // first --seq-length); rope, alibi and none have no table to size.
-  if (max_position_embeddings == 0) max_position_embeddings = model.seq_length;
-  if (max_position_embeddings < model.seq_length)
-    throw Error("--max-position-embeddings " + std::to_string(max_position_embeddings) +
-                " is smaller than --seq-length " + std::to_string(model.seq_length) +
-                "; give it at least the sequence length, or leave it out");
-  if (model.position_embedding_type == PositionEmbedding::LearnedAbsolute && max_position_embeddings > model.seq_length)
-    model.max_position_embeddings = max_position_embeddings;
+  // first --seq-length); rope, alibi and none have no table to size, and
+  // a table of --seq-length rows is the default (0).
+  int64_t& table_rows = model.max_position_embeddings;
+  if (table_rows != 0 && table_rows < model.seq_length)
+    throw Error("--max-position-embeddings " + std::to_string(table_rows) + " is smaller than --seq-length " +
+                std::to_string(model.seq_length) + "; give it at least the sequence length, or leave it out");
+  if (model.position_embedding_type != PositionEmbedding::LearnedAbsolute || table_rows == model.seq_length)
+    table_rows = 0;
   if (use_checkpoint_args && load.empty())
     throw Error("--use-checkpoint-args needs --load DIR, the checkpoint whose model config to use");
   if (use_checkpoint_args && load_missing)
@@ -241,7 +179,7 @@ void TrainConfig::finalize_architecture(const Flags& f) {
   if (use_checkpoint_args && !load_missing) {
     // As Megatron: the checkpoint's model replaces the model flags.
     const LoadedCheckpoint ck = load_checkpoint(load);
-    model = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
+    take_architecture(model, model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json()));
   }
 }
 
@@ -325,7 +263,6 @@ LrSchedule TrainConfig::lr_schedule() const {
 }
 
 void TrainConfig::finalize(const Flags& f) {
-  model.init_method_std = static_cast<float>(init_method_std);
   check_load();
   finalize_architecture(f);
   model.validate();

@@ -17,27 +17,23 @@
 
 namespace kiln::trainer {
 
-struct TrainConfig {
-  GptConfig model;
-  int64_t max_position_embeddings = 0;  // 0: equal to --seq-length
+inline GptConfig with_megatron_dropout(GptConfig c) {
+  c.hidden_dropout = c.attention_dropout = 0.1f;
+  return c;
+}
 
-  // Architecture flags whose type or spelling differs from GptConfig's
-  // field; finalize() moves them into `model`.
-  std::string normalization = "LayerNorm";
-  std::string position_embedding_type = "learned_absolute";
-  double norm_epsilon = 1e-5;
+struct TrainConfig {
+  // The architecture flags (model_options.h) and --hidden-dropout and
+  // --attention-dropout write into it directly. Megatron's dropout defaults:
+  // GPT-3 scripts that set no dropout train with 0.1.
+  GptConfig model = with_megatron_dropout(GptConfig{});
+
+  // Megatron's two flags for grouped-query attention, which finalize() turns
+  // into model.num_query_groups (0: multi-head), and --openai-gelu, which
+  // only confirms kiln's default GELU.
   bool group_query_attention = false;
   int64_t num_query_groups = 1;
-  bool disable_bias_linear = false;
-  bool disable_bias_layernorm = false;
   bool openai_gelu = false;
-  double clip_qkv = 0;
-  double rotary_percent = 1.0;
-  double rope_scaling_factor = 8.0;
-  double alibi_bias_max = 8.0;
-  // Megatron's defaults: GPT-3 scripts that set no dropout train with 0.1.
-  double hidden_dropout = 0.1;
-  double attention_dropout = 0.1;
   // Activation recomputation (docs/DISTRIBUTED.md); finalize_recompute() moves them into `model`.
   bool recompute_activations = false;  // Megatron's shorthand for --recompute-granularity selective
   std::string recompute_granularity;   // "", selective, full
@@ -94,7 +90,6 @@ struct TrainConfig {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.95;
   double adam_eps = 1e-8;
-  double init_method_std = 0.02;
   int64_t seed = 1234;
   MixedPrecision precision;  // --bf16, --fp16 and loss scaling
 

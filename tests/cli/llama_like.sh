@@ -36,11 +36,16 @@ test "$(wc -c <"$tmp/gen.txt")" -gt 40 || { echo "generate wrote too little:"; c
 echo "generated: $(head -c 60 "$tmp/gen.txt" | tr '\n' ' ')"
 
 # Resuming with the same flags continues; with a different option it is refused by the config check.
-"$kiln" train "${model[@]}" "${run[@]}" --train-iters 45 --load "$tmp/ck" >"$tmp/resumed.log"
+"$kiln" train "${model[@]}" "${run[@]}" --train-iters 45 --load "$tmp/ck" --metrics-file "$tmp/resumed.jsonl" \
+  >"$tmp/resumed.log"
 grep -q "iteration       45/" "$tmp/resumed.log" || { echo "resume did not run on:"; cat "$tmp/resumed.log"; exit 1; }
-# --use-checkpoint-args (Megatron's): the model comes from the checkpoint, no model flag at all.
-"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 50 --load "$tmp/ck" >"$tmp/ckargs.log"
-grep -q "iteration       50/" "$tmp/ckargs.log" || { echo "--use-checkpoint-args did not resume:"; cat "$tmp/ckargs.log"; exit 1; }
+# --use-checkpoint-args (Megatron's): the model comes from the checkpoint, no model flag at all; the
+# training options (dropout, 0.1 by default) still come from the command line, so the run is the same.
+"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 45 --load "$tmp/ck" --metrics-file "$tmp/ckargs.jsonl" \
+  >"$tmp/ckargs.log"
+grep -q "iteration       45/" "$tmp/ckargs.log" || { echo "--use-checkpoint-args did not resume:"; cat "$tmp/ckargs.log"; exit 1; }
+cmp <(grep -o '"lm_loss":[^,]*' "$tmp/resumed.jsonl") <(grep -o '"lm_loss":[^,]*' "$tmp/ckargs.jsonl") ||
+  { echo "--use-checkpoint-args trained differently from the same model flags"; exit 1; }
 status=0
 "$kiln" train "${model[@]/RMSNorm/LayerNorm}" "${run[@]}" --train-iters 45 --load "$tmp/ck" >"$tmp/bad.log" 2>&1 || status=$?
 [ "$status" != 0 ] && grep -q '"normalization":"RMSNorm"' "$tmp/bad.log" ||

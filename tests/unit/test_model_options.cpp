@@ -150,15 +150,15 @@ TEST(ModelOptions, SwigluFc1ShardsEachChunk) {
   EXPECT_EQ(back, w);
 }
 
-// `kiln train` flags through finalize(); the error message it throws.
+// `kiln train` flags through parsing and finalize(); the error message either throws.
 std::string finalize_error(std::vector<std::string> args, int64_t tensor_parallel = 1) {
   TrainConfig cfg;
   Flags flags("train");
   cfg.register_flags(flags);
   args.insert(args.begin(), {"--hidden-size", "64", "--num-attention-heads", "4"});
-  flags.parse(args);
   cfg.tensor_model_parallel_size = tensor_parallel;
   try {
+    flags.parse(args);  // a value no model can hold is refused here
     cfg.finalize(flags);
   } catch (const Error& e) {
     return e.what();
@@ -360,6 +360,85 @@ TEST(ModelConfig, BadValuesNameTheKey) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'qk_layernorm'"), std::string::npos) << e.what();
   }
+}
+
+// The table itself (model_options.h): every row reads back field for field
+// from the meta.json it writes, with each row away from its default in one
+// of two configs (some options exclude each other); a Required row missing
+// from meta.json is refused naming it; every row with a flag is a flag of
+// `kiln train`, and a float row refuses what a float cannot hold.
+TEST(ModelConfig, EveryRowOfTheTableRoundTrips) {
+  GptConfig a = llama_like();
+  a.num_layers = 3;
+  a.vocab_size = 40;
+  a.seq_length = 12;
+  a.layernorm_epsilon = 1e-6f;
+  a.apply_layernorm_1p = true;
+  a.ffn_hidden_size = 96;
+  a.kv_channels = 8;
+  a.add_qkv_bias = true;
+  a.position_embedding_type = PositionEmbedding::Rope;
+  a.rotary_base = 500000;
+  a.rotary_percent = 0.5f;
+  a.rotary_interleaved = true;
+  a.use_rope_scaling = true;
+  a.rope_scaling_factor = 32.0f;
+  a.alibi_bias_max = 4.0f;
+  a.clip_qkv = 2.5f;
+  a.init_method_std = 0.01f;
+  GptConfig b = gpt2_small();
+  b.max_position_embeddings = 20;
+  b.add_bias_layernorm = false;
+  b.squared_relu = true;
+  const GptConfig defaults;
+  int away_from_default = 0;
+  for (const GptConfig& c : {a, b}) {
+    const GptConfig back = model_config_from_json(model_config_json(c));
+    const GptConfig want = c.with_derived_sizes();
+#define KILN_EXPECT_ROW(codec, field, ...)         \
+  EXPECT_TRUE(back.field == want.field) << #field; \
+  away_from_default += c.field == defaults.field ? 0 : 1;
+    KILN_MODEL_OPTIONS(KILN_EXPECT_ROW)
+#undef KILN_EXPECT_ROW
+  }
+  int rows = 0;
+#define KILN_COUNT_ROW(...) ++rows;
+  KILN_MODEL_OPTIONS(KILN_COUNT_ROW)
+#undef KILN_COUNT_ROW
+  EXPECT_GE(away_from_default, rows) << "a row is at its default in both configs: the round trip does not test it";
+
+  for (const char* key : {"num_layers", "layernorm_epsilon", "init_method_std"}) {
+    nlohmann::json j = model_config_json(a);
+    j.erase(key);
+    try {
+      model_config_from_json(j);
+      ADD_FAILURE() << "a meta.json without " << key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + key + "' is missing"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ModelOptions, EveryRowWithAFlagIsAFlagOfTrain) {
+  TrainConfig cfg;
+  Flags flags("train");
+  cfg.register_flags(flags);
+  std::set<std::string> names;
+  for (const auto& [name, value] : flags.values()) names.insert(name);
+  const char* flag_of_row = nullptr;
+#define KILN_EXPECT_FLAG(codec, field, default_value, flag, ...) \
+  flag_of_row = flag;                                            \
+  if (flag_of_row != nullptr) {                                  \
+    EXPECT_EQ(names.count(flag_of_row), 1u) << #field;           \
+  }
+  KILN_MODEL_OPTIONS(KILN_EXPECT_FLAG)
+#undef KILN_EXPECT_FLAG
+  // A negated switch turns its field off; a choice is parsed into the enum.
+  ASSERT_TRUE(flags.parse({"--disable-bias-linear", "--normalization", "RMSNorm", "--init-method-std", "0.5"}));
+  EXPECT_FALSE(cfg.model.add_bias_linear);
+  EXPECT_EQ(cfg.model.normalization, Normalization::RMSNorm);
+  EXPECT_EQ(cfg.model.init_method_std, 0.5f);
+  EXPECT_THROW(flags.parse({"--init-method-std", "-1"}), Error);
 }
 
 }  // namespace

@@ -7,7 +7,29 @@
 
 namespace kiln::trainer {
 
+namespace {
+
+// An option no mapper knows (model_options.h, Hf::Unmapped) would be
+// dropped from the export without a word: a model that uses one, with a
+// value other than its default, is refused naming it.
+void refuse_unmapped(const char* flag, const char* field) {
+  throw Error(std::string("the checkpoint's model uses ") + (flag != nullptr ? flag : field) +
+              ", which kiln's Hugging Face export (GPT2LMHeadModel, LlamaForCausalLM, MptForCausalLM) does not "
+              "express");
+}
+
+void check_options_mapped(const GptConfig& c) {
+  const GptConfig defaults;
+#define KILN_CHECK_MAPPED(codec, field, default_value, flag, saved, hf, help) \
+  if (model_option::Hf::hf == model_option::Hf::Unmapped && !(c.field == defaults.field)) refuse_unmapped(flag, #field);
+  KILN_MODEL_OPTIONS(KILN_CHECK_MAPPED)
+#undef KILN_CHECK_MAPPED
+}
+
+}  // namespace
+
 HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln) {
+  check_options_mapped(cfg);
   switch (cfg.position_embedding_type) {
     case PositionEmbedding::LearnedAbsolute: return {"GPT2LMHeadModel", gpt2_hf_config(cfg), gpt2_to_hf(cfg, kiln)};
     case PositionEmbedding::Rope: return {"LlamaForCausalLM", llama_hf_config(cfg), llama_to_hf(cfg, kiln)};

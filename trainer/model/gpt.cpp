@@ -14,31 +14,6 @@ namespace kiln::trainer {
 using graph::Graph;
 using graph::ValueId;
 
-const char* to_string(Normalization n) { return n == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm"; }
-
-const char* to_string(PositionEmbedding p) {
-  switch (p) {
-    case PositionEmbedding::LearnedAbsolute: return "learned_absolute";
-    case PositionEmbedding::Rope: return "rope";
-    case PositionEmbedding::None: return "none";
-    case PositionEmbedding::Alibi: return "alibi";
-  }
-  return "?";
-}
-
-Normalization parse_normalization(const std::string& s) {
-  for (Normalization n : {Normalization::LayerNorm, Normalization::RMSNorm})
-    if (s == to_string(n)) return n;
-  throw Error("--normalization " + s + " is not one of LayerNorm, RMSNorm");
-}
-
-PositionEmbedding parse_position_embedding(const std::string& s) {
-  for (PositionEmbedding p :
-       {PositionEmbedding::LearnedAbsolute, PositionEmbedding::Rope, PositionEmbedding::None, PositionEmbedding::Alibi})
-    if (s == to_string(p)) return p;
-  throw Error("--position-embedding-type " + s + " is not one of learned_absolute, rope, none, alibi");
-}
-
 int64_t GptConfig::ffn_hidden() const {
   if (ffn_hidden_size > 0) return ffn_hidden_size;
   // Megatron's arguments.py: SwiGLU keeps the parameter count of a 4h MLP

@@ -16,62 +16,22 @@
 
 #include "graph/graph.h"
 #include "graph/recompute.h"
+#include "trainer/model/model_options.h"
 
 namespace kiln::trainer {
 
-enum class Normalization { LayerNorm, RMSNorm };
-enum class PositionEmbedding { LearnedAbsolute, Rope, None, Alibi };
 // Activation recomputation (Megatron's --recompute-granularity and
 // --recompute-method; docs/DISTRIBUTED.md).
 enum class RecomputeGranularity { None, Selective, Full };
 enum class RecomputeMethod { None, Uniform, Block };
 
-// Megatron's spellings (--normalization, --position-embedding-type); the
-// parsers throw kiln::Error naming the flag for anything else.
-const char* to_string(Normalization n);
-const char* to_string(PositionEmbedding p);
-Normalization parse_normalization(const std::string& s);
-PositionEmbedding parse_position_embedding(const std::string& s);
-
 struct GptConfig {
-  int64_t num_layers = 4;
-  int64_t hidden_size = 128;
-  int64_t num_attention_heads = 4;
-  int64_t vocab_size = 256;
-  int64_t seq_length = 64;
-  // Megatron's --max-position-embeddings for learned absolute positions: the
-  // table's rows, of which the model uses the first seq_length (0: seq_length).
-  int64_t max_position_embeddings = 0;
-  float layernorm_epsilon = 1e-5f;  // --norm-epsilon, for LayerNorm and RMSNorm alike
-  float init_method_std = 0.02f;
+  // The architecture, one field per row of model_options.h (saved in
+  // checkpoints); the defaults are GPT-2's.
+#define KILN_MODEL_FIELD(codec, field, default_value, ...) model_option::codec::type field = default_value;
+  KILN_MODEL_OPTIONS(KILN_MODEL_FIELD)
+#undef KILN_MODEL_FIELD
 
-  // Architecture options, Megatron-LM's flags (docs/CLI.md); the defaults
-  // are GPT-2.
-  Normalization normalization = Normalization::LayerNorm;
-  bool apply_layernorm_1p = false;  // norm weights stored zero-centred: the norm scales by 1 + w
-  int64_t ffn_hidden_size = 0;      // 0: 4h, or with swiglu int((4h * 2/3) / 64) * 64
-  bool swiglu = false;              // fc1 holds [gate; up], the activation is silu(gate) * up
-  // kiln flag --exact-gelu: the MLP's GELU is the exact 0.5 x (1 + erf(x / sqrt 2)) (Megatron's default, HF
-  // MPT's) instead of the tanh approximation (GPT-2's, Megatron's --openai-gelu, kiln's default).
-  bool exact_gelu = false;
-  // Megatron's --squared-relu: the MLP's activation is relu(x)^2 (a composite op, graph/decompose.h).
-  bool squared_relu = false;
-  // kiln flag --disable-bias-layernorm: LayerNorm without beta (llm-foundry's MPT no_bias); no .bias parameter.
-  bool add_bias_layernorm = true;
-  int64_t num_query_groups = 0;  // 0: one per head (multi-head attention)
-  int64_t kv_channels = 0;       // 0: hidden / heads
-  bool untie_embeddings_and_output_weights = false;
-  bool add_bias_linear = true;
-  bool add_qkv_bias = false;  // a QKV bias even without the other linear biases
-  bool qk_layernorm = false;  // normalize q and k over the head dim, after the QKV split
-  PositionEmbedding position_embedding_type = PositionEmbedding::LearnedAbsolute;
-  int64_t rotary_base = 10000;
-  float rotary_percent = 1.0f;
-  bool rotary_interleaved = false;
-  bool use_rope_scaling = false;  // Llama-3.1's frequency scaling
-  float rope_scaling_factor = 8.0f;
-  float alibi_bias_max = 8.0f;  // kiln extension (llm-foundry's MPT)
-  float clip_qkv = 0.0f;        // kiln extension (MPT): clamp the QKV output to [-x, x]; 0: off
   // Training, not architecture (not saved in checkpoints): the dropout
   // probabilities (trainer/model/dropout_keys.h). GptConfig's 0 builds no
   // dropout; the trainer's flags default to Megatron's 0.1.
@@ -137,6 +97,15 @@ struct GptConfig {
   bool is_pipeline_stage() const { return !pre_process || !post_process; }
   // Throws kiln::Error naming the flag if the shape is inconsistent.
   void validate() const;
+  // This config with the sizes left at 0 for their defaults filled in
+  // (ffn_hidden_size, num_query_groups, kv_channels): the same model.
+  GptConfig with_derived_sizes() const {
+    GptConfig c = *this;
+    c.ffn_hidden_size = ffn_hidden();
+    c.num_query_groups = query_groups();
+    c.kv_channels = head_dim();
+    return c;
+  }
   // This config for evaluation and generation: no dropout.
   GptConfig without_dropout() const {
     GptConfig c = *this;
