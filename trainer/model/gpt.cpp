@@ -442,134 +442,182 @@ RecomputeUnit full_recompute_unit(const GptConfig& c, int64_t l) {
   return {i % n == 0, i % n == n - 1 || l + 1 == c.stage_end()};
 }
 
-}  // namespace
-
-GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
-  c.validate();
-  const int64_t T = c.seq_length, C = c.hidden_size;
-  GptForward f;
-  if (!kiln_dtype_is_float(c.compute_dtype))
-    throw Error(std::string("internal: the model's compute dtype must be a float, got ") +
-                kiln_dtype_name(c.compute_dtype));
-  for (const ParamSpec& s : gpt_parameters(c)) {
-    const ValueId main = g.input(s.name, KILN_F32, s.shape);
-    f.param_inputs[s.name] = main;
-    // Megatron's mixed precision: the model's copy of each main parameter.
-    f.params[s.name] = c.compute_dtype == KILN_F32 ? main : g.cast(main, c.compute_dtype);
+// The forward's parts in the order they add nodes (the order is part of
+// the graph, so of its hash and cache key): the embedding, the dropout keys,
+// the position inputs, each layer, then the head or the stage's hand-on.
+class ForwardBuilder {
+ public:
+  ForwardBuilder(Graph& g, const GptConfig& c, int64_t B) : g_(g), c_(c), B_(B) {
+    for (const ParamSpec& s : gpt_parameters(c)) {
+      const ValueId main = g.input(s.name, KILN_F32, s.shape);
+      f_.param_inputs[s.name] = main;
+      // Megatron's mixed precision: the model's copy of each main parameter.
+      f_.params[s.name] = c.compute_dtype == KILN_F32 ? main : g.cast(main, c.compute_dtype);
+    }
+    // The word embedding: on the first stage, and on the last with a tied LM head.
+    const auto words = f_.params.find("embedding.word_embeddings.weight");
+    words_ = words == f_.params.end() ? -1 : words->second;
   }
-  const auto& p = f.params;
 
-  const bool parallel = c.tensor_parallel > 1;
-  // A column-parallel layer's input: each rank uses all of it with part of
-  // the weights, so its gradient is the sum of every rank's part. In 16
-  // bits the layer reads it widened to f32 (linear), so each rank's part of
-  // the gradient stays f32 until the sum over the group is complete and is
-  // rounded once, by the widening CAST's gradient, as in one process.
-  //
-  // With sequence parallelism it is gathered from the ranks' slices, and
-  // ALL_GATHER's gradient sums it over the group.
-  const bool sequence = c.splits_sequence();
-  const int64_t T_local = c.local_seq_length();
-  std::set<ValueId>* sliced_norms = sequence ? &f.all_reduce_gradient_of : nullptr;
-  auto column_parallel_input = [&](ValueId v) {
-    if (!parallel) return v;
-    if (sequence) return gather_sequence(g, c, B, v);
-    v = widened(g, v);
-    f.all_reduce_gradient_of.insert(v);
-    return v;
-  };
+  // The first stage's embedding of "tokens", or a later stage's "hidden_in":
+  // [B*T, C] (this rank's slice of the sequence with sequence parallelism).
+  ValueId embed();
+  // Dropout keys are inputs the trainer fills per micro-batch, so the graph
+  // stays the same from step to step; the first stage drops out its embedding.
+  ValueId declare_dropout(ValueId x);
+  void declare_position_inputs();
+  ValueId layer(ValueId x, int64_t l);
+  // The last stage: the final norm and the LM head's logits. Any other: the
+  // hidden states it hands on, f32.
+  GptForward finish(ValueId x);
 
-  // The word embedding: on the first stage, and on the last with a tied LM head.
-  const auto words_it = p.find("embedding.word_embeddings.weight");
-  const ValueId words = words_it == p.end() ? -1 : words_it->second;
+ private:
+  ValueId column_parallel_input(ValueId v);
+  ValueId hidden_dropout(ValueId v, int64_t site);
+  std::set<ValueId>* sliced_norms() { return c_.splits_sequence() ? &f_.all_reduce_gradient_of : nullptr; }
+
+  Graph& g_;
+  const GptConfig& c_;
+  const int64_t B_;
+  GptForward f_;
+  ValueId words_ = -1;
+  ValueId hidden_key_ = -1, attention_key_ = -1;
+  PositionValues pos_;
+  int unit_begin_ = 0;  // the first node of the layers recomputed together (full granularity)
+};
+
+// A column-parallel layer's input: each rank uses all of it with part of
+// the weights, so its gradient is the sum of every rank's part. In 16 bits
+// the layer reads it widened to f32 (linear), so each rank's part of the
+// gradient stays f32 until the sum over the group is complete and is
+// rounded once, by the widening CAST's gradient, as in one process.
+//
+// With sequence parallelism it is gathered from the ranks' slices, and
+// ALL_GATHER's gradient sums it over the group.
+ValueId ForwardBuilder::column_parallel_input(ValueId v) {
+  if (c_.tensor_parallel == 1) return v;
+  if (c_.splits_sequence()) return gather_sequence(g_, c_, B_, v);
+  v = widened(g_, v);
+  f_.all_reduce_gradient_of.insert(v);
+  return v;
+}
+
+// On a slice of the sequence, element e of the [B, T/R, C] slice is element
+// (e / (T/R*C)) * T*C + e % (T/R*C) + the key's offset of the whole
+// [B, T, C] (docs/DROPOUT.md), so the masks are one process's.
+ValueId ForwardBuilder::hidden_dropout(ValueId v, int64_t site) {
+  if (c_.hidden_dropout <= 0.0f) return v;
+  const int64_t C = c_.hidden_size;
+  if (c_.splits_sequence())
+    return g_.dropout(v, hidden_key_, c_.hidden_dropout, site, c_.local_seq_length() * C, c_.seq_length * C);
+  return g_.dropout(v, hidden_key_, c_.hidden_dropout, site);
+}
+
+ValueId ForwardBuilder::embed() {
+  const int64_t T = c_.seq_length, C = c_.hidden_size;
   ValueId x;
-  if (!c.pre_process) {
+  if (!c_.pre_process) {
     // A later pipeline stage starts from the previous stage's output. Stages
     // hand f32 to each other (the schedule's buffers are float); a 16-bit
     // value and its gradient survive the round trip exactly.
-    f.hidden_in = x = g.input(kHiddenIn, KILN_F32, {B * T_local, C});
-    if (c.compute_dtype != KILN_F32) x = g.cast(x, c.compute_dtype);
-  } else if (!parallel) {
-    f.tokens = g.input("tokens", KILN_I32, {B, T});
-    x = g.embedding(words, f.tokens);  // [B, T, C]
+    f_.hidden_in = x = g_.input(kHiddenIn, KILN_F32, {B_ * c_.local_seq_length(), C});
+    return c_.compute_dtype == KILN_F32 ? x : g_.cast(x, c_.compute_dtype);
+  }
+  f_.tokens = g_.input("tokens", KILN_I32, {B_, T});
+  if (c_.tensor_parallel == 1) {
+    x = g_.embedding(words_, f_.tokens);  // [B, T, C]
   } else {
     // Vocab-parallel, as Megatron: ids of other shards arrive as row 0 with
     // a 0 in "token_mask" (shard_input_ids), so each token's row survives
     // on exactly one rank and the sum over the group holds it once. MUL
     // broadcasts over leading dims, hence the mask multiplies the rows
     // transposed.
-    f.tokens = g.input("tokens", KILN_I32, {B, T});
-    f.token_mask = g.input("token_mask", KILN_F32, {B * T});
-    const ValueId mask = c.compute_dtype == KILN_F32 ? f.token_mask : g.cast(f.token_mask, c.compute_dtype);
-    ValueId rows = g.reshape(g.embedding(words, f.tokens), {B * T, C});
-    rows = g.permute(g.mul(g.permute(rows, {1, 0}), mask), {1, 0});
-    x = all_reduce_as(g, g.reshape(rows, {B, T, C}));
+    f_.token_mask = g_.input("token_mask", KILN_F32, {B_ * T});
+    const ValueId mask = c_.compute_dtype == KILN_F32 ? f_.token_mask : g_.cast(f_.token_mask, c_.compute_dtype);
+    ValueId rows = g_.reshape(g_.embedding(words_, f_.tokens), {B_ * T, C});
+    rows = g_.permute(g_.mul(g_.permute(rows, {1, 0}), mask), {1, 0});
+    x = all_reduce_as(g_, g_.reshape(rows, {B_, T, C}));
   }
-  if (c.pre_process && c.position_embedding_type == PositionEmbedding::LearnedAbsolute) {
-    ValueId table = p.at("embedding.position_embeddings.weight");
+  if (c_.position_embedding_type == PositionEmbedding::LearnedAbsolute) {
+    ValueId table = f_.params.at("embedding.position_embeddings.weight");
     // A table larger than the sequence (--max-position-embeddings): its
     // first T rows, looked up by the ids 0..T-1, so the gradient of the
     // rows in use is the same as the whole table's and the others get 0.
-    if (c.position_table_rows() > T) table = g.embedding(table, g.input(kPositionIdsInput, KILN_I32, {T}));
-    x = g.add(x, table);  // broadcast over B
+    if (c_.position_table_rows() > T) table = g_.embedding(table, g_.input(kPositionIdsInput, KILN_I32, {T}));
+    x = g_.add(x, table);  // broadcast over B
   }
-  if (c.pre_process) x = g.reshape(x, {B * T, C});
+  x = g_.reshape(x, {B_ * T, C});
   // Megatron scatters the embedding's output to the sequence-parallel
   // region (reduce-scatters it without learned positions: the same values).
-  if (c.pre_process && sequence) x = scatter_sequence(g, c, B, x);
-  // Dropout keys are inputs the trainer fills per micro-batch, so the graph
-  // stays the same from step to step.
-  const ValueId hidden_key = c.hidden_dropout > 0.0f ? g.input(kHiddenDropoutKey, KILN_I32, {4}) : -1;
-  const ValueId attention_key = c.attention_dropout > 0.0f ? g.input(kAttentionDropoutKey, KILN_I32, {4}) : -1;
-  // On a slice of the sequence, element e of the [B, T/R, C] slice is
-  // element (e / (T/R*C)) * T*C + e % (T/R*C) + the key's offset of the
-  // whole [B, T, C] (docs/DROPOUT.md), so the masks are one process's.
-  auto hidden_dropout = [&](ValueId v, int64_t site) {
-    if (c.hidden_dropout <= 0.0f) return v;
-    if (sequence) return g.dropout(v, hidden_key, c.hidden_dropout, site, T_local * C, T * C);
-    return g.dropout(v, hidden_key, c.hidden_dropout, site);
-  };
-  if (c.pre_process) x = hidden_dropout(x, embedding_dropout_site());
-  PositionValues pos;
-  if (c.position_embedding_type == PositionEmbedding::Rope) {
-    pos.rotary_cos = g.input(kRotaryCosInput, KILN_F32, {T, c.rotary_pairs()});
-    pos.rotary_sin = g.input(kRotarySinInput, KILN_F32, {T, c.rotary_pairs()});
+  return c_.splits_sequence() ? scatter_sequence(g_, c_, B_, x) : x;
+}
+
+ValueId ForwardBuilder::declare_dropout(ValueId x) {
+  if (c_.hidden_dropout > 0.0f) hidden_key_ = g_.input(kHiddenDropoutKey, KILN_I32, {4});
+  if (c_.attention_dropout > 0.0f) attention_key_ = g_.input(kAttentionDropoutKey, KILN_I32, {4});
+  return c_.pre_process ? hidden_dropout(x, embedding_dropout_site()) : x;
+}
+
+void ForwardBuilder::declare_position_inputs() {
+  const int64_t T = c_.seq_length;
+  if (c_.position_embedding_type == PositionEmbedding::Rope) {
+    pos_.rotary_cos = g_.input(kRotaryCosInput, KILN_F32, {T, c_.rotary_pairs()});
+    pos_.rotary_sin = g_.input(kRotarySinInput, KILN_F32, {T, c_.rotary_pairs()});
   }
-  if (c.position_embedding_type == PositionEmbedding::Alibi)
-    pos.alibi_slopes = g.input(kAlibiSlopesInput, KILN_F32, {c.local_heads()});
-  int unit_begin = 0;  // the first node of the layers recomputed together (full granularity)
-  for (int64_t l = c.first_layer; l < c.stage_end(); ++l) {
-    const RecomputeUnit unit = full_recompute_unit(c, l);
-    if (unit.starts) unit_begin = static_cast<int>(g.nodes().size());
-    const std::string L = "decoder.layers." + std::to_string(l) + ".";
-    // Each layer is a compile unit of its own (graph/compile_units.h).
-    g.set_unit(graph::layer_forward_unit(l));
-    ValueId h = norm(g, c, x, p, L + "input_layernorm", sliced_norms);
-    ValueId out = attention(g, c, B, column_parallel_input(h), p, L, pos, f.all_reduce_gradient_of, attention_key, l,
-                            f.recompute_segments);
-    x = g.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
-    h = norm(g, c, x, p, L + "pre_mlp_layernorm", sliced_norms);
-    x = g.add(x, hidden_dropout(mlp(g, c, B, column_parallel_input(h), p, L, f.all_reduce_gradient_of),
-                                mlp_output_dropout_site(l)));
-    if (unit.ends) f.recompute_segments.push_back({unit_begin, static_cast<int>(g.nodes().size())});
-    g.set_unit(graph::kRestUnit);
+  if (c_.position_embedding_type == PositionEmbedding::Alibi)
+    pos_.alibi_slopes = g_.input(kAlibiSlopesInput, KILN_F32, {c_.local_heads()});
+}
+
+// Megatron-core's TransformerLayer: x + attention(norm(x)), then the same
+// with the MLP. Each layer is a compile unit of its own (graph/compile_units.h).
+ValueId ForwardBuilder::layer(ValueId x, int64_t l) {
+  const RecomputeUnit unit = full_recompute_unit(c_, l);
+  if (unit.starts) unit_begin_ = static_cast<int>(g_.nodes().size());
+  const std::string L = "decoder.layers." + std::to_string(l) + ".";
+  g_.set_unit(graph::layer_forward_unit(l));
+  ValueId h = norm(g_, c_, x, f_.params, L + "input_layernorm", sliced_norms());
+  ValueId out = attention(g_, c_, B_, column_parallel_input(h), f_.params, L, pos_, f_.all_reduce_gradient_of,
+                          attention_key_, l, f_.recompute_segments);
+  x = g_.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
+  h = norm(g_, c_, x, f_.params, L + "pre_mlp_layernorm", sliced_norms());
+  out = mlp(g_, c_, B_, column_parallel_input(h), f_.params, L, f_.all_reduce_gradient_of);
+  x = g_.add(x, hidden_dropout(out, mlp_output_dropout_site(l)));
+  if (unit.ends) f_.recompute_segments.push_back({unit_begin_, static_cast<int>(g_.nodes().size())});
+  g_.set_unit(graph::kRestUnit);
+  return x;
+}
+
+GptForward ForwardBuilder::finish(ValueId x) {
+  if (!c_.post_process) {
+    f_.hidden_out = c_.compute_dtype == KILN_F32 ? x : g_.cast(x, KILN_F32);
+    return f_;
   }
-  if (!c.post_process) {
-    f.hidden_out = c.compute_dtype == KILN_F32 ? x : g.cast(x, KILN_F32);
-    return f;
-  }
-  x = norm(g, c, x, p, "decoder.final_layernorm", sliced_norms);
+  x = norm(g_, c_, x, f_.params, "decoder.final_layernorm", sliced_norms());
   // The LM head: this rank's vocab rows of the token embedding (tied) or of
   // the output layer.
-  ValueId head = c.untie_embeddings_and_output_weights ? p.at("output_layer.weight") : words;
+  ValueId head = c_.untie_embeddings_and_output_weights ? f_.params.at("output_layer.weight") : words_;
   // A tied 16-bit head reads a CAST of its own: each use's gradient then
   // comes back to f32 and the two are summed there, in the same order of
   // operations as when two pipeline stages hold the two uses, rather than
   // summed in 16 bits first.
-  if (head == words && c.pre_process && c.compute_dtype != KILN_F32)
-    head = g.cast(f.param_inputs.at("embedding.word_embeddings.weight"), c.compute_dtype);
-  f.logits = linear(g, column_parallel_input(x), head, -1);
-  return f;
+  if (head == words_ && c_.pre_process && c_.compute_dtype != KILN_F32)
+    head = g_.cast(f_.param_inputs.at("embedding.word_embeddings.weight"), c_.compute_dtype);
+  f_.logits = linear(g_, column_parallel_input(x), head, -1);
+  return f_;
+}
+
+}  // namespace
+
+GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
+  c.validate();
+  if (!kiln_dtype_is_float(c.compute_dtype))
+    throw Error(std::string("internal: the model's compute dtype must be a float, got ") +
+                kiln_dtype_name(c.compute_dtype));
+  ForwardBuilder forward(g, c, B);
+  ValueId x = forward.declare_dropout(forward.embed());
+  forward.declare_position_inputs();
+  for (int64_t l = c.first_layer; l < c.stage_end(); ++l) x = forward.layer(x, l);
+  return forward.finish(x);
 }
 
 ValueId gpt_loss(Graph& g, const GptForward& f, const GptConfig& c, int64_t B) {
