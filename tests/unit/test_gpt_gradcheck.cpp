@@ -214,5 +214,13 @@ TEST(GptGradcheck, MultiQueryLayerNorm1p) {
   check_gradients(cfg);
 }
 
+// Megatron's --apply-residual-connection-post-layernorm: both residuals of
+// each layer start from the norm's output.
+TEST(GptGradcheck, ResidualConnectionPostLayernorm) {
+  GptConfig cfg = two_layers();
+  cfg.apply_residual_connection_post_layernorm = true;
+  check_gradients(cfg);
+}
+
 }  // namespace
 }  // namespace kiln

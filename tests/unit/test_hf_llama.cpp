@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "trainer/checkpoint/hf_architecture.h"
 #include "trainer/checkpoint/hf_llama.h"
 #include "trainer/checkpoint/model_config.h"
 
@@ -161,3 +162,29 @@ TEST(HfLlama, ImportRefusesWhatKilnCannotExpress) {
 }
 
 }  // namespace
+
+// An option no Hugging Face mapper knows (model_options.h, Hf::Unmapped) is
+// refused by name on every architecture, never dropped from the export.
+TEST(HfExport, RefusesAnOptionNoMapperKnows) {
+  GptConfig gpt2;
+  gpt2.num_layers = 1;
+  gpt2.hidden_size = 16;
+  gpt2.num_attention_heads = 4;
+  gpt2.seq_length = 16;
+  GptConfig mpt = gpt2;
+  mpt.position_embedding_type = PositionEmbedding::Alibi;
+  mpt.add_bias_linear = false;
+  mpt.add_bias_layernorm = false;
+  mpt.exact_gelu = true;
+  for (GptConfig c : {gpt2, llama_config(), mpt}) {
+    EXPECT_NO_THROW(kiln_to_hf(c, iota_model(c))) << to_string(c.position_embedding_type);
+    c.apply_residual_connection_post_layernorm = true;
+    try {
+      kiln_to_hf(c, iota_model(c));
+      ADD_FAILURE() << "exported a post-LN-residual model as " << to_string(c.position_embedding_type);
+    } catch (const kiln::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("uses --apply-residual-connection-post-layernorm"), std::string::npos)
+          << e.what();
+    }
+  }
+}

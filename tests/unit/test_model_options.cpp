@@ -390,6 +390,7 @@ TEST(ModelConfig, EveryRowOfTheTableRoundTrips) {
   b.max_position_embeddings = 20;
   b.add_bias_layernorm = false;
   b.squared_relu = true;
+  b.apply_residual_connection_post_layernorm = true;
   const GptConfig defaults;
   int away_from_default = 0;
   for (const GptConfig& c : {a, b}) {
@@ -439,6 +440,31 @@ TEST(ModelOptions, EveryRowWithAFlagIsAFlagOfTrain) {
   EXPECT_EQ(cfg.model.normalization, Normalization::RMSNorm);
   EXPECT_EQ(cfg.model.init_method_std, 0.5f);
   EXPECT_THROW(flags.parse({"--init-method-std", "-1"}), Error);
+}
+
+// --apply-residual-connection-post-layernorm (Megatron's legacy layer): each
+// of a layer's two residual adds takes the output of the norm before it,
+// where the default (pre-LN) adds take the norms' inputs and no norm output
+// reaches an ADD. Its meta.json key is written only when set.
+TEST(ModelOptions, PostLayernormResidualAddsTakeTheNormOutputs) {
+  for (const bool post : {false, true}) {
+    GptConfig c = gpt2_small();
+    c.num_layers = 2;
+    c.apply_residual_connection_post_layernorm = post;
+    graph::Graph g;
+    build_gpt_forward(g, c, 2);
+    std::set<graph::ValueId> layer_norm_outputs;
+    int adds_of_norm_outputs = 0;
+    for (const graph::Node& n : g.nodes()) {
+      if (n.op == KILN_OP_LAYERNORM) layer_norm_outputs.insert(n.outputs.at(0));
+      if (n.op == KILN_OP_ADD)
+        for (graph::ValueId in : n.inputs) adds_of_norm_outputs += layer_norm_outputs.count(in) ? 1 : 0;
+    }
+    // 2 norms per layer, and the final norm, which feeds the head.
+    EXPECT_EQ(layer_norm_outputs.size(), 5u);
+    EXPECT_EQ(adds_of_norm_outputs, post ? 4 : 0) << "post=" << post;
+    EXPECT_EQ(model_config_json(c).contains("apply_residual_connection_post_layernorm"), post);
+  }
 }
 
 }  // namespace

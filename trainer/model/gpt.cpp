@@ -472,7 +472,7 @@ class ForwardBuilder {
   GptForward finish(ValueId x);
 
  private:
-  ValueId column_parallel_input(ValueId v);
+  ValueId column_parallel_input(ValueId v, bool shared = false);
   ValueId hidden_dropout(ValueId v, int64_t site);
   std::set<ValueId>* sliced_norms() { return c_.splits_sequence() ? &f_.all_reduce_gradient_of : nullptr; }
 
@@ -494,10 +494,14 @@ class ForwardBuilder {
 //
 // With sequence parallelism it is gathered from the ranks' slices, and
 // ALL_GATHER's gradient sums it over the group.
-ValueId ForwardBuilder::column_parallel_input(ValueId v) {
+//
+// `shared`: v has another use (a post-norm residual), whose gradient must
+// not be summed over the group, so the input is a value of its own.
+ValueId ForwardBuilder::column_parallel_input(ValueId v, bool shared) {
   if (c_.tensor_parallel == 1) return v;
   if (c_.splits_sequence()) return gather_sequence(g_, c_, B_, v);
-  v = widened(g_, v);
+  const ValueId wide = widened(g_, v);
+  v = shared && wide == v ? g_.reshape(v, g_.shape(v)) : wide;
   f_.all_reduce_gradient_of.insert(v);
   return v;
 }
@@ -569,19 +573,23 @@ void ForwardBuilder::declare_position_inputs() {
 }
 
 // Megatron-core's TransformerLayer: x + attention(norm(x)), then the same
-// with the MLP. Each layer is a compile unit of its own (graph/compile_units.h).
+// with the MLP; with --apply-residual-connection-post-layernorm each
+// residual starts from the norm's output instead (Megatron's legacy layer:
+// norm(x) + attention(norm(x))). Each layer is a compile unit of its own
+// (graph/compile_units.h).
 ValueId ForwardBuilder::layer(ValueId x, int64_t l) {
   const RecomputeUnit unit = full_recompute_unit(c_, l);
   if (unit.starts) unit_begin_ = static_cast<int>(g_.nodes().size());
   const std::string L = "decoder.layers." + std::to_string(l) + ".";
   g_.set_unit(graph::layer_forward_unit(l));
   ValueId h = norm(g_, c_, x, f_.params, L + "input_layernorm", sliced_norms());
-  ValueId out = attention(g_, c_, B_, column_parallel_input(h), f_.params, L, pos_, f_.all_reduce_gradient_of,
-                          attention_key_, l, f_.recompute_segments);
-  x = g_.add(x, hidden_dropout(out, attention_output_dropout_site(l)));
+  const bool post_norm = c_.apply_residual_connection_post_layernorm;
+  ValueId out = attention(g_, c_, B_, column_parallel_input(h, post_norm), f_.params, L, pos_,
+                          f_.all_reduce_gradient_of, attention_key_, l, f_.recompute_segments);
+  x = g_.add(post_norm ? h : x, hidden_dropout(out, attention_output_dropout_site(l)));
   h = norm(g_, c_, x, f_.params, L + "pre_mlp_layernorm", sliced_norms());
-  out = mlp(g_, c_, B_, column_parallel_input(h), f_.params, L, f_.all_reduce_gradient_of);
-  x = g_.add(x, hidden_dropout(out, mlp_output_dropout_site(l)));
+  out = mlp(g_, c_, B_, column_parallel_input(h, post_norm), f_.params, L, f_.all_reduce_gradient_of);
+  x = g_.add(post_norm ? h : x, hidden_dropout(out, mlp_output_dropout_site(l)));
   if (unit.ends) f_.recompute_segments.push_back({unit_begin_, static_cast<int>(g_.nodes().size())});
   g_.set_unit(graph::kRestUnit);
   return x;

@@ -133,7 +133,9 @@ enum class Hf { Mapped, Unmapped };
     "kiln extension (MPT): ALiBi's largest slope exponent") \
   X(NonNegativeReal, clip_qkv, 0.0f, "--clip-qkv", Optional, Mapped, \
     "kiln extension (MPT): clamp the fused QKV output to [-X, X] (0: off)") \
-  X(NonNegativeReal, init_method_std, 0.02f, "--init-method-std", Required, Mapped, "std of the normal weight init")
+  X(NonNegativeReal, init_method_std, 0.02f, "--init-method-std", Required, Mapped, "std of the normal weight init") \
+  X(Switch, apply_residual_connection_post_layernorm, false, "--apply-residual-connection-post-layernorm", \
+    WhenNotDefault, Unmapped, "each residual connection starts from the norm's output, not its input (BERT-style)")
 // clang-format on
 
 class Flags;
