@@ -467,5 +467,24 @@ TEST(ModelOptions, PostLayernormResidualAddsTakeTheNormOutputs) {
   }
 }
 
+// A resume with other model flags is refused naming each differing key, in
+// the checkpoint's value and the run's (finding C16b: two 27-key JSON dumps
+// named none); the init std alone does not matter, a load replaces the
+// initial weights.
+TEST(ModelConfig, DifferencesNameTheKeysAndSkipTheInitStd) {
+  const GptConfig saved = llama_like();
+  GptConfig run = saved;
+  run.init_method_std = 0.05f;
+  EXPECT_TRUE(model_config_differences(saved, run).empty());
+  run.num_layers = 3;
+  run.squared_relu = true;
+  run.num_query_groups = 0;  // as many as heads
+  const std::vector<std::string> d = model_config_differences(saved, run);
+  ASSERT_EQ(d.size(), 3u) << ::testing::PrintToString(d);
+  EXPECT_EQ(d[0], "\"num_layers\":1 (this run: 3)");
+  EXPECT_EQ(d[1], "\"activation\":false (this run: \"squared_relu\")");
+  EXPECT_EQ(d[2], "\"num_query_groups\":2 (this run: 4)");
+}
+
 }  // namespace
 }  // namespace kiln::trainer

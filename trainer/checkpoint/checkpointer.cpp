@@ -48,10 +48,12 @@ void check_restorable(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
 LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   LoadedCheckpoint ck = load_checkpoint(cfg.load);
   GptConfig saved = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
-  if (model_config_json(saved) != model_config_json(cfg.model))
-    throw Error("checkpoint " + ck.dir + " was saved with model config " + model_config_json(saved).dump() +
-                ", but this run asks for " + model_config_json(cfg.model).dump() +
-                "; pass the same model flags as the saving run");
+  if (const std::vector<std::string> differ = model_config_differences(saved, cfg.model); !differ.empty()) {
+    std::string list;
+    for (const std::string& d : differ) list += (list.empty() ? "" : ", ") + d;
+    throw Error("checkpoint " + ck.dir + " was saved with a different model: " + list +
+                "; pass the model flags of the saving run, or --use-checkpoint-args to take them from it");
+  }
   // Same-sized vocabularies of different tokenizers pass the check above
   // and would train on ids that mean other text.
   if (cfg.tokenizer && ck.meta.contains("tokenizer"))

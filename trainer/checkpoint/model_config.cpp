@@ -44,9 +44,10 @@ nlohmann::json to_json(Real, float v) { return v; }
 nlohmann::json to_json(NonNegativeReal, float v) { return v; }
 nlohmann::json to_json(Switch, bool v) { return v; }
 nlohmann::json to_json(NoSwitch, bool v) { return v; }
+// Off, it is not written (Saved::WhenNotDefault); false is what an error shows.
 template <kiln_op Op>
 nlohmann::json to_json(ActivationOp<Op>, bool v) {
-  return v ? nlohmann::json(ActivationOp<Op>::name()) : nlohmann::json();
+  return v ? nlohmann::json(ActivationOp<Op>::name()) : nlohmann::json(false);
 }
 template <typename Enum, Enum (*Parse)(const std::string&)>
 nlohmann::json to_json(Choice<Enum, Parse>, Enum v) {
@@ -132,6 +133,21 @@ GptConfig model_config_from_json(const nlohmann::json& j) {
 #undef KILN_READ_OPTION
   c.validate();
   return c;
+}
+
+std::vector<std::string> model_config_differences(const GptConfig& saved, const GptConfig& wanted) {
+  const GptConfig x = saved.with_derived_sizes(), y = wanted.with_derived_sizes();
+  std::vector<std::string> out;
+  auto compare = [&](const char* key, const nlohmann::json& a, const nlohmann::json& b) {
+    if (a != b && std::string(key) != "init_method_std")
+      out.push_back(nlohmann::json(key).dump() + ":" + a.dump() + " (this run: " + b.dump() + ")");
+  };
+#define KILN_COMPARE_OPTION(codec, field, ...)                                            \
+  compare(key_of(model_option::codec{}, #field), to_json(model_option::codec{}, x.field), \
+          to_json(model_option::codec{}, y.field));
+  KILN_MODEL_OPTIONS(KILN_COMPARE_OPTION)
+#undef KILN_COMPARE_OPTION
+  return out;
 }
 
 }  // namespace kiln::trainer
