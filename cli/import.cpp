@@ -37,6 +37,9 @@ int run_import(const std::vector<std::string>& args) {
   const trainer::KilnModel imported = trainer::hf_to_kiln(hf.config, hf.tensors);
   const trainer::GptConfig& cfg = imported.config;
   const std::map<std::string, trainer::SafeTensor>& model = imported.tensors;
+  if (const std::string bad = trainer::first_non_finite(model); !bad.empty())
+    throw Error("--input " + input + " holds NaN or infinite weights (in kiln's " + bad +
+                "); kiln import writes no checkpoint of them, as kiln train saves none");
   // A model only, as Megatron's converted checkpoints: no optimizer or RNG
   // state, so kiln train continues from it with --finetune (docs/CHECKPOINTS.md).
   const nlohmann::json meta = {{"config", trainer::model_config_json(cfg)},

@@ -53,8 +53,8 @@ expect_error "unknown model_type" 'model_type "bert" is not supported; kiln impo
 expect_error "unknown import format" "--format 'gguf' is not supported" \
   "$kiln" import --format gguf --input "$tmp/good" --save "$tmp/out/ck"
 
-# Rewrites model.safetensors through NumPy with one tensor ($2, GPT-2's
-# c_attn by default) dropped or reshaped.
+# Rewrites model.safetensors with one tensor ($2, GPT-2's c_attn by
+# default) dropped, made all NaN or reshaped.
 rewrite() {
   "$py" - "$tmp/in/model.safetensors" "$1" "${2:-transformer.h.0.attn.c_attn.weight}" <<'PY'
 import json, struct, sys
@@ -64,6 +64,8 @@ blob = open(path, "rb").read()
 tensors = {k: (v, data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items() if k != "__metadata__"}
 if change == "drop":
     del tensors[name]
+elif change == "nan":  # every value NaN (an F32 export's)
+    tensors[name] = (tensors[name][0], struct.pack("<f", float("nan")) * (len(tensors[name][1]) // 4))
 else:  # the same bytes, declared with kiln's (transposed) shape
     tensors[name][0]["shape"] = tensors[name][0]["shape"][::-1]
 header, data, offset = {}, b"", 0
@@ -75,6 +77,9 @@ PY
 }
 broken; rewrite drop
 expect_error "missing tensor" "no tensor transformer.h.0.attn.c_attn.weight" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+broken; rewrite nan transformer.wte.weight
+expect_error "NaN weights" "holds NaN or infinite weights \(in kiln's embedding.word_embeddings.weight\)" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; rewrite transpose
 expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 16\].*\[16, 48\]" \

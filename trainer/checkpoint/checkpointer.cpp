@@ -126,21 +126,6 @@ bool Checkpointer::maybe_save(const JobControl::Decision& request) {
   return true;
 }
 
-namespace {
-// The name of the first f32 tensor holding a NaN or an infinity, or "".
-std::string first_non_finite(const std::map<std::string, SafeTensor>& tensors) {
-  for (const auto& [name, t] : tensors) {
-    if (t.dtype != "F32") continue;
-    for (size_t i = 0; i + sizeof(float) <= t.data.size(); i += sizeof(float)) {
-      float v = 0;
-      std::memcpy(&v, t.data.data() + i, sizeof v);
-      if (!std::isfinite(v)) return name;
-    }
-  }
-  return "";
-}
-}  // namespace
-
 void Checkpointer::save(int64_t it) {
   run_.finish_parameter_gather("a checkpoint");
   const TrainConfig& cfg = run_.cfg;

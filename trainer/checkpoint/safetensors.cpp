@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -107,6 +108,18 @@ SafeTensor SafeTensor::from_i64(std::vector<int64_t> shape, const std::vector<in
 std::vector<float> SafeTensor::to_f32() const { return view<float>(*this, "F32"); }
 std::vector<int32_t> SafeTensor::to_i32() const { return view<int32_t>(*this, "I32"); }
 std::vector<int64_t> SafeTensor::to_i64() const { return view<int64_t>(*this, "I64"); }
+
+std::string first_non_finite(const std::map<std::string, SafeTensor>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    if (t.dtype != "F32") continue;
+    for (size_t i = 0; i + sizeof(float) <= t.data.size(); i += sizeof(float)) {
+      float v = 0;
+      std::memcpy(&v, t.data.data() + i, sizeof v);
+      if (!std::isfinite(v)) return name;
+    }
+  }
+  return "";
+}
 
 size_t safetensors_dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {

@@ -37,6 +37,11 @@ struct SafeTensor {
 // Bytes per element of a safetensors dtype, or 0 if the dtype is unknown.
 size_t safetensors_dtype_size(const std::string& dtype);
 
+// The name of the first F32 tensor holding a NaN or an infinity, or "": a
+// checkpoint of such weights is a trap for whoever loads it, so neither
+// kiln train's saves nor kiln import write one.
+std::string first_non_finite(const std::map<std::string, SafeTensor>& tensors);
+
 struct SafetensorsFile {
   std::map<std::string, SafeTensor> tensors;
   std::map<std::string, std::string> metadata;
