@@ -188,3 +188,18 @@ TEST(HfExport, RefusesAnOptionNoMapperKnows) {
     }
   }
 }
+
+// A float option a float cannot hold (finding N33: rope_scaling.factor
+// 1e308) is refused at import, naming kiln's option, instead of saved as
+// null in meta.json.
+TEST(HfImport, RefusesAFloatOptionOutsideFloatRange) {
+  nlohmann::json config = llama_hf_config(llama_config());
+  config["rope_scaling"]["factor"] = 1e308;
+  try {
+    hf_to_kiln(config, {});
+    ADD_FAILURE() << "imported a rope_scaling factor of 1e308";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope_scaling_factor is outside the range of a float"), std::string::npos)
+        << e.what();
+  }
+}

@@ -1,5 +1,8 @@
 #include "trainer/checkpoint/hf_architecture.h"
 
+#include <cmath>
+#include <string>
+
 #include "core/error.h"
 #include "trainer/checkpoint/hf_gpt2.h"
 #include "trainer/checkpoint/hf_llama.h"
@@ -26,6 +29,25 @@ void check_options_mapped(const GptConfig& c) {
 #undef KILN_CHECK_MAPPED
 }
 
+// A config.json number a float cannot hold (a rope_scaling factor of 1e308)
+// arrives as inf, which meta.json would save as null and no --load accepts.
+template <typename T>
+void check_finite(const T& /*not a float*/, const char* /*field*/) {}
+void check_finite(float v, const char* field) {
+  if (!std::isfinite(v))
+    throw Error(std::string("config.json: the value it gives kiln's ") + field +
+                " is outside the range of a float (kiln's model config is 32-bit)");
+}
+
+// The config as imported: every float option finite, then validate().
+const GptConfig& checked(const GptConfig& c) {
+#define KILN_CHECK_FINITE(codec, field, ...) check_finite(c.field, #field);
+  KILN_MODEL_OPTIONS(KILN_CHECK_FINITE)
+#undef KILN_CHECK_FINITE
+  c.validate();
+  return c;
+}
+
 }  // namespace
 
 HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln) {
@@ -44,15 +66,15 @@ HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>
 KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf) {
   const nlohmann::json type = config.contains("model_type") ? config.at("model_type") : nlohmann::json();
   if (type == "gpt2") {
-    const GptConfig cfg = gpt2_config_from_hf(config);
+    const GptConfig cfg = checked(gpt2_config_from_hf(config));
     return {cfg, gpt2_from_hf(cfg, hf)};
   }
   if (type == "llama") {
-    const GptConfig cfg = llama_config_from_hf(config);
+    const GptConfig cfg = checked(llama_config_from_hf(config));
     return {cfg, llama_from_hf(cfg, hf)};
   }
   if (type == "mpt") {
-    const GptConfig cfg = mpt_config_from_hf(config);
+    const GptConfig cfg = checked(mpt_config_from_hf(config));
     return {cfg, mpt_from_hf(cfg, hf)};
   }
   throw Error("config.json: model_type " + type.dump() +
