@@ -34,8 +34,8 @@ while read -r code name; do
   # among its words: text the model learns, not the op's name.
   [ "$name" = rope ] && files=$(grep -v '^trainer/data/corpus.cpp$' <<<"$files")
   # Megatron's --position-embedding-type values "rope" and "alibi" (parsed
-  # and stored in checkpoints by trainer/model/gpt.cpp): flag values, not op names.
-  case $name in rope | alibi) files=$(grep -v '^trainer/model/gpt.cpp$' <<<"$files") ;; esac
+  # and stored in checkpoints by trainer/model/model_options.cpp): flag values, not op names.
+  case $name in rope | alibi) files=$(grep -v '^trainer/model/model_options.cpp$' <<<"$files") ;; esac
   # Hugging Face's config.json "hidden_act": "silu" (LlamaForCausalLM's
   # activation, written and checked by trainer/checkpoint/hf_llama.cpp): a
   # transformers config value, not the op's name.
