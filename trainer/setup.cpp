@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/registry.h"
 #include "trainer/checkpoint/checkpointer.h"
+#include "trainer/dist/parameter_hash.h"
 #include "trainer/model/tensor_parallel.h"
 
 namespace kiln::trainer {
@@ -266,14 +267,14 @@ void Setup::make_model_state(const LoadedCheckpoint& resume) {
 // The data-parallel gradient synchronisation: the all-reduce, or the
 // distributed optimizer's reduce-scatter and parameter all-gather.
 void Setup::make_gradient_sync() {
-  if (cfg.shards_optimizer()) {
-    distributed_optimizer =
-        std::make_unique<dist::DistributedOptimizer>(*dp_group, *state, stage_model, at.tp_rank, cfg.ddp_bucket_size);
-    logger().info("distributed optimizer: {} bucket(s)", distributed_optimizer->buckets());
-  } else {
-    gradient_allreduce = std::make_unique<dist::GradientAllReduce>(*dp_group, *state, cfg.ddp_bucket_size);
-    if (at.dp > 1) logger().info("gradient all-reduce: {} bucket(s)", gradient_allreduce->buckets());
-  }
+  const bool sharded = cfg.shards_optimizer();
+  gradient_sync = std::make_unique<dist::GradientSync>(
+      sharded ? dist::GradientSync::Mode::Sharded : dist::GradientSync::Mode::AllReduce, *dp_group, *state, stage_model,
+      at.tp_rank, cfg.ddp_bucket_size);
+  if (sharded)
+    logger().info("distributed optimizer: {} bucket(s)", gradient_sync->buckets());
+  else if (at.dp > 1)
+    logger().info("gradient all-reduce: {} bucket(s)", gradient_sync->buckets());
 }
 
 void Setup::begin_step() {
@@ -283,7 +284,7 @@ void Setup::begin_step() {
 }
 
 void Setup::finish_parameter_gather(const std::string& before) {
-  if (distributed_optimizer) distributed_optimizer->finish_parameter_gather("parameter all-gather before " + before);
+  gradient_sync->finish_parameter_gather("parameter all-gather before " + before);
 }
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {

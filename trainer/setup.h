@@ -15,8 +15,7 @@
 #include "trainer/checkpoint/save_lock.h"
 #include "trainer/data/token_source.h"
 #include "trainer/dist/comm.h"
-#include "trainer/dist/distributed_optimizer.h"
-#include "trainer/dist/gradient_allreduce.h"
+#include "trainer/dist/gradient_sync.h"
 #include "trainer/dist/group_collectives.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
@@ -102,11 +101,10 @@ struct Setup {
   std::vector<ChunkSteps> chunks;
 
   std::unique_ptr<ModelState> state;  // resident on the device
-  // One of the two: the all-reduce of gradients, or with
+  // The data-parallel gradient synchronisation: the all-reduce, or with
   // --use-distributed-optimizer (and DP > 1) its reduce-scatter and the
   // all-gather of parameters.
-  std::unique_ptr<dist::GradientAllReduce> gradient_allreduce;
-  std::unique_ptr<dist::DistributedOptimizer> distributed_optimizer;
+  std::unique_ptr<dist::GradientSync> gradient_sync;
   Progress progress;
   Batch batch;  // host staging, shared by training and evaluation
 

@@ -36,7 +36,7 @@ Step::Step(Setup& run, const JobControl& control)
     hooks_.grads_final = [this](const std::vector<std::string>& ports) { gradients_final(ports); };
   // A step's first forward reads each bucket's parameters once its
   // all-gather (started by the last optimizer step) has arrived.
-  if (run_.cfg.overlap_param_gather && run_.distributed_optimizer)
+  if (run_.cfg.overlap_param_gather)
     hooks_.params_needed = [this](const std::vector<std::string>& ports) { parameters_needed(ports); };
   if (run_.at.pp > 1)
     pipeline_ = std::make_unique<PipelineSchedule>(
@@ -106,13 +106,13 @@ double Step::forward_backward(double loss_scale) {
     // Every forward reads every parameter, so this finds none left.
     run_.finish_parameter_gather("the forward" + at_iteration_);
     logger().debug("parameter all-gather: {} of {} buckets awaited after the forward began", awaited_inside_,
-                   run_.distributed_optimizer->buckets());
+                   run_.gradient_sync->buckets());
   }
   return loss_sum;
 }
 
 void Step::parameters_needed(const std::vector<std::string>& ports) {
-  const size_t written = run_.distributed_optimizer->parameters_needed(ports, "parameter all-gather" + at_iteration_);
+  const size_t written = run_.gradient_sync->parameters_needed(ports, "parameter all-gather" + at_iteration_);
   if (pieces_begun_++ > 0) awaited_inside_ += written;
   run_.dp_group->progress();
 }
@@ -120,10 +120,7 @@ void Step::parameters_needed(const std::vector<std::string>& ports) {
 bool Step::overlaps_grad_reduce() const { return run_.cfg.overlap_grad_reduce && run_.dp_group->size() > 1; }
 
 void Step::gradients_final(const std::vector<std::string>& ports) {
-  if (run_.distributed_optimizer)
-    run_.distributed_optimizer->start_ready(ports);
-  else
-    run_.gradient_allreduce->start_ready(ports);
+  run_.gradient_sync->start_ready(ports);
   run_.dp_group->progress();
 }
 
@@ -139,23 +136,14 @@ void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_sca
 }
 
 // A tied word embedding's gradient, summed over the data-parallel group,
-// summed again over the first and last pipeline stage. With the
-// distributed optimizer each rank sums its part (the same elements on both
-// stages) before it becomes the optimizer's input.
+// summed again over the first and last pipeline stage (with the
+// distributed optimizer: each rank's part, the same elements on both
+// stages, before it becomes the optimizer's input).
 void Step::sum_tied_embedding_gradient(int64_t iteration) {
   if (!run_.embedding_group) return;
-  const std::string what =
-      "embedding gradient all-reduce (first and last stage) at iteration " + std::to_string(iteration);
-  const std::string name = "embedding.word_embeddings.weight";
-  if (run_.distributed_optimizer) {
-    run_.embedding_group->sum(run_.distributed_optimizer->summed_part(name), what);
-    return;
-  }
-  DeviceBuffer& grad = run_.state->buffer(grad_name(name));
-  std::vector<float> values(grad.size() / sizeof(float));
-  grad.read(values.data(), grad.size());
-  run_.embedding_group->sum(std::span<float>(values), what);
-  grad.write(values.data(), grad.size());
+  run_.gradient_sync->sum_over(
+      *run_.embedding_group, "embedding.word_embeddings.weight",
+      "embedding gradient all-reduce (first and last stage) at iteration " + std::to_string(iteration));
 }
 
 // The masks of this micro-batch's samples at this iteration
@@ -174,16 +162,12 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
   double shared[1 + JobControl::kSlots] = {run_.at.tp_rank == 0 ? loss_sum : 0.0};
   control_.local_requests(result.iteration, std::span<double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
   run_.comm.start_sum(shared);
-  if (run_.distributed_optimizer)
-    run_.distributed_optimizer->start_reduce_scatter();
-  else
-    run_.gradient_allreduce->start();
+  run_.gradient_sync->start();
   const std::string at_iteration = " at iteration " + std::to_string(result.iteration);
   run_.comm.wait("loss all-reduce" + at_iteration);
   if (run_.dp_group != &run_.comm) run_.dp_group->wait("gradient all-reduce" + at_iteration);
-  if (!run_.distributed_optimizer) run_.gradient_allreduce->finish();
   sum_tied_embedding_gradient(result.iteration);
-  if (run_.distributed_optimizer) run_.distributed_optimizer->finish_reduce_scatter();
+  run_.gradient_sync->finish();
   result.loss = shared[0] / run_.batch_terms;
   result.request = control_.decide(std::span<const double, JobControl::kSlots>(shared + 1, JobControl::kSlots));
 }
@@ -191,26 +175,20 @@ void Step::sum_across_ranks(double loss_sum, StepResult& result) {
 // Gradients were summed over micro-batches (and scaled by the loss scale):
 // the norm of their unscaled mean.
 double Step::gradient_norm(double loss_scale) {
-  if (run_.distributed_optimizer) {
-    // Each rank holds its part of the summed gradients: one all-reduce of
-    // the squares over the whole job.
-    double squares = run_.distributed_optimizer->local_grad_squares();
-    run_.comm.sum(std::span<double>(&squares, 1),
-                  "gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
-    return std::sqrt(squares) / run_.batch_terms / loss_scale;
-  }
-  double squares = 0;
-  for (ChunkSteps& chunk : run_.chunks) {
-    chunk.grad_norm->run();
-    DeviceBuffer& parts = *chunk.grad_norm->buffer("grad_sq");
-    std::vector<float> per_parameter(parts.size() / sizeof(float));
-    parts.read(per_parameter.data(), parts.size());
-    for (float sq : per_parameter) squares += sq;
-  }
-  // Each pipeline stage's own parameters (a tied embedding counted on the first).
-  if (run_.pp_group)
-    run_.pp_group->sum(std::span<double>(&squares, 1),
-                       "pipeline gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
+  const auto stage_squares = [this] {
+    double squares = 0;
+    for (ChunkSteps& chunk : run_.chunks) {
+      chunk.grad_norm->run();
+      DeviceBuffer& parts = *chunk.grad_norm->buffer("grad_sq");
+      std::vector<float> per_parameter(parts.size() / sizeof(float));
+      parts.read(per_parameter.data(), parts.size());
+      for (float sq : per_parameter) squares += sq;
+    }
+    return squares;
+  };
+  const double squares = run_.gradient_sync->squared_norm(
+      stage_squares, run_.comm, run_.pp_group.get(),
+      "gradient norm all-reduce at iteration " + std::to_string(run_.progress.iteration + 1));
   return std::sqrt(squares) / run_.batch_terms / loss_scale;
 }
 
@@ -258,13 +236,12 @@ void Step::update(const StepResult& result, double loss_scale) {
     chunk.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
     chunk.optimizer->run();
   }
-  if (run_.distributed_optimizer) {
-    run_.distributed_optimizer->start_parameter_gather();
-    // Otherwise the next step's forward waits for each bucket in turn.
-    if (!cfg.overlap_param_gather)
-      run_.distributed_optimizer->finish_parameter_gather("parameter all-gather at iteration " +
-                                                          std::to_string(result.iteration));
-  }
+  // With the distributed optimizer. Without --overlap-param-gather the
+  // next step's forward would wait for each bucket in turn.
+  run_.gradient_sync->start_parameter_gather();
+  if (!cfg.overlap_param_gather)
+    run_.gradient_sync->finish_parameter_gather("parameter all-gather at iteration " +
+                                                std::to_string(result.iteration));
 }
 
 // Each data-parallel rank evaluates its share of eval_iters x DP

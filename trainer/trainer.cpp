@@ -18,7 +18,7 @@
 
 #include "core/log.h"
 #include "trainer/checkpoint/checkpointer.h"
-#include "trainer/dist/gradient_allreduce.h"
+#include "trainer/dist/parameter_hash.h"
 #include "trainer/job_control.h"
 #include "trainer/report/reporter.h"
 #include "trainer/setup.h"

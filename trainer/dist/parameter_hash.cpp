@@ -1,54 +1,12 @@
-#include "trainer/dist/gradient_allreduce.h"
+#include "trainer/dist/parameter_hash.h"
 
-#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
-#include "core/log.h"
-#include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer::dist {
-
-GradientAllReduce::GradientAllReduce(Comm& comm, const ModelState& state, int64_t bucket_elements)
-    : comm_(comm), buckets_(state.params(), bucket_elements) {
-  for (const ParamSpec& p : state.params()) grads_.push_back(&state.buffer(grad_name(p.name)));
-  for (size_t b = 0; b < buckets_.size(); ++b) host_.emplace_back(buckets_.elements(b));
-}
-
-// The gradients are f32 accumulators whatever the compute dtype.
-void GradientAllReduce::start_bucket(size_t b) {
-  float* at = host_[b].data();
-  for (size_t i : buckets_.members(b)) {
-    grads_[i]->read(at, grads_[i]->size());
-    at += grads_[i]->size() / sizeof(float);
-  }
-  comm_.start_sum(host_[b]);
-}
-
-void GradientAllReduce::start_ready(const std::vector<std::string>& ports) {
-  if (comm_.size() == 1) return;
-  for (size_t b : buckets_.complete(ports)) start_bucket(b);
-}
-
-void GradientAllReduce::start() {
-  if (comm_.size() == 1) return;
-  size_t early = 0;
-  for (size_t b : buckets_.remaining(&early)) start_bucket(b);
-  if (early > 0)
-    logger().debug("gradient all-reduce: {} of {} buckets started during backward", early, buckets_.size());
-}
-
-void GradientAllReduce::finish() {
-  if (comm_.size() == 1) return;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    const float* at = host_[b].data();
-    for (size_t i : buckets_.members(b)) {
-      grads_[i]->write(at, grads_[i]->size());
-      at += grads_[i]->size() / sizeof(float);
-    }
-  }
-  buckets_.reset();
-}
 
 namespace {
 // FNV-1a over the bytes: any bit that differs changes the hash.
