@@ -42,7 +42,6 @@ bool is_float(const Graph& g, ValueId v) { return kiln_dtype_is_float(g.value(v)
 }  // namespace
 
 std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
-                              const std::set<ValueId>& all_reduce_gradient_of,
                               const std::vector<RecomputeSegment>& recompute) {
   const size_t num_values = g.values().size();
   const size_t num_nodes = g.nodes().size();  // only the forward nodes present now
@@ -89,13 +88,7 @@ std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>
     bool any_dy = false;
     for (ValueId v : node.outputs) {
       // Every consumer of v has added its part by now: v's gradient is whole.
-      ValueId& dv = grad[static_cast<size_t>(v)];
-      if (dv != kNoGradient && all_reduce_gradient_of.count(v)) {
-        // ALL_REDUCE is f32 only: a 16-bit gradient is summed over the group in f32.
-        const kiln_dtype dtype = g.value(dv).dtype;
-        dv = dtype == KILN_F32 ? g.all_reduce(dv) : g.cast(g.all_reduce(g.cast(dv, KILN_F32)), dtype);
-      }
-      dy.push_back(dv);
+      dy.push_back(grad[static_cast<size_t>(v)]);
       any_dy = any_dy || dy.back() != kNoGradient;
     }
     if (!any_dy) continue;  // the loss does not depend on this node

@@ -6,7 +6,6 @@
 // Models never write backward passes by hand.
 #pragma once
 
-#include <set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -21,16 +20,11 @@ namespace kiln::graph {
 // op (no second derivatives), or if CONCAT of unequal parts would need more
 // than 255 chunks to express its gradient.
 //
-// `all_reduce_gradient_of`: values whose whole gradient is summed over the
-// tensor-parallel group (an ALL_REDUCE node) before it flows on to their
-// producer -- Megatron's copy-to-tensor-parallel-region, the input of a
-// column-parallel layer that each rank uses with only its shard of the
-// weights. Such a value must not be a graph input.
-//
 // `recompute`: forward node ranges whose values the backward recomputes
 // instead of keeping (graph/recompute.h); the gradients are bitwise the same.
+// Tensor parallelism needs nothing here: a value whose gradient is summed
+// over the group passes through COPY_TO_TP_REGION, whose VJP is that sum.
 std::vector<ValueId> backward(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
-                              const std::set<ValueId>& all_reduce_gradient_of = {},
                               const std::vector<RecomputeSegment>& recompute = {});
 
 }  // namespace kiln::graph

@@ -46,12 +46,13 @@ bool plugin_runs(const Plugin& plugin, const Graph& g, const Node& n) {
   return plugin.supports(n.op);
 }
 
-// The caller's graph, pruned, with the composites the primary backend does
+// The caller's graph, pruned, without tensor parallelism's forward copies
+// (graph/passes.h), with the composites the primary backend does
 // not list expanded into their ops (graph/decompose.h) before anything is
 // placed: only primitives can then fall back. Without composites the graph
 // is unchanged, and so are its pieces' cache keys.
 Graph prepare(const Plugin& plugin, const Graph& graph) {
-  return expand_composites(eliminate_dead_code(graph),
+  return expand_composites(remove_tp_copies(eliminate_dead_code(graph)),
                            [&](const Graph& g, const Node& n) { return plugin_runs(plugin, g, n); });
 }
 

@@ -117,6 +117,10 @@ class Graph {
   // vocab-parallel cross-entropy in its parts.
   enum class Reduction { Sum, Max };
   ValueId all_reduce(ValueId x, Reduction r = Reduction::Sum);
+  // Megatron's copy to the tensor-parallel region: x itself forward, its
+  // gradient all-reduced over the group backward (a column-parallel layer's
+  // input, a replicated parameter used on this rank's shard only).
+  ValueId copy_to_tp_region(ValueId x);
   // Sequence parallelism: a group of `ranks`, each holding its part (one
   // of `ranks` equal slices along `axis`) of a tensor.
   ValueId all_gather(ValueId x, int64_t axis, int64_t ranks);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/error.h"
+
 namespace kiln::graph {
 
 Graph eliminate_dead_code(const Graph& g) {
@@ -18,6 +20,32 @@ Graph eliminate_dead_code(const Graph& g) {
   std::vector<Node> nodes;
   for (size_t i = 0; i < g.nodes().size(); ++i)
     if (keep[i]) nodes.push_back(g.nodes()[i]);
+  Graph out = g;
+  out.set_nodes(std::move(nodes));
+  return out;
+}
+
+Graph remove_tp_copies(const Graph& g) {
+  // source[v]: the value v stands for once the copies are gone.
+  std::vector<ValueId> source(g.values().size());
+  for (size_t v = 0; v < source.size(); ++v) source[v] = static_cast<ValueId>(v);
+  std::vector<Node> nodes;
+  for (const Node& n : g.nodes()) {
+    Node kept = n;
+    for (ValueId& v : kept.inputs) v = source[static_cast<size_t>(v)];
+    if (n.op == KILN_OP_COPY_TO_TP_REGION) {
+      source[static_cast<size_t>(n.outputs[0])] = kept.inputs[0];
+      continue;
+    }
+    nodes.push_back(std::move(kept));
+  }
+  // A port keeps its value: one that names a copy would have to name the
+  // copied value (perhaps a graph input) instead.
+  for (const Port& p : g.outputs())
+    if (source[static_cast<size_t>(p.value)] != p.value)
+      throw Error("graph: output " + p.name +
+                  " is a copy_to_tp_region value, which exists for autodiff only; output the value it copies");
+  if (nodes.size() == g.nodes().size()) return g;
   Graph out = g;
   out.set_nodes(std::move(nodes));
   return out;

@@ -9,6 +9,13 @@ namespace kiln::graph {
 // (an unused input still gets a slot, so callers can bind it uniformly).
 Graph eliminate_dead_code(const Graph& g);
 
+// Removes every COPY_TO_TP_REGION node: forward it is the identity, so its
+// readers take its input instead. Throws kiln::Error if an output port
+// names a copy. Autodiff has used
+// it already (its VJP is the gradient's all-reduce); left in place, each
+// would cut the graph into one more compiled piece for nothing.
+Graph remove_tp_copies(const Graph& g);
+
 // The 16-bit copies of f32 main parameters (a CAST of a graph input) cost a
 // conversion to make and a tensor to keep, so they are made when needed
 // rather than kept: each such CAST moves to just before its first reader,

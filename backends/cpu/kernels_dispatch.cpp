@@ -149,6 +149,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_ALL_GATHER:
     case KILN_OP_REDUCE_SCATTER:
     case KILN_OP_SCATTER:
+    case KILN_OP_COPY_TO_TP_REGION:
     // Composites (graph/decompose.h): no kernel here, not in the support
     // list; the host expands them into the ops above.
     case KILN_OP_SQUARED_RELU:

@@ -1,5 +1,7 @@
-// Host collectives over the tensor-parallel group: ALL_REDUCE, and sequence
-// parallelism's ALL_GATHER, REDUCE_SCATTER and SCATTER.
+// Host collectives over the tensor-parallel group: ALL_REDUCE, sequence
+// parallelism's ALL_GATHER, REDUCE_SCATTER and SCATTER, and
+// COPY_TO_TP_REGION, whose forward is the identity and whose backward is an
+// all-reduce.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -20,6 +22,8 @@ namespace kiln::graph {
 ValueId Graph::all_reduce(ValueId x, Reduction r) {
   return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0})[0];
 }
+
+ValueId Graph::copy_to_tp_region(ValueId x) { return add_node(KILN_OP_COPY_TO_TP_REGION, {x})[0]; }
 
 ValueId Graph::all_gather(ValueId x, int64_t axis, int64_t ranks) {
   return add_node(KILN_OP_ALL_GATHER, {x}, {axis, ranks})[0];
@@ -45,6 +49,17 @@ Grads vjp_all_reduce(Graph&, const VjpArgs& a) {
   if (a.node.iattrs.at(0) != 0)
     autodiff_fail("the loss is differentiated through an all_reduce max, which has no gradient");
   return {a.dy[0]};
+}
+
+// y = x on every rank, each using y with its shard of the weights only:
+// the loss depends on x through every rank's use, so dx is the sum of every
+// rank's dy. ALL_REDUCE is f32 only: a 16-bit gradient is summed in f32 and
+// rounded once.
+Grads vjp_copy_to_tp_region(Graph& g, const VjpArgs& a) {
+  const ValueId dy = a.dy[0];
+  const kiln_dtype dtype = g.value(dy).dtype;
+  if (dtype == KILN_F32) return {g.all_reduce(dy)};
+  return {g.cast(g.all_reduce(g.cast(dy, KILN_F32)), dtype)};
 }
 
 // Sequence parallelism, as Megatron's mappings. y = every rank's part: the
@@ -76,6 +91,9 @@ void op_all_reduce(const ReferenceCtx& c) {
   c.out(0).f32 = c.f(0);
 }
 
+// The forward is the identity on any group.
+void op_copy_to_tp_region(const ReferenceCtx& c) { c.out(0).f32 = c.f(0); }
+
 // The sequence-parallel collectives on a group of one rank, which holds
 // all of every tensor: each is the identity. A larger group's result
 // depends on the other ranks' data, which only the host has.
@@ -93,6 +111,7 @@ void register_collective_ops(OpDefs& defs) {
   defs[KILN_OP_ALL_GATHER] = {vjp_all_gather, op_sequence_parallel};
   defs[KILN_OP_REDUCE_SCATTER] = {vjp_reduce_scatter, op_sequence_parallel};
   defs[KILN_OP_SCATTER] = {vjp_scatter, op_sequence_parallel};
+  defs[KILN_OP_COPY_TO_TP_REGION] = {vjp_copy_to_tp_region, op_copy_to_tp_region};
 }
 
 }  // namespace kiln::graph

@@ -267,7 +267,14 @@ typedef enum kiln_shape_rule {
   /* (x) -> y = relu(x)^2 = max(x, 0)^2, NaN stays NaN (Megatron's --squared-relu, Primer's activation). */          \
   X(SQUARED_RELU, 44, "squared_relu", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                           \
   /* (x, dy) -> dx = 2 max(x, 0) dy; a NaN x gives NaN, as the decomposition's clamp(x, 0, inf) keeps it. */          \
-  X(SQUARED_RELU_GRAD, 45, "squared_relu_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")
+  X(SQUARED_RELU_GRAD, 45, "squared_relu_grad", 2, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f dy:f", "dx:f")         \
+  /* ---- tensor parallelism's copy (issue 31) */                                                                      \
+  /* (x) -> y = x: Megatron's copy to the tensor-parallel region. Every rank goes on with the whole x but uses it      \
+   * with its shard of the weights only (a column-parallel layer's input, a replicated parameter applied to this       \
+   * rank's heads or sequence slice), so x's gradient is the sum of every rank's: y's gradient is all-reduced over     \
+   * the group (its VJP). No communication forward; the host removes the node before placing a graph's nodes           \
+   * (graph/passes.h), so no plugin receives it. */                                                                     \
+  X(COPY_TO_TP_REGION, 46, "copy_to_tp_region", 1, 1, 0, 0, KILN_HC, EXACT, SAME, "x:f", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

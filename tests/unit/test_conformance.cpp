@@ -127,7 +127,8 @@ TEST(Conformance, HintsHoldForTheirScope) {
 TEST(Conformance, HostCollectivesAreListedNotRun) {
   for (int op = 0; op < KILN_OP_COUNT_; ++op)
     EXPECT_EQ(is_host_collective(static_cast<kiln_op>(op)), op == KILN_OP_ALL_REDUCE || op == KILN_OP_ALL_GATHER ||
-                                                                op == KILN_OP_REDUCE_SCATTER || op == KILN_OP_SCATTER)
+                                                                op == KILN_OP_REDUCE_SCATTER || op == KILN_OP_SCATTER ||
+                                                                op == KILN_OP_COPY_TO_TP_REGION)
         << op;
 
   // A case holding one is refused: no device could run it.

@@ -61,7 +61,7 @@ std::vector<std::vector<float>> gradients(bool recompute, size_t* nodes = nullpt
   SmallNet net;
   std::vector<RecomputeSegment> segments;
   if (recompute) segments.push_back(net.segment);
-  const std::vector<ValueId> grads = backward(net.g, net.loss, net.params, {}, segments);
+  const std::vector<ValueId> grads = backward(net.g, net.loss, net.params, segments);
   const std::vector<std::string> names = {"dx", "dw1", "dw2"};  // of net.params
   for (size_t i = 0; i < grads.size(); ++i) net.g.output(names.at(i), grads[i]);
   if (nodes) *nodes = net.g.nodes().size();
@@ -89,7 +89,7 @@ TEST(Recompute, GradientsAreBitwiseThoseWithoutRecomputationDropoutIncluded) {
 TEST(Recompute, SegmentRulesReadTheCopiesSoOriginalsDieInTheForward) {
   SmallNet net;
   const int forward_nodes = static_cast<int>(net.g.nodes().size());
-  backward(net.g, net.loss, net.params, {}, {net.segment});
+  backward(net.g, net.loss, net.params, {net.segment});
   // The values inside the segment (the GELU's and the dropout's outputs):
   // no backward node reads them. The segment's output is another matter:
   // the rule of MUL, outside the segment, reads it, as Megatron keeps a
@@ -106,7 +106,7 @@ TEST(Recompute, RefusesEmptyOverlappingOrOutOfRangeSegments) {
        {std::vector<RecomputeSegment>{{2, 2}}, std::vector<RecomputeSegment>{{1, 3}, {2, 4}},
         std::vector<RecomputeSegment>{{0, 1000}}, std::vector<RecomputeSegment>{{-1, 1}}}) {
     SmallNet net;
-    EXPECT_THROW(backward(net.g, net.loss, net.params, {}, bad), Error);
+    EXPECT_THROW(backward(net.g, net.loss, net.params, bad), Error);
   }
 }
 

@@ -6,6 +6,7 @@
 // same end to end under mpirun.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <tuple>
 
 #include "core/registry.h"
+#include "graph/autodiff.h"
 #include "graph/executor.h"
 #include "trainer/model/position_inputs.h"
 #include "trainer/model/step_graphs.h"
@@ -239,6 +241,53 @@ TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
     const double v = in[i];
     EXPECT_NEAR(z[i], 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))), 1e-5) << i;
     EXPECT_EQ(m[i], in[i]) << i;
+  }
+}
+
+// Megatron's copy to the tensor-parallel region: x's gradient through the
+// copy is all-reduced, its gradient through another use (a post-norm
+// residual) is not; the executor removes the copy, so the forward is one
+// piece with no collective, and the backward's all-reduce is the only one.
+TEST(TensorParallel, CopyToRegionSumsOnlyTheCopiedUsesGradient) {
+  Graph g;
+  const ValueId x = g.input("x", KILN_F32, {2, 3});
+  const ValueId w = g.input("w", KILN_F32, {3, 3});
+  const ValueId y = g.matmul(g.copy_to_tp_region(x), w, false, true);
+  const ValueId loss = g.sum_squares(g.add(y, x));
+  const ValueId dx = graph::backward(g, loss, {x})[0];
+  g.output("dx", dx);
+  // dx = d(residual) + all_reduce(d(copy)): an ADD of a non-reduced and a reduced part.
+  const graph::Node& sum = g.nodes()[static_cast<size_t>(g.value(dx).producer)];
+  ASSERT_EQ(sum.op, KILN_OP_ADD);
+  std::vector<kiln_op> makers;
+  for (ValueId in : sum.inputs) makers.push_back(g.nodes()[static_cast<size_t>(g.value(in).producer)].op);
+  EXPECT_EQ(std::count(makers.begin(), makers.end(), KILN_OP_ALL_REDUCE), 1);
+  EXPECT_EQ(count_all_reduces(g, 0), 1);
+
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Graph forward;
+  const ValueId fx = forward.input("x", KILN_F32, {2, 3});
+  forward.output("y", forward.gelu(forward.copy_to_tp_region(fx)));
+  graph::Executable exe(*cpu, forward);
+  EXPECT_EQ(exe.split().collectives, 0);  // no process group needed
+  const std::vector<float> in = {-2.0f, -1.0f, 0.0f, 0.5f, 1.0f, 3.0f};
+  exe.buffer("x")->write(in.data(), 24);
+  exe.run();
+  std::vector<float> out(6);
+  exe.buffer("y")->read(out.data(), 24);
+  for (size_t i = 0; i < 6; ++i) {
+    const double v = in[i];
+    EXPECT_NEAR(out[i], 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))), 1e-5) << i;
+  }
+
+  // A port naming the copy would lose its value: refused, saying what to output.
+  Graph bad;
+  bad.output("y", bad.copy_to_tp_region(bad.input("x", KILN_F32, {2})));
+  try {
+    graph::Executable refused(*cpu, bad);
+    ADD_FAILURE() << "an output naming a copy was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output the value it copies"), std::string::npos) << e.what();
   }
 }
 

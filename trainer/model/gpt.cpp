@@ -249,16 +249,6 @@ ValueId scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
   return dtype == KILN_F32 ? mine : g.cast(mine, dtype);
 }
 
-// A replicated parameter applied to this rank's slice of the sequence
-// (a norm's, a row-parallel bias) gets that slice's share of its gradient:
-// it passes through a reshape whose gradient graph::backward sums over the
-// group, so every rank applies the whole gradient.
-ValueId with_summed_gradient(Graph& g, ValueId v, std::set<ValueId>& reduce_gradients) {
-  v = g.reshape(v, g.shape(v));
-  reduce_gradients.insert(v);
-  return v;
-}
-
 // Megatron's row-parallel linear: each rank multiplies its slice of the
 // input by its columns of W, the partial products are summed over the
 // group (reduce-scattered along the sequence with sequence parallelism),
@@ -267,8 +257,7 @@ ValueId with_summed_gradient(Graph& g, ValueId v, std::set<ValueId>& reduce_grad
 // is complete, and are rounded once: what one process's GEMM stores, up to
 // the order of the f32 additions. Rounding each partial first would differ
 // from one process by an occasional bf16 ulp.
-ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, ValueId w, ValueId b,
-                            std::set<ValueId>& reduce_gradients) {
+ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, ValueId w, ValueId b) {
   const kiln_dtype dtype = g.value(w).dtype;
   ValueId y;
   if (c.tensor_parallel == 1) {
@@ -279,27 +268,25 @@ ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, 
     y = c.splits_sequence() ? reduce_scatter_sequence(g, c, B, partial) : g.all_reduce(partial);
     if (dtype != KILN_F32) y = g.cast(y, dtype);
   }
-  if (b >= 0 && c.splits_sequence()) b = with_summed_gradient(g, b, reduce_gradients);
+  // On this rank's slice of the sequence the (replicated) bias gets that
+  // slice's share of its gradient: the copy sums it over the group.
+  if (b >= 0 && c.splits_sequence()) b = g.copy_to_tp_region(b);
   return b >= 0 ? g.add(y, b) : y;
 }
 
 // The --normalization of x's last dim with the parameters under `name`.
 // --apply-layernorm-1p stores the weight zero-centred: the norm scales by 1 + w.
 //
-// `reduce_gradients`: for a norm over this rank's heads only (QK-LayerNorm
-// under tensor parallelism), the set of values whose gradient is summed over
-// the group. The replicated parameters then pass through a reshape node
-// each, whose gradient (one rank's heads' share) is all-reduced, so every
-// rank applies the same whole gradient.
+// `on_a_share`: x is this rank's share of the values (its heads under
+// QK-LayerNorm, its slice of the sequence under sequence parallelism), so
+// each replicated parameter's gradient here is that share's: it passes
+// through a copy to the tensor-parallel region, whose gradient is the sum
+// over the group, so every rank applies the same whole gradient.
 ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& name,
-             std::set<ValueId>* reduce_gradients = nullptr) {
+             bool on_a_share = false) {
   auto param = [&](const std::string& suffix) {
-    ValueId v = p.at(name + suffix);
-    if (reduce_gradients && c.tensor_parallel > 1) {
-      v = g.reshape(v, g.shape(v));
-      reduce_gradients->insert(v);
-    }
-    return v;
+    const ValueId v = p.at(name + suffix);
+    return on_a_share && c.tensor_parallel > 1 ? g.copy_to_tp_region(v) : v;
   };
   ValueId w = param(".weight");
   if (c.apply_layernorm_1p) w = g.add(fill_as(g, c, g.shape(w), 1.0f), w);
@@ -327,7 +314,7 @@ struct PositionValues {
   ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1;
 };
 Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params& p, const std::string& L,
-              const PositionValues& pos, std::set<ValueId>& reduce_gradients) {
+              const PositionValues& pos) {
   const int64_t T = c.seq_length, H = c.local_heads(), G = c.local_query_groups(), D = c.head_dim();
   const int64_t per_group = H / G;
   ValueId q, k, v;
@@ -347,8 +334,8 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
     v = parts[static_cast<size_t>(per_group) + 1];
   }
   if (c.qk_layernorm) {
-    q = norm(g, c, q, p, L + "self_attention.q_layernorm", &reduce_gradients);
-    k = norm(g, c, k, p, L + "self_attention.k_layernorm", &reduce_gradients);
+    q = norm(g, c, q, p, L + "self_attention.q_layernorm", /*on_a_share=*/true);
+    k = norm(g, c, k, p, L + "self_attention.k_layernorm", /*on_a_share=*/true);
   }
   if (c.position_embedding_type == PositionEmbedding::Rope) {
     // Megatron-core rotates q and k after the split (and QK-LayerNorm), by
@@ -367,14 +354,14 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
 ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-                  const PositionValues& pos, std::set<ValueId>& reduce_gradients, ValueId dropout_key, int64_t layer,
+                  const PositionValues& pos, ValueId dropout_key, int64_t layer,
                   std::vector<graph::RecomputeSegment>& recompute_segments) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
   // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
   if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
-  const Qkv h = split_qkv(g, c, B, qkv, p, L, pos, reduce_gradients);
+  const Qkv h = split_qkv(g, c, B, qkv, p, L, pos);
   // Query-key layer scaling: q / l makes the stored scores q k^T / l; the
   // softmax's (or ALiBi's) scale multiplies l back.
   const float coeff = c.query_key_layer_scaling && c.compute_dtype != KILN_F32 ? static_cast<float>(layer + 1) : 1.0f;
@@ -405,14 +392,13 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
   y = g.reshape(y, {B * T, H * D});
   return row_parallel_linear(g, c, B, y, p.at(L + "self_attention.linear_proj.weight"),
-                             optional_param(p, L + "self_attention.linear_proj.bias"), reduce_gradients);
+                             optional_param(p, L + "self_attention.linear_proj.bias"));
 }
 
 // fc1 column-parallel, fc2 row-parallel: the activation (GELU, relu(x)^2, or
 // SwiGLU's silu(gate) * up) applies to each rank's columns on their own, so the MLP
 // needs one all-reduce.
-ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-            std::set<ValueId>& reduce_gradients) {
+ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L) {
   ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
   if (c.swiglu) {
     // This rank's fc1 rows are its rows of the gate, then its rows of up
@@ -425,7 +411,7 @@ ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p,
     h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
   }
   return row_parallel_linear(g, c, B, h, p.at(L + "mlp.linear_fc2.weight"),
-                             optional_param(p, L + "mlp.linear_fc2.bias"), reduce_gradients);
+                             optional_param(p, L + "mlp.linear_fc2.bias"));
 }
 
 // Where layer l stands in full recomputation's units (Megatron's
@@ -472,9 +458,8 @@ class ForwardBuilder {
   GptForward finish(ValueId x);
 
  private:
-  ValueId column_parallel_input(ValueId v, bool shared = false);
+  ValueId column_parallel_input(ValueId v);
   ValueId hidden_dropout(ValueId v, int64_t site);
-  std::set<ValueId>* sliced_norms() { return c_.splits_sequence() ? &f_.all_reduce_gradient_of : nullptr; }
 
   Graph& g_;
   const GptConfig& c_;
@@ -493,17 +478,12 @@ class ForwardBuilder {
 // rounded once, by the widening CAST's gradient, as in one process.
 //
 // With sequence parallelism it is gathered from the ranks' slices, and
-// ALL_GATHER's gradient sums it over the group.
-//
-// `shared`: v has another use (a post-norm residual), whose gradient must
-// not be summed over the group, so the input is a value of its own.
-ValueId ForwardBuilder::column_parallel_input(ValueId v, bool shared) {
+// ALL_GATHER's gradient sums it over the group. Any other use of v (a
+// post-norm residual) keeps its own gradient, not summed.
+ValueId ForwardBuilder::column_parallel_input(ValueId v) {
   if (c_.tensor_parallel == 1) return v;
   if (c_.splits_sequence()) return gather_sequence(g_, c_, B_, v);
-  const ValueId wide = widened(g_, v);
-  v = shared && wide == v ? g_.reshape(v, g_.shape(v)) : wide;
-  f_.all_reduce_gradient_of.insert(v);
-  return v;
+  return g_.copy_to_tp_region(widened(g_, v));
 }
 
 // On a slice of the sequence, element e of the [B, T/R, C] slice is element
@@ -582,13 +562,13 @@ ValueId ForwardBuilder::layer(ValueId x, int64_t l) {
   if (unit.starts) unit_begin_ = static_cast<int>(g_.nodes().size());
   const std::string L = "decoder.layers." + std::to_string(l) + ".";
   g_.set_unit(graph::layer_forward_unit(l));
-  ValueId h = norm(g_, c_, x, f_.params, L + "input_layernorm", sliced_norms());
+  ValueId h = norm(g_, c_, x, f_.params, L + "input_layernorm", c_.splits_sequence());
   const bool post_norm = c_.apply_residual_connection_post_layernorm;
-  ValueId out = attention(g_, c_, B_, column_parallel_input(h, post_norm), f_.params, L, pos_,
-                          f_.all_reduce_gradient_of, attention_key_, l, f_.recompute_segments);
+  ValueId out =
+      attention(g_, c_, B_, column_parallel_input(h), f_.params, L, pos_, attention_key_, l, f_.recompute_segments);
   x = g_.add(post_norm ? h : x, hidden_dropout(out, attention_output_dropout_site(l)));
-  h = norm(g_, c_, x, f_.params, L + "pre_mlp_layernorm", sliced_norms());
-  out = mlp(g_, c_, B_, column_parallel_input(h, post_norm), f_.params, L, f_.all_reduce_gradient_of);
+  h = norm(g_, c_, x, f_.params, L + "pre_mlp_layernorm", c_.splits_sequence());
+  out = mlp(g_, c_, B_, column_parallel_input(h), f_.params, L);
   x = g_.add(post_norm ? h : x, hidden_dropout(out, mlp_output_dropout_site(l)));
   if (unit.ends) f_.recompute_segments.push_back({unit_begin_, static_cast<int>(g_.nodes().size())});
   g_.set_unit(graph::kRestUnit);
@@ -600,7 +580,7 @@ GptForward ForwardBuilder::finish(ValueId x) {
     f_.hidden_out = c_.compute_dtype == KILN_F32 ? x : g_.cast(x, KILN_F32);
     return f_;
   }
-  x = norm(g_, c_, x, f_.params, "decoder.final_layernorm", sliced_norms());
+  x = norm(g_, c_, x, f_.params, "decoder.final_layernorm", c_.splits_sequence());
   // The LM head: this rank's vocab rows of the token embedding (tied) or of
   // the output layer.
   ValueId head = c_.untie_embeddings_and_output_weights ? f_.params.at("output_layer.weight") : words_;

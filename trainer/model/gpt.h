@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -158,9 +157,8 @@ struct GptForward {
   std::map<std::string, graph::ValueId> param_inputs;  // the f32 graph inputs, to differentiate against
   std::map<std::string, graph::ValueId> params;        // what the model computes with (cast to compute_dtype)
   graph::ValueId tokens = -1;
-  graph::ValueId token_mask = -1;                   // "token_mask" [B*T] f32 input, tensor parallelism only
-  graph::ValueId logits = -1;                       // [B*T, V / tensor_parallel]
-  std::set<graph::ValueId> all_reduce_gradient_of;  // for graph::backward
+  graph::ValueId token_mask = -1;  // "token_mask" [B*T] f32 input, tensor parallelism only
+  graph::ValueId logits = -1;      // [B*T, V / tensor_parallel]
   // A pipeline stage's activations: "hidden_in" [B*T, C] (every stage but
   // the first, instead of "tokens") and what it hands on (every stage but
   // the last, instead of logits).

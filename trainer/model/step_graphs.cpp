@@ -53,7 +53,7 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   for (const auto& s : specs) wrt.push_back(f.param_inputs.at(s.name));
   if (!cfg.pre_process) wrt.push_back(f.hidden_in);
   const size_t backward_begin = g.nodes().size();
-  std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.all_reduce_gradient_of, f.recompute_segments);
+  std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.recompute_segments);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
   const size_t sums_begin = g.nodes().size();
