@@ -1,5 +1,5 @@
 // What a training step's data-parallel collectives ask of whoever runs the
-// step graphs (trainer/step.cpp, or the pipeline schedules): the points at
+// step graphs (trainer/step.cpp, or the pipeline executor): the points at
 // which a bucket's collective can start, or must have finished.
 #pragma once
 

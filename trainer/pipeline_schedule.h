@@ -1,28 +1,31 @@
-// Megatron's non-interleaved 1F1B schedule for one training step of a
-// pipeline stage (--pipeline-model-parallel-size; docs/DISTRIBUTED.md).
+// The one pipeline executor (--pipeline-model-parallel-size;
+// docs/DISTRIBUTED.md): it runs a training step or an evaluation as a list
+// of passes, each one micro-batch's forward or backward through one of the
+// rank's model chunks. Which list is data: Megatron's 1F1B order with one
+// chunk per rank, its interleaved order with several
+// (--num-layers-per-virtual-pipeline-stage), forwards only for evaluation
+// (trainer/pipeline_order.h). Before each pass the rank completes the batch
+// of messages the plan puts there (trainer/pipeline_messages.h): the send
+// of the previous pass's output and the receives of inputs that have
+// arrived. Each micro-batch's forward precedes its backward on every chunk,
+// so gradients and losses are those of one process.
 //
-// Stage s of P runs min(P - s - 1, M) warm-up forwards of its M
-// micro-batches, then alternates one forward and one backward, then the
-// remaining backwards (cool-down). Activations [B*T, C] go to the next
-// stage and their gradients back with MPI point-to-point messages; a send
-// and the receive that follows it are posted together, so neighbours never
-// wait on each other's sends. Each micro-batch's forward precedes its
-// backward on every stage, so gradients and losses are those of one process.
+// Activations [B*T, C] go round the ring of ranks (the last rank's chunk c
+// feeds rank 0's chunk c + 1), their gradients the other way, each message
+// tagged by the chunk that reads it, so the streams never cross.
 //
-// A stage before the last keeps only each in-flight micro-batch's input;
-// its train step recomputes the forward before the backward (the
-// activations inside the stage are never stored between the two).
-// With several model chunks per rank (--num-layers-per-virtual-pipeline-stage)
-// it hands the step to the interleaved schedule (trainer/interleaved_schedule.h).
+// A virtual stage before the last keeps only each in-flight micro-batch's
+// input; its train step recomputes the forward before the backward (the
+// activations inside the stage are never stored between the two). The last
+// virtual stage's forward runs inside its train step.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <vector>
 
-#include "trainer/interleaved_schedule.h"
 #include "trainer/overlap_hooks.h"
+#include "trainer/pipeline_order.h"
 #include "trainer/setup.h"
 
 namespace kiln::trainer {
@@ -47,25 +50,40 @@ class PipelineSchedule {
   double evaluate(int64_t count, const Prepare& prepare_eval);
 
  private:
-  void receive_forward(int64_t m);
-  void forward(int64_t m);
-  void backward(int64_t m);
-  // The messages of a step, each completed before going on.
-  void exchange(const std::vector<float>* send, int send_peer, int send_tag, std::vector<float>* receive,
-                int receive_peer, int receive_tag, const char* what, int64_t m);
+  // A pass order with the receives to post before each pass.
+  struct Plan {
+    std::vector<PipelinePass> order;
+    std::vector<std::vector<PipelinePass>> receives;
+  };
+  Plan plan(const std::function<std::vector<PipelinePass>(int64_t rank)>& order_of) const;
+  // Runs `plan`, `run_pass(i)` doing pass i between its messages.
+  void execute(const Plan& plan, const std::function<void(size_t)>& run_pass);
+  // Posts the send of `sent`'s output (if it has a reader) and the receives
+  // of `inputs`, then waits for all of them.
+  void exchange(const PipelinePass* sent, const std::vector<PipelinePass>& inputs, const PipelinePass* next);
+  void forward(const PipelinePass& pass, bool first);
+  void backward(const PipelinePass& pass, bool first, bool last);
+  double evaluate_forward(const PipelinePass& pass, const Prepare& prepare_eval);
+  bool first_virtual(int64_t chunk) const { return stage_ == 0 && chunk == 0; }
+  bool last_virtual(int64_t chunk) const { return stage_ == last_ && chunk == vp_ - 1; }
+  std::vector<float>& input(const PipelinePass& pass);
+  std::vector<float>& output_gradient(const PipelinePass& pass);
 
   Setup& run_;
   Prepare prepare_;
   OverlapHooks hooks_;
   dist::Comm& stages_;
-  int stage_ = 0, last_ = 0;
+  int stage_ = 0, last_ = 0, next_ = 0, previous_ = 0;
+  int64_t vp_ = 1;
   size_t activation_elements_ = 0;
   int64_t iteration_ = 0;
-  std::vector<std::vector<float>> inputs_;  // each in-flight micro-batch's received activations
-  std::vector<float> output_, grad_output_, grad_input_;
+  Plan training_;  // for training_micro_batches_ (--rampup-batch-size changes it)
+  int64_t training_micro_batches_ = 0;
+  // [chunk][micro-batch], each while in flight: received activations, until
+  // the backward (the forward alone in evaluation), and output gradients.
+  std::vector<std::vector<std::vector<float>>> inputs_, output_gradients_;
+  std::vector<float> output_, grad_input_;
   double loss_sum_ = 0;
-  // With vp model chunks per rank, the interleaved schedule does the work.
-  std::unique_ptr<InterleavedSchedule> interleaved_;
 };
 
 }  // namespace kiln::trainer

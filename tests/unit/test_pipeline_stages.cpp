@@ -2,7 +2,8 @@
 // which parameters each stage holds (the tied word embedding on the first
 // and last), that a stage initialises each parameter from its whole-model
 // stream, and the ports that join one stage's graphs to the next's; the
-// interleaved schedule's chunks (which layers each holds) and its pass order.
+// interleaved schedule's chunks (which layers each holds). The pass orders:
+// test_pipeline_order.cpp.
 // tests/cli/mpi_pipeline_*.sh train end to end under mpirun.
 #include <gtest/gtest.h>
 
@@ -10,7 +11,6 @@
 #include <set>
 #include <string>
 
-#include "trainer/interleaved_schedule.h"
 #include "trainer/model/run_graphs.h"
 #include "trainer/model/step_graphs.h"
 #include "trainer/train_config.h"
@@ -155,54 +155,6 @@ TEST(PipelineStages, RankGraphsCoverEveryChunk) {
   size_t chunk_one = 0;
   for (const auto& [name, g] : graphs.list()) chunk_one += name.rfind("chunk 1: ", 0) == 0 ? 1 : 0;
   EXPECT_EQ(chunk_one, graphs.later_chunks[0].list().size());
-}
-
-// Megatron's order for P = 2, vp = 2, M = 4: rank 0 warms up with 4
-// forwards ((P - p - 1) x 2 + (vp - 1) x P), rank 1 with 2; micro-batches
-// go through the chunks in rounds of P, backwards through the chunks in reverse.
-TEST(PipelineStages, InterleavedOrderIsMegatrons) {
-  auto F = [](int64_t m, int64_t c) { return PipelinePass{true, m, c}; };
-  auto B = [](int64_t m, int64_t c) { return PipelinePass{false, m, c}; };
-  EXPECT_EQ(interleaved_warmup(2, 0, 2, 4), 4);
-  EXPECT_EQ(interleaved_warmup(2, 1, 2, 4), 2);
-  EXPECT_EQ(interleaved_warmup(2, 1, 2, 2), 4);  // M = P: all warm-up
-  const std::vector<PipelinePass> rank0 = {F(0, 0), F(1, 0), F(0, 1), F(1, 1), F(2, 0), B(0, 1), F(3, 0), B(1, 1),
-                                           F(2, 1), B(0, 0), F(3, 1), B(1, 0), B(2, 1), B(3, 1), B(2, 0), B(3, 0)};
-  EXPECT_EQ(interleaved_order(2, 0, 2, 4), rank0);
-  const std::vector<PipelinePass> rank1 = {F(0, 0), F(1, 0), F(0, 1), B(0, 1), F(1, 1), B(1, 1), F(2, 0), B(0, 0),
-                                           F(3, 0), B(1, 0), F(2, 1), B(2, 1), F(3, 1), B(3, 1), B(2, 0), B(3, 0)};
-  EXPECT_EQ(interleaved_order(2, 1, 2, 4), rank1);
-}
-
-// On every rank of many layouts: each (micro-batch, chunk) runs forward
-// once and backward once, the forward first, and a chunk sees its
-// micro-batches in order both ways (what the chunk-tagged messages and the
-// first micro-batch's gradient overwrite rely on).
-TEST(PipelineStages, InterleavedOrderRunsEveryPassOnceInOrder) {
-  for (int64_t P : {2, 3, 4})
-    for (int64_t vp : {2, 3})
-      for (int64_t M : {P, 2 * P, 3 * P})
-        for (int64_t p = 0; p < P; ++p) {
-          const std::vector<PipelinePass> order = interleaved_order(P, p, vp, M);
-          ASSERT_EQ(order.size(), static_cast<size_t>(2 * M * vp));
-          std::map<std::pair<int64_t, int64_t>, int> forwards, backwards;
-          std::vector<int64_t> next_forward(static_cast<size_t>(vp)), next_backward(static_cast<size_t>(vp));
-          for (const PipelinePass& pass : order) {
-            const auto key = std::make_pair(pass.micro_batch, pass.chunk);
-            auto& next = pass.forward ? next_forward : next_backward;
-            EXPECT_EQ(pass.micro_batch, next[static_cast<size_t>(pass.chunk)]++) << "P " << P << " p " << p;
-            if (pass.forward) {
-              ++forwards[key];
-            } else {
-              EXPECT_EQ(forwards[key], 1) << "backward before forward, P " << P << " p " << p;
-              ++backwards[key];
-            }
-          }
-          for (int64_t c = 0; c < vp; ++c) {
-            EXPECT_EQ(next_forward[static_cast<size_t>(c)], M);
-            EXPECT_EQ(next_backward[static_cast<size_t>(c)], M);
-          }
-        }
 }
 
 }  // namespace
