@@ -126,6 +126,7 @@ int run_generate(const std::vector<std::string>& args) {
   flags.add("--vocab-size", &tokenizer_flags.vocab_size, "NullTokenizer's N", trainer::Bounds::at_least(0));
   if (!flags.parse(args)) return 0;
   num_threads = cap_at_available_cpus("--num-threads", num_threads);
+  data::infer_tokenizer_type(tokenizer_flags);  // else the files would be ignored for the checkpoint's record
   if (load.empty()) throw Error("kiln generate needs --load DIR (a checkpoint written by kiln train --save)");
   if (max_new_tokens < 0) throw Error("--max-new-tokens must not be negative");
 

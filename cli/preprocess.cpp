@@ -43,6 +43,7 @@ int run_preprocess(const std::vector<std::string>& args) {
   opt.workers = cap_at_available_cpus("--workers", workers);
   if (opt.input.empty()) throw Error("kiln preprocess: --input FILE.jsonl is required");
   if (opt.output_prefix.empty()) throw Error("kiln preprocess: --output-prefix PREFIX is required");
+  data::infer_tokenizer_type(tokenizer_spec);
   if (tokenizer_spec.type.empty())
     throw Error(std::string("kiln preprocess: --tokenizer-type is required (kiln has ") + data::kTokenizerTypes + ")");
   if (dataset_impl != "mmap")

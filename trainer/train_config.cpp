@@ -297,6 +297,7 @@ void TrainConfig::finalize(const Flags& f) {
   if (deterministic_mode) setenv("KILN_CPU_GEMM", "kiln", 1);
   model.compute_dtype = precision.compute_dtype();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
+  if (!data_path.empty() || mock_data) data::infer_tokenizer_type(tokenizer_spec);
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||
                                !tokenizer_spec.merge_file.empty() || !tokenizer_spec.tokenizer_model.empty();
   if (!data_path.empty()) {

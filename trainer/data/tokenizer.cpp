@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/regular_file.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/tokenizers/hf/hf_tokenizer.h"
@@ -55,6 +56,16 @@ std::string read_tokenizer_file(const std::string& path, const std::string& flag
   }
   ::close(f.fd);
   return bytes;
+}
+
+bool infer_tokenizer_type(TokenizerSpec& spec) {
+  if (!spec.type.empty() || spec.vocab_file.empty() || spec.merge_file.empty() || !spec.tokenizer_model.empty())
+    return false;
+  spec.type = "GPT2BPETokenizer";
+  logger().info(
+      "--tokenizer-type not given: using GPT2BPETokenizer, the only tokenizer that takes --vocab-file with "
+      "--merge-file (Megatron's pretrain_gpt.py default)");
+  return true;
 }
 
 std::shared_ptr<const Tokenizer> load_tokenizer(const TokenizerSpec& spec) {

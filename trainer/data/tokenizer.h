@@ -57,6 +57,13 @@ struct TokenizerSpec {
 // The --tokenizer-type values kiln has, for messages.
 extern const char* const kTokenizerTypes;
 
+// A --vocab-file with a --merge-file and no --tokenizer-type: Megatron's
+// pretrain_gpt.py defaults the type to GPT2BPETokenizer, and real launch
+// scripts rely on it. A vocab plus merges pair is GPT-2 BPE and nothing
+// else (the other types take --tokenizer-model or --vocab-size), so the
+// type is set to it, with one info line saying so. Returns whether it did.
+bool infer_tokenizer_type(TokenizerSpec& spec);
+
 // Loads the tokenizer the flags name. Throws kiln::Error, in one line
 // naming the flag and the fix, for an unknown type, a missing flag, or a
 // file that is missing or malformed.
