@@ -140,6 +140,12 @@ std::vector<CompatFlag> make_rows() {
       value_row("--ckpt-format", Value::Text, {"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}, Kind::NotProvided,
                 "kiln writes its own checkpoint format to --save (docs/CHECKPOINTS.md): kiln --load resumes from it, "
                 "Megatron cannot"),
+      // Flags of Megatron's 2021-2023 launch scripts (examples/pretrain_gpt.sh), gone from its arguments since.
+      kiln_value_row("--data-impl", Value::Text, {"lazy", "cached", "mmap", "infer"}, {"mmap", "infer"},
+                     "kiln reads Megatron's mmap .bin/.idx (infer: the .idx header says which, and kiln checks it "
+                     "is MMIDIDX); the lazy and cached formats are not read"),
+      value_row("--distributed-backend", Value::Text, {"nccl", "gloo"}, Kind::NoEffect,
+                "picks torch.distributed's backend; kiln's ranks communicate over MPI (mpirun) with any choice"),
       // Features kiln lacks.
       value_row("--fp8-format", Value::Text, {"e4m3", "hybrid"}, Kind::Refused, kFp8),
       value_row("--fp8-recipe", Value::Text, {"tensorwise", "delayed", "mxfp8", "blockwise"}, Kind::Refused, kFp8),
