@@ -2,16 +2,51 @@
 // checks, with their wording where it fits): --recompute-activations is
 // --recompute-granularity selective; full needs a method and a layer count;
 // selective takes neither. A method or a count without full recomputation
-// would do nothing, so it is refused rather than ignored.
+// would do nothing, so it is refused rather than ignored. Megatron's older
+// names for them are mapped first.
 #include <algorithm>
 #include <string>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
 
+// Megatron's arguments.py of 2021-2022 (activations_checkpoint_method: set
+// alone it turned full checkpointing on; --checkpoint-activations set it to
+// uniform) and of 2023 (--checkpoint-activations: granularity full, method
+// uniform). The count defaulted to 1 in both. Megatron let
+// --checkpoint-activations override a given method silently; kiln refuses a
+// conflict instead, and a mix of old and new names, so one meaning is used.
+void TrainConfig::map_old_recompute_flags(const Flags& f) {
+  const bool old_method = !activations_checkpoint_method.empty();
+  const bool old_layers = f.given("--activations-checkpoint-num-layers");
+  if (!checkpoint_activations && !old_method && !old_layers) return;
+  if (recompute_activations || !recompute_granularity.empty() || !recompute_method.empty() ||
+      f.given("--recompute-num-layers"))
+    throw Error(
+        "--checkpoint-activations and --activations-checkpoint-* are Megatron's old names for --recompute-*; give "
+        "the old flags or the new ones, not both");
+  if (old_method && activations_checkpoint_method != "uniform" && activations_checkpoint_method != "block")
+    throw Error("--activations-checkpoint-method " + activations_checkpoint_method + " is not one of uniform, block");
+  if (checkpoint_activations && old_method && activations_checkpoint_method != "uniform")
+    throw Error("--checkpoint-activations means --activations-checkpoint-method uniform, not " +
+                activations_checkpoint_method + "; drop one of them");
+  if (!checkpoint_activations && !old_method)
+    throw Error(
+        "--activations-checkpoint-num-layers applies with --activations-checkpoint-method or "
+        "--checkpoint-activations; add one or drop it");
+  recompute_granularity = "full";
+  recompute_method = old_method ? activations_checkpoint_method : "uniform";
+  recompute_num_layers = activations_checkpoint_num_layers;
+  logger().info("{}: recomputing as --recompute-granularity full --recompute-method {} --recompute-num-layers {}",
+                checkpoint_activations ? "--checkpoint-activations" : "--activations-checkpoint-method",
+                recompute_method, recompute_num_layers);
+}
+
 void TrainConfig::finalize_recompute(const Flags& f) {
+  map_old_recompute_flags(f);
   std::string granularity = recompute_granularity;
   if (recompute_activations) {
     if (!granularity.empty() && granularity != "selective")
@@ -51,7 +86,9 @@ void TrainConfig::finalize_recompute(const Flags& f) {
     throw Error(
         "When using recompute_granularity: full recompute_num_layers must be between 1 and "
         "num_layers_per_pipeline_rank: " +
-        std::to_string(stage_layers_min) + " (--recompute-num-layers)");
+        std::to_string(stage_layers_min) +
+        (f.given("--activations-checkpoint-num-layers") ? " (--activations-checkpoint-num-layers)"
+                                                        : " (--recompute-num-layers)"));
   model.recompute_granularity = RecomputeGranularity::Full;
   model.recompute_method = recompute_method == "uniform" ? RecomputeMethod::Uniform : RecomputeMethod::Block;
   model.recompute_num_layers = recompute_num_layers;

@@ -45,6 +45,12 @@ void TrainConfig::register_flags(Flags& f) {
         "uniform (groups of --recompute-num-layers layers) | block (the first N layers of each pipeline stage)");
   f.add("--recompute-num-layers", &recompute_num_layers, "layers per recomputed group (uniform) or recomputed (block)",
         Bounds::at_least(0));
+  f.add("--checkpoint-activations", &checkpoint_activations,
+        "Megatron's old name (2021-2023) for --recompute-granularity full --recompute-method uniform");
+  f.add("--activations-checkpoint-method", &activations_checkpoint_method,
+        "Megatron's old name (2021-2022) for --recompute-method; given alone it means --recompute-granularity full");
+  f.add("--activations-checkpoint-num-layers", &activations_checkpoint_num_layers,
+        "Megatron's old name (2021-2022) for --recompute-num-layers (default 1)", Bounds::at_least(0));
   f.add("--deterministic-mode", &deterministic_mode,
         "bitwise-reproducible kernels on any machine (cpu: kiln's own GEMM for every shape, KILN_CPU_GEMM=kiln)");
   f.add("--use-checkpoint-args", &use_checkpoint_args,

@@ -39,6 +39,13 @@ struct TrainConfig {
   std::string recompute_granularity;   // "", selective, full
   std::string recompute_method;        // "", uniform, block
   int64_t recompute_num_layers = 0;    // 0: not given (Megatron's None)
+  // Their 2021-2023 names (Megatron's arguments.py before and during the
+  // rename): --checkpoint-activations is full recomputation, method uniform;
+  // --activations-checkpoint-method alone turned full recomputation on;
+  // the layer count defaulted to 1. finalize_recompute() maps them.
+  bool checkpoint_activations = false;
+  std::string activations_checkpoint_method;      // "", uniform, block
+  int64_t activations_checkpoint_num_layers = 1;  // Megatron's old default
   // Megatron's --use-checkpoint-args: the model comes from --load's stored config.
   bool use_checkpoint_args = false;
   // Megatron's --deterministic-mode: the backends' bitwise-reproducible
@@ -192,6 +199,8 @@ struct TrainConfig {
   void check_virtual_pipeline() const;
   // The --recompute-* flags into `model`, refusing Megatron's invalid combinations.
   void finalize_recompute(const Flags& flags);
+  // The old names above into the --recompute-* fields, refusing a mix of old and new.
+  void map_old_recompute_flags(const Flags& flags);
 };
 
 }  // namespace kiln::trainer

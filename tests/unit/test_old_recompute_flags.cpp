@@ -1,0 +1,80 @@
+// Megatron's 2021-2023 recompute flags (--checkpoint-activations,
+// --activations-checkpoint-method, --activations-checkpoint-num-layers) set
+// the model's recomputation exactly as the --recompute-* flags they became;
+// mixing old and new names, or a conflict between them, is refused in one
+// line. tests/cli/recompute.sh shows recomputation keeps the losses bitwise.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "trainer/train_config.h"
+
+namespace kiln::trainer {
+namespace {
+
+// `kiln train` with a 4-layer model and `extra`, finalized; throws what finalize throws.
+GptConfig model_with(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--num-layers",  "4",  "--hidden-size",      "32", "--num-attention-heads", "4",
+                                   "--seq-length",  "16", "--micro-batch-size", "2",  "--train-iters",         "1",
+                                   "--num-threads", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  TrainConfig cfg;
+  Flags flags("train");
+  cfg.register_flags(flags);
+  flags.parse(args);
+  cfg.finalize(flags);
+  return cfg.model;
+}
+
+std::string error_of(const std::vector<std::string>& extra) {
+  try {
+    model_with(extra);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_full(const GptConfig& m, RecomputeMethod method, int64_t layers) {
+  EXPECT_EQ(m.recompute_granularity, RecomputeGranularity::Full);
+  EXPECT_EQ(m.recompute_method, method);
+  EXPECT_EQ(m.recompute_num_layers, layers);
+}
+
+TEST(OldRecomputeFlags, CheckpointActivationsIsFullUniformOneLayer) {
+  expect_full(model_with({"--checkpoint-activations"}), RecomputeMethod::Uniform, 1);
+  expect_full(model_with({"--checkpoint-activations", "--activations-checkpoint-num-layers", "2"}),
+              RecomputeMethod::Uniform, 2);
+  expect_full(model_with({"--checkpoint-activations", "--activations-checkpoint-method", "uniform"}),
+              RecomputeMethod::Uniform, 1);
+}
+
+TEST(OldRecomputeFlags, MethodAloneTurnsFullRecomputationOn) {
+  expect_full(model_with({"--activations-checkpoint-method", "uniform"}), RecomputeMethod::Uniform, 1);
+  expect_full(model_with({"--activations-checkpoint-method", "block", "--activations-checkpoint-num-layers", "3"}),
+              RecomputeMethod::Block, 3);
+}
+
+TEST(OldRecomputeFlags, WithoutThemNothingIsRecomputed) {
+  EXPECT_EQ(model_with({}).recompute_granularity, RecomputeGranularity::None);
+}
+
+TEST(OldRecomputeFlags, ConflictsAndMixesAreRefused) {
+  const auto has = [](const std::string& error, const std::string& part) {
+    return error.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(error_of({"--checkpoint-activations", "--activations-checkpoint-method", "block"}),
+                  "--checkpoint-activations means --activations-checkpoint-method uniform, not block"));
+  EXPECT_TRUE(has(error_of({"--checkpoint-activations", "--recompute-activations"}), "not both"));
+  EXPECT_TRUE(has(error_of({"--activations-checkpoint-method", "uniform", "--recompute-num-layers", "1"}), "not both"));
+  EXPECT_TRUE(has(error_of({"--activations-checkpoint-num-layers", "2"}),
+                  "--activations-checkpoint-num-layers applies with --activations-checkpoint-method"));
+  EXPECT_TRUE(has(error_of({"--activations-checkpoint-method", "all"}), "is not one of uniform, block"));
+  EXPECT_TRUE(has(error_of({"--checkpoint-activations", "--activations-checkpoint-num-layers", "5"}),
+                  "between 1 and num_layers_per_pipeline_rank: 4 (--activations-checkpoint-num-layers)"));
+}
+
+}  // namespace
+}  // namespace kiln::trainer
