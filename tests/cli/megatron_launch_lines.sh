@@ -24,30 +24,23 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/../tools/launch_data.sh"
 ck=$tmp/ckpt
 
-# examples/pretrain_gpt.sh, 2021-01-11 (152aab304d).
-trains gpt_2021_01 "$kiln" train \
+# examples/pretrain_gpt.sh, 2021-01-11 (152aab304d) and 2021-08-10 (c1e0689d92): the same line
+# but for the recompute flag.
+for version in 2021_01 2021_08; do
+  recompute=(--checkpoint-activations); [ "$version" = 2021_08 ] && recompute=(--activations-checkpoint-method uniform)
+  trains "gpt_$version" "$kiln" train \
        --num-layers 2 --hidden-size 64 --num-attention-heads 4 --micro-batch-size 2 --global-batch-size 4 \
        --seq-length 32 --max-position-embeddings 32 --train-iters 20 --lr-decay-iters 20 \
-       --save "$ck/2021_01" --load "$ck/2021_01" --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" \
+       --save "$ck/$version" --load "$ck/$version" --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" \
        --data-impl mmap --split 949,50,1 --distributed-backend nccl --lr 0.00015 --min-lr 1.0e-5 \
        --lr-decay-style cosine --weight-decay 1e-2 --clip-grad 1.0 --lr-warmup-fraction .01 \
-       --checkpoint-activations --log-interval 1 --save-interval 20 --eval-interval 10 --eval-iters 2 --fp16 \
+       "${recompute[@]}" --log-interval 1 --save-interval 20 --eval-interval 10 --eval-iters 2 --fp16 \
        --num-threads 2
-logged gpt_2021_01 "--tokenizer-type not given: using GPT2BPETokenizer"
-logged gpt_2021_01 "Megatron flags accepted with no effect in kiln (docs/CLI.md): --data-impl mmap, --distributed-backend nccl"
-logged gpt_2021_01 "--checkpoint-activations: recomputing as --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
-logged gpt_2021_01 "saved checkpoint at iteration 20"
-
-# examples/pretrain_gpt.sh, 2021-08-10 (c1e0689d92).
-trains gpt_2021_08 "$kiln" train \
-       --num-layers 2 --hidden-size 64 --num-attention-heads 4 --micro-batch-size 2 --global-batch-size 4 \
-       --seq-length 32 --max-position-embeddings 32 --train-iters 20 --lr-decay-iters 20 \
-       --save "$ck/2021_08" --load "$ck/2021_08" --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" \
-       --data-impl mmap --split 949,50,1 --distributed-backend nccl --lr 0.00015 --min-lr 1.0e-5 \
-       --lr-decay-style cosine --weight-decay 1e-2 --clip-grad 1.0 --lr-warmup-fraction .01 \
-       --activations-checkpoint-method uniform --log-interval 1 --save-interval 20 --eval-interval 10 --eval-iters 2 \
-       --fp16 --num-threads 2
-logged gpt_2021_08 "--activations-checkpoint-method: recomputing as --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+  logged "gpt_$version" "--tokenizer-type not given: using GPT2BPETokenizer"
+  logged "gpt_$version" "Megatron flags accepted with no effect in kiln (docs/CLI.md): --data-impl mmap, --distributed-backend nccl"
+  logged "gpt_$version" "${recompute[0]}: recomputing as --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+  logged "gpt_$version" "saved checkpoint at iteration 20"
+done
 
 # examples/pretrain_gpt.sh, 2023-02-17 (7625a9d203): GPT_ARGS, DATA_ARGS, OUTPUT_ARGS, --save, --load.
 trains gpt_2023_02 "$kiln" train \
