@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/checkpoint/pipeline_gather.h"
+#include "trainer/checkpoint/schedule_check.h"
 #include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/report/megatron_log.h"
 
@@ -145,6 +146,8 @@ void Checkpointer::save(int64_t it) {
                            {"decay_style", cfg.lr_decay_style},
                            {"warmup_samples", cfg.lr_warmup_samples},
                            {"decay_samples", cfg.lr_decay_samples}}},
+                         // Megatron's scheduler state, which a resume compares with its flags.
+                         {"opt_param_scheduler", opt_param_scheduler_state(cfg, p.consumed)},
                          {"optimizer",
                           {{"type", "adamw"},
                            {"beta1", cfg.adam_beta1},
