@@ -289,7 +289,6 @@ void TrainConfig::finalize(const Flags& f) {
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
   (void)lr_schedule();  // throws if invalid
-  check_resume_schedule(*this);
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");
   if (eval_iters < 0) throw Error("--eval-iters must not be negative");
@@ -352,6 +351,7 @@ void TrainConfig::finalize(const Flags& f) {
   check_pipeline_layout();
   finalize_recompute(f);
   check_tensor_sizes();
+  check_resume_schedule(*this);  // last: it needs the final model and tokenizer
 }
 
 // What pipeline parallelism supports today; anything else is refused before

@@ -48,6 +48,12 @@ void check_restorable(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
 
 LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   LoadedCheckpoint ck = load_checkpoint(cfg.load);
+  check_same_model(ck, cfg);
+  check_restorable(ck, cfg);
+  return ck;
+}
+
+void check_same_model(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
   GptConfig saved = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
   if (const std::vector<std::string> differ = model_config_differences(saved, cfg.model); !differ.empty()) {
     std::string list;
@@ -59,8 +65,6 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   // and would train on ids that mean other text.
   if (cfg.tokenizer && ck.meta.contains("tokenizer"))
     check_same_tokenizer(ck.meta["tokenizer"], *cfg.tokenizer, ck.dir);
-  check_restorable(ck, cfg);
-  return ck;
 }
 
 Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainConfig& cfg) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "trainer/checkpoint/checkpoint_io.h"
+#include "trainer/checkpoint/checkpointer.h"
 
 namespace kiln::trainer {
 
@@ -99,6 +100,11 @@ void check_resume_schedule(TrainConfig& cfg) {
   // Megatron loads the scheduler with the optimizer, and not under --finetune.
   if (!cfg.resumes() || cfg.finetune || cfg.no_load_optim) return;
   const LoadedCheckpoint ck = load_checkpoint(cfg.load, /*with_tensors=*/false);
+  check_same_model(ck, cfg);  // a different model or tokenizer is the first thing to hear about
+  // Megatron fails on the missing optimizer state first; kiln's message for
+  // it comes from load_and_check.
+  const auto optimizer = ck.meta.find("optimizer");
+  if (optimizer != ck.meta.end() && optimizer->is_object() && optimizer->value("state_saved", true) == false) return;
   const auto found = ck.meta.find("opt_param_scheduler");
   if (found == ck.meta.end() || !found->is_object()) return;  // saved by a kiln before the record
   const nlohmann::json& saved = *found;
