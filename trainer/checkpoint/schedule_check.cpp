@@ -100,7 +100,6 @@ void check_resume_schedule(TrainConfig& cfg) {
   // Megatron loads the scheduler with the optimizer, and not under --finetune.
   if (!cfg.resumes() || cfg.finetune || cfg.no_load_optim) return;
   const LoadedCheckpoint ck = load_checkpoint(cfg.load, /*with_tensors=*/false);
-  check_same_model(ck, cfg);  // a different model or tokenizer is the first thing to hear about
   // Megatron fails on the missing optimizer state first; kiln's message for
   // it comes from load_and_check.
   const auto optimizer = ck.meta.find("optimizer");
@@ -108,6 +107,7 @@ void check_resume_schedule(TrainConfig& cfg) {
   const auto found = ck.meta.find("opt_param_scheduler");
   if (found == ck.meta.end() || !found->is_object()) return;  // saved by a kiln before the record
   const nlohmann::json& saved = *found;
+  check_same_model(ck, cfg);  // a different model or tokenizer is the first thing to hear about
   const nlohmann::json flags = opt_param_scheduler_state(cfg, 0);
   for (const Checked& c : kChecked) {
     if (!saved.contains(c.key)) continue;
