@@ -4,6 +4,11 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "core/log.h"
+#include "trainer/exit_flags.h"
 
 namespace kiln::trainer {
 
@@ -16,21 +21,39 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int sig) { g_signal.store(sig); }
 
-struct sigaction g_old_term, g_old_usr2;
+// The handlers replaced, restored in reverse order (one JobControl at a time).
+std::vector<std::pair<int, struct sigaction>> g_old;
 
-enum Slot { kSignal = 0, kExitTrigger = 1, kSaveTrigger = 2, kDuration = 3 };
+enum Slot { kSignal = 0, kExitTrigger, kSaveTrigger, kDuration, kInterval, kStopTrigger };
 
 std::string trigger_path(const std::string& given, const std::string& save, const char* name) {
   if (!given.empty()) return given;
   return save.empty() ? std::string() : (std::filesystem::path(save) / name).string();
 }
 
+// "SIGTERM or SIGUSR2", "SIGTERM, SIGUSR2 or SIGUSR1".
+std::string signal_list(const std::vector<int>& sigs) {
+  std::string list;
+  for (size_t i = 0; i < sigs.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == sigs.size() ? " or " : ", ") + signal_name(sigs[i]);
+  return list;
+}
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::exists(path, ec);
+}
+
 }  // namespace
 
 JobControl::JobControl(const TrainConfig& cfg, int rank)
-    : save_trigger_(trigger_path(cfg.save_trigger_file, cfg.save, "kiln-save-now")),
+    : save_trigger_(cfg.exit.triggers_on() ? cfg.exit.save_trigger()
+                                           : trigger_path(cfg.save_trigger_file, cfg.save, "kiln-save-now")),
       exit_trigger_(trigger_path(cfg.exit_trigger_file, cfg.save, "kiln-exit-now")),
+      stop_trigger_(cfg.exit.triggers_on() ? cfg.exit.exit_trigger() : std::string()),
+      signals_(cfg.exit.stop_signals()),
       log_interval_(cfg.log_interval),
+      exit_interval_(cfg.exit.exit_interval),
       exit_minutes_(cfg.exit_duration_in_mins),
       rank_(rank),
       start_(std::chrono::steady_clock::now()) {
@@ -43,13 +66,17 @@ JobControl::JobControl(const TrainConfig& cfg, int rank)
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, &g_old_term);
-  sigaction(SIGUSR2, &sa, &g_old_usr2);
+  g_old.clear();
+  for (int sig : signals_) {
+    struct sigaction old {};
+    sigaction(sig, &sa, &old);
+    g_old.emplace_back(sig, old);
+  }
 }
 
 JobControl::~JobControl() {
-  sigaction(SIGTERM, &g_old_term, nullptr);
-  sigaction(SIGUSR2, &g_old_usr2, nullptr);
+  for (auto it = g_old.rbegin(); it != g_old.rend(); ++it) sigaction(it->first, &it->second, nullptr);
+  g_old.clear();
 }
 
 void JobControl::local_requests(int64_t iteration, std::span<double, kSlots> slots) const {
@@ -59,10 +86,12 @@ void JobControl::local_requests(int64_t iteration, std::span<double, kSlots> slo
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= exit_minutes_ * 60.0
           ? 1.0
           : 0.0;
+  // The same on every rank; only rank 0 counts it, so the sum reads as a flag.
+  slots[kInterval] = rank_ == 0 && exit_interval_ > 0 && iteration % exit_interval_ == 0 ? 1.0 : 0.0;
   const bool check_files = rank_ == 0 && iteration % log_interval_ == 0;
-  std::error_code ec;
-  slots[kExitTrigger] = check_files && !exit_trigger_.empty() && std::filesystem::exists(exit_trigger_, ec) ? 1.0 : 0.0;
-  slots[kSaveTrigger] = check_files && !save_trigger_.empty() && std::filesystem::exists(save_trigger_, ec) ? 1.0 : 0.0;
+  slots[kExitTrigger] = check_files && file_exists(exit_trigger_) ? 1.0 : 0.0;
+  slots[kSaveTrigger] = check_files && file_exists(save_trigger_) ? 1.0 : 0.0;
+  slots[kStopTrigger] = check_files && file_exists(stop_trigger_) ? 1.0 : 0.0;
 }
 
 JobControl::Decision JobControl::decide(std::span<const double, kSlots> summed) const {
@@ -70,20 +99,37 @@ JobControl::Decision JobControl::decide(std::span<const double, kSlots> summed) 
   std::error_code ec;
   if (summed[kSignal] > 0) {
     d = {true, true,
-         "received SIGTERM or SIGUSR2 (on " + std::to_string(static_cast<long>(summed[kSignal])) + " rank(s))"};
+         "received " + signal_list(signals_) + " (on " + std::to_string(static_cast<long>(summed[kSignal])) +
+             " rank(s))"};
   } else if (summed[kDuration] > 0) {
     char minutes[32];
     std::snprintf(minutes, sizeof(minutes), "%g", exit_minutes_);
     d = {true, true, std::string("ran for --exit-duration-in-mins ") + minutes};
+  } else if (summed[kInterval] > 0) {
+    d = {true, true, "reached --exit-interval " + std::to_string(exit_interval_)};
   } else if (summed[kExitTrigger] > 0) {
     d = {true, true, "found the exit trigger file " + exit_trigger_};
     if (rank_ == 0) std::filesystem::remove(exit_trigger_, ec);
+  } else if (summed[kStopTrigger] > 0) {
+    // swiss-ai's exit trigger: exit without a checkpoint of its own (a save
+    // trigger or --save-interval at this iteration still saves); the file stays.
+    d = {summed[kSaveTrigger] > 0, true, "found the exit trigger file " + stop_trigger_ + " (--trigger-path)"};
   } else if (summed[kSaveTrigger] > 0) {
     d = {true, false, "found the save trigger file " + save_trigger_};
   }
   // A save trigger is consumed even when an exit also saves.
   if (summed[kSaveTrigger] > 0 && rank_ == 0) std::filesystem::remove(save_trigger_, ec);
   return d;
+}
+
+void JobControl::training_finished(int64_t iteration) const {
+  if (rank_ != 0 || stop_trigger_.empty()) return;
+  std::ofstream touch(stop_trigger_, std::ios::app);
+  if (!touch) logger().warn("could not create {}: a job script waiting for it will requeue the run", stop_trigger_);
+  // swiss-ai's words.
+  std::printf("Training finished after %ld iterations; Canceling pending scheduled jobs.\n",
+              static_cast<long>(iteration));
+  std::fflush(stdout);
 }
 
 }  // namespace kiln::trainer

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "trainer/checkpoint/checkpoint_io.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/schedule_check.h"
 #include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
 
@@ -105,6 +106,10 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--no-load-rng", &no_load_rng, "do not load the RNG state (the dropout seed) from --load; use --seed");
   f.add("--no-save-optim", &no_save_optim, "save checkpoints without the optimizer state");
   f.add("--no-save-rng", &no_save_rng, "save checkpoints without the RNG state");
+  for (const char* name : {"--override-opt_param-scheduler", "--override-opt-param-scheduler"})
+    f.add(name, &override_opt_param_scheduler, "on resume, use the command line's lr schedule over the checkpoint's");
+  for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler"})
+    f.add(name, &use_checkpoint_opt_param_scheduler, "on resume, use the checkpoint's lr schedule over the flags'");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
   f.add("--eval-interval", &eval_interval, "evaluate every N steps");
   f.add("--eval-iters", &eval_iters, "micro-batches per evaluation (0: no evaluation)");
@@ -146,6 +151,7 @@ void TrainConfig::register_flags(Flags& f) {
         "if this file exists (checked every --log-interval steps), save and delete it (default <save>/kiln-save-now)");
   f.add("--exit-trigger-file", &exit_trigger_file,
         "if this file exists (checked every --log-interval steps), save and exit 0 (default <save>/kiln-exit-now)");
+  exit.register_flags(f);
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
   f.add("--log-throughput", &log_throughput,
         "add Megatron's 'throughput per GPU (TFLOP/s/GPU)' (its model-FLOPs count) to the iteration line");
@@ -340,6 +346,7 @@ void TrainConfig::finalize(const Flags& f) {
   if (check_weight_hash_interval < 0)
     throw Error("--check-weight-hash-across-dp-replicas-interval must not be negative");
   if (exit_duration_in_mins < 0) throw Error("--exit-duration-in-mins must not be negative");
+  exit.finalize(f, save_trigger_file);
   // Now that the vocab size is final (padded for --tensor-model-parallel-size
   // with --data-path), check that the model splits over the ranks.
   model.tensor_parallel = tensor_model_parallel_size;
@@ -351,6 +358,7 @@ void TrainConfig::finalize(const Flags& f) {
   check_pipeline_layout();
   finalize_recompute(f);
   check_tensor_sizes();
+  check_resume_schedule(*this);  // last: it needs the final model and tokenizer
 }
 
 // What pipeline parallelism supports today; anything else is refused before

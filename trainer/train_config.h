@@ -9,6 +9,7 @@
 
 #include "trainer/batch_rampup.h"
 #include "trainer/data/tokenizer.h"
+#include "trainer/exit_flags.h"
 #include "trainer/flags.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/megatron_compat_flags.h"
@@ -56,6 +57,9 @@ struct TrainConfig {
   // (docs/CHECKPOINTS.md): --finetune loads the model only and starts at
   // iteration 0; the RNG state is the dropout seed.
   bool finetune = false, no_load_optim = false, no_load_rng = false, no_save_optim = false, no_save_rng = false;
+  // Megatron's answers to a resume whose lr / weight-decay schedule differs
+  // from the checkpoint's (trainer/checkpoint/schedule_check.h).
+  bool override_opt_param_scheduler = false, use_checkpoint_opt_param_scheduler = false;
 
   // Defaults are those of the embedded default job (`kiln train` alone).
   int64_t micro_batch_size = 32;
@@ -143,6 +147,7 @@ struct TrainConfig {
   double exit_duration_in_mins = 0;         // save and exit after this long (0: never)
   std::string save_trigger_file;            // default <save>/kiln-save-now
   std::string exit_trigger_file;            // default <save>/kiln-exit-now
+  ExitFlags exit;                           // Megatron's --exit-signal-handler, --exit-interval; --trigger-path
   std::string tensorboard_dir;
   bool log_throughput = false;  // Megatron's TFLOP/s/GPU field in the iteration line
 

@@ -51,14 +51,16 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
       run.finish_parameter_gather("the weight hash");
       dist::check_parameters_identical(*run.dp_group, *run.state, iteration);
     }
-    if (checkpointer.maybe_save(result.request)) reporter.restart_clock();
+    const bool saved = checkpointer.maybe_save(result.request);
+    if (saved) reporter.restart_clock();
     if (result.request.exit) {
-      reporter.log_exit(iteration, result.request);
+      reporter.log_exit(iteration, result.request, saved);
       run.finish_parameter_gather("exit");
       return 0;
     }
   }
   run.finish_parameter_gather("the end of training");
+  control.training_finished(run.progress.iteration);
   return 0;
 }
 

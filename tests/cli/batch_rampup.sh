@@ -12,6 +12,8 @@
 #     uninterrupted ramp;
 #   - bad values are refused in one line with Megatron's wording.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2
@@ -38,7 +40,7 @@ echo "ok: global batch sizes 2 2 2 2 4 4 6 6 8 8 8 8 at consumed samples 2 ... 6
 # from the ramp's, so only the trajectories are compared.
 piece() {  # BATCH LAST_ITERATION
   "$kiln" train "${common[@]}" --global-batch-size "$1" --train-samples $(($1 * $2)) --save "$tmp/ck" \
-    --save-interval 1000 ${3:+--load "$tmp/ck"} --metrics-file "$tmp/pieces.jsonl" >"$tmp/piece.log" 2>&1 ||
+    --save-interval 1000 ${3:+--load "$tmp/ck" --override-opt_param-scheduler} --metrics-file "$tmp/pieces.jsonl" >"$tmp/piece.log" 2>&1 ||
     { cat "$tmp/piece.log"; fail "piece of batch $1"; }
 }
 piece 2 4 && piece 4 6 load && piece 6 8 load && piece 8 12 load
@@ -57,7 +59,7 @@ echo "ok: --rampup-batch-size 8 2 24 with --global-batch-size 8 is the run witho
 # from the consumed samples.
 "$kiln" train "${common[@]}" "${ramp[@]}" --save "$tmp/mid" --save-interval 6 >/dev/null 2>&1
 echo 6 >"$tmp/mid/latest_checkpointed_iteration.txt"
-"$kiln" train "${common[@]}" "${ramp[@]}" --load "$tmp/mid" --metrics-file "$tmp/resumed.jsonl" >"$tmp/resumed.log" 2>&1
+"$kiln" train "${common[@]}" "${ramp[@]}" --load "$tmp/mid" --override-opt_param-scheduler --metrics-file "$tmp/resumed.jsonl" >"$tmp/resumed.log" 2>&1
 [ "$(steps "$tmp/ramp.jsonl" | tail -n 24)" = "$(steps "$tmp/resumed.jsonl")" ] ||
   { diff <(steps "$tmp/ramp.jsonl" | tail -n 24) <(steps "$tmp/resumed.jsonl"); fail "the resumed ramp differs"; }
 got=$(grep -o 'global batch size: *[0-9]*' "$tmp/resumed.log" | awk '{ printf "%s ", $4 }')

@@ -8,6 +8,8 @@
 #   meta.json disagree on the iteration;
 # and a resume with nothing left to train says so instead of exiting silently.
 set -uo pipefail
+# The resumes extend --train-iters (Megatron's weight-decay steps), so they take the
+# flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
 fails=0
@@ -37,16 +39,16 @@ meta=$tmp/ck/iter_0000002/meta.json
 cp "$meta" "$tmp/meta.orig"
 edit() { python3 -c "import json,sys; m=json.load(open('$tmp/meta.orig')); m['$1']=$2; json.dump(m, open('$meta','w'))"; }
 edit consumed_samples -5000
-expect_error "'consumed_samples' is -5000, impossible at iteration 2" train "${small[@]}" --train-iters 3 --load "$tmp/ck"
+expect_error "'consumed_samples' is -5000, impossible at iteration 2" train "${small[@]}" --train-iters 3 --load "$tmp/ck" --override-opt_param-scheduler
 edit consumed_samples 9223372036854775000
-expect_error "'consumed_samples' is 9223372036854775000, impossible" train "${small[@]}" --train-iters 3 --load "$tmp/ck"
+expect_error "'consumed_samples' is 9223372036854775000, impossible" train "${small[@]}" --train-iters 3 --load "$tmp/ck" --override-opt_param-scheduler
 edit skipped_iterations 7
-expect_error "'skipped_iterations' is 7, impossible at iteration 2" train "${small[@]}" --train-iters 3 --load "$tmp/ck"
+expect_error "'skipped_iterations' is 7, impossible at iteration 2" train "${small[@]}" --train-iters 3 --load "$tmp/ck" --override-opt_param-scheduler
 edit iteration 20
-expect_error "is named as iteration 2 but its meta.json says iteration 20" train "${small[@]}" --train-iters 3 --load "$tmp/ck"
+expect_error "is named as iteration 2 but its meta.json says iteration 20" train "${small[@]}" --train-iters 3 --load "$tmp/ck" --override-opt_param-scheduler
 cp "$tmp/meta.orig" "$meta"
 
-"$kiln" train "${small[@]}" --train-iters 2 --load "$tmp/ck" >"$tmp/out" 2>"$tmp/err"; rc=$?
+"$kiln" train "${small[@]}" --train-iters 2 --load "$tmp/ck" --override-opt_param-scheduler >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc -ne 0 ] || ! grep -q "nothing to train: the checkpoint is at iteration 2 and --train-iters is 2" "$tmp/err"; then
   echo "FAIL: a resume with nothing to train (rc=$rc):"; cat "$tmp/err"; fails=$((fails+1))
 else

@@ -22,7 +22,7 @@ run off --micro-batch-size 4 --train-iters 10 --eval-iters 0 --hidden-dropout 0 
 [ "$(losses "$tmp/full.jsonl" | sed -n 10p)" != "$(losses "$tmp/off.jsonl" | sed -n 10p)" ] || fail "dropout changed nothing"
 
 run first --micro-batch-size 4 --train-iters 5 --eval-iters 2 --eval-interval 5 --save "$tmp/ck"
-"$kiln" train "${common[@]}" --micro-batch-size 4 --train-iters 10 --eval-iters 2 --eval-interval 5 --load "$tmp/ck" \
+"$kiln" train "${common[@]}" --micro-batch-size 4 --train-iters 10 --eval-iters 2 --eval-interval 5 --load "$tmp/ck" --override-opt_param-scheduler \
   --metrics-file "$tmp/first.jsonl" >"$tmp/second.log" 2>&1 || { cat "$tmp/second.log"; fail "resume"; }
 pick() { grep -o '"grad_norm":[^,]*\|"lm_loss":[^,]*' "$1"; }
 diff <(pick "$tmp/full.jsonl") <(pick "$tmp/first.jsonl") >/dev/null || fail "the resumed run is not bitwise identical"

@@ -6,6 +6,8 @@
 # errors otherwise, as Megatron's); --no-load-optim continues the iteration
 # count with fresh moments.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 8
@@ -37,10 +39,10 @@ expect_error '--finetune needs --load' "${common[@]}" --train-iters 3 --finetune
 [ ! -e "$tmp/lean/iter_0000004/optimizer.safetensors" ] || { echo "--no-save-optim wrote the optimizer"; exit 1; }
 grep -Eq '"rng": ?null' "$tmp/lean/iter_0000004/meta.json" || { echo "--no-save-rng saved the RNG state"; exit 1; }
 expect_error 'has no optimizer state \(saved with --no-save-optim\); pass --no-load-optim or --finetune' \
-  "${common[@]}" --train-iters 6 --load "$tmp/lean"
+  "${common[@]}" --train-iters 6 --load "$tmp/lean" --override-opt_param-scheduler
 expect_error 'has no RNG state \(saved with --no-save-rng\); pass --no-load-rng or --finetune' \
-  "${common[@]}" --train-iters 6 --load "$tmp/lean" --no-load-optim
-"$kiln" train "${common[@]}" --train-iters 6 --load "$tmp/lean" --no-load-optim --no-load-rng \
+  "${common[@]}" --train-iters 6 --load "$tmp/lean" --override-opt_param-scheduler --no-load-optim
+"$kiln" train "${common[@]}" --train-iters 6 --load "$tmp/lean" --override-opt_param-scheduler --no-load-optim --no-load-rng \
   --metrics-file "$tmp/lean.jsonl" >"$tmp/lean.log" 2>&1
 grep -q 'resumed from .* at iteration 4' "$tmp/lean.log"
 grep -q '"iteration":5,' "$tmp/lean.jsonl"
@@ -48,8 +50,8 @@ grep -q '"iteration":5,' "$tmp/lean.jsonl"
 
 # --no-load-optim on a full checkpoint: same iteration count, fresh moments,
 # so the first update differs from a plain resume's.
-"$kiln" train "${common[@]}" --train-iters 62 --load "$tmp/base" --metrics-file "$tmp/plain.jsonl" >/dev/null 2>&1
-"$kiln" train "${common[@]}" --train-iters 62 --load "$tmp/base" --no-load-optim --metrics-file "$tmp/fresh.jsonl" \
+"$kiln" train "${common[@]}" --train-iters 62 --load "$tmp/base" --override-opt_param-scheduler --metrics-file "$tmp/plain.jsonl" >/dev/null 2>&1
+"$kiln" train "${common[@]}" --train-iters 62 --load "$tmp/base" --override-opt_param-scheduler --no-load-optim --metrics-file "$tmp/fresh.jsonl" \
   >/dev/null 2>&1
 [ "$(loss_at "$tmp/plain.jsonl" 61)" = "$(loss_at "$tmp/fresh.jsonl" 61)" ] ||
   { echo "iteration 61's loss (before any update) differs"; exit 1; }

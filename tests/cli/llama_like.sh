@@ -9,6 +9,8 @@
 # model (ALiBi, QKV clipping, no biases, QK-LayerNorm) learns too, and
 # `kiln generate` samples from its checkpoint without model flags.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
@@ -37,18 +39,18 @@ echo "generated: $(head -c 60 "$tmp/gen.txt" | tr '\n' ' ')"
 
 # Resuming with the same flags continues; with a different option it is refused by the config check.
 # (--init-method-std differs: it only draws initial weights, which the load replaces.)
-"$kiln" train "${model[@]}" "${run[@]}" --train-iters 45 --load "$tmp/ck" --metrics-file "$tmp/resumed.jsonl" \
+"$kiln" train "${model[@]}" "${run[@]}" --train-iters 45 --load "$tmp/ck" --override-opt_param-scheduler --metrics-file "$tmp/resumed.jsonl" \
   --init-method-std 0.05 >"$tmp/resumed.log"
 grep -q "iteration       45/" "$tmp/resumed.log" || { echo "resume did not run on:"; cat "$tmp/resumed.log"; exit 1; }
 # --use-checkpoint-args (Megatron's): the model comes from the checkpoint, no model flag at all; the
 # training options (dropout, 0.1 by default) still come from the command line, so the run is the same.
-"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 45 --load "$tmp/ck" --metrics-file "$tmp/ckargs.jsonl" \
+"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 45 --load "$tmp/ck" --override-opt_param-scheduler --metrics-file "$tmp/ckargs.jsonl" \
   >"$tmp/ckargs.log"
 grep -q "iteration       45/" "$tmp/ckargs.log" || { echo "--use-checkpoint-args did not resume:"; cat "$tmp/ckargs.log"; exit 1; }
 cmp <(grep -o '"lm_loss":[^,]*' "$tmp/resumed.jsonl") <(grep -o '"lm_loss":[^,]*' "$tmp/ckargs.jsonl") ||
   { echo "--use-checkpoint-args trained differently from the same model flags"; exit 1; }
 status=0
-"$kiln" train "${model[@]/RMSNorm/LayerNorm}" "${run[@]}" --train-iters 45 --load "$tmp/ck" >"$tmp/bad.log" 2>&1 || status=$?
+"$kiln" train "${model[@]/RMSNorm/LayerNorm}" "${run[@]}" --train-iters 45 --load "$tmp/ck" --override-opt_param-scheduler >"$tmp/bad.log" 2>&1 || status=$?
 [ "$status" != 0 ] && grep -q '"normalization":"RMSNorm"' "$tmp/bad.log" ||
   { echo "a LayerNorm run loaded an RMSNorm checkpoint (status $status):"; cat "$tmp/bad.log"; exit 1; }
 echo "llama-like model trained, generated and resumed"

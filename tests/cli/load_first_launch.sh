@@ -5,6 +5,8 @@
 # what the first saved. --exit-on-missing-checkpoint and --finetune refuse a
 # D with no checkpoint; a file as --load stays an error.
 set -euo pipefail
+# The second launch extends --train-iters (Megatron's weight-decay steps), so it takes
+# the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -34,7 +36,7 @@ if grep -q "resumed from" "$tmp/err"; then fail "a missing --load resumed"; fi
 echo "ok: missing --load started from random and saved iteration 3"
 
 # The second identical launch (6 iterations now) resumes from that save.
-"$kiln" train "${common[@]}" --train-iters 6 --save "$d" --load "$d" --metrics-file "$tmp/second.jsonl" \
+"$kiln" train "${common[@]}" --train-iters 6 --save "$d" --load "$d" --override-opt_param-scheduler --metrics-file "$tmp/second.jsonl" \
   >"$tmp/out" 2>"$tmp/err"
 grep -q "resumed from $d/iter_0000003 at iteration 3" "$tmp/err" || { cat "$tmp/err"; fail "no resume"; }
 if grep -q "could not find the metadata file" "$tmp/out"; then fail "warned although a checkpoint was there"; fi

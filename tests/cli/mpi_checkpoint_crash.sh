@@ -3,6 +3,8 @@
 # watching for the temporary directory) leaves the previous checkpoint
 # loadable and the latest-iteration file pointing at it; the job still ends.
 set -euo pipefail
+# The resumes change --train-iters (Megatron's weight-decay steps), so they take
+# the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -33,7 +35,7 @@ status=0; wait "$launcher" || status=$?
 latest=$(cat "$tmp/ck/latest_checkpointed_iteration.txt")
 echo "killed rank 0 while writing $(basename "$caught"); latest file says $latest"
 # The checkpoint it names is complete: training resumes from it.
-"$kiln" train "${common[@]}" --train-iters $((latest + 1)) --load "$tmp/ck" --metrics-file "$tmp/resumed.jsonl" \
+"$kiln" train "${common[@]}" --train-iters $((latest + 1)) --load "$tmp/ck" --override-opt_param-scheduler --metrics-file "$tmp/resumed.jsonl" \
   >/dev/null
 grep -q "\"iteration\":$((latest + 1))," "$tmp/resumed.jsonl" || { echo "resume from $latest failed"; exit 1; }
 echo "resumed from iteration $latest and trained step $((latest + 1))"

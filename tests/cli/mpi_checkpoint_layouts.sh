@@ -4,6 +4,8 @@
 # each continues the uninterrupted trajectory (within float rounding: the
 # gradient sums are added in another order on 2 ranks).
 set -euo pipefail
+# The resumes change --train-iters (Megatron's weight-decay steps), so they take
+# the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -17,10 +19,10 @@ after6 "$tmp/full.jsonl" >"$tmp/full_after6.jsonl"
 # Saved by DP=2, resumed by 1 process.
 mpi 2 "$kiln" train "${common[@]}" --train-iters 6 --lr-decay-iters 12 --save "$tmp/dp2" >/dev/null
 test "$(cat "$tmp/dp2/latest_checkpointed_iteration.txt")" = 6
-"$kiln" train "${common[@]}" --load "$tmp/dp2" --metrics-file "$tmp/from_dp2.jsonl" >/dev/null
+"$kiln" train "${common[@]}" --load "$tmp/dp2" --override-opt_param-scheduler --metrics-file "$tmp/from_dp2.jsonl" >/dev/null
 same_trajectory "$tmp/full_after6.jsonl" "$tmp/from_dp2.jsonl" 6 "saved by DP=2, resumed by 1 process"
 
 # Saved by 1 process, resumed by DP=2.
 "$kiln" train "${common[@]}" --train-iters 6 --lr-decay-iters 12 --save "$tmp/dp1" >/dev/null
-mpi 2 "$kiln" train "${common[@]}" --load "$tmp/dp1" --metrics-file "$tmp/from_dp1.jsonl" >/dev/null
+mpi 2 "$kiln" train "${common[@]}" --load "$tmp/dp1" --override-opt_param-scheduler --metrics-file "$tmp/from_dp1.jsonl" >/dev/null
 same_trajectory "$tmp/full_after6.jsonl" "$tmp/from_dp1.jsonl" 6 "saved by 1 process, resumed by DP=2"

@@ -13,6 +13,8 @@
 # a checkpoint saved while all-gathers are in flight resumes. Megatron's
 # rules for the two flags hold.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -55,9 +57,9 @@ for layout in "2 DP=2" "4 DP=2xTP=2 --tensor-model-parallel-size 2" \
   name="${args[1]} with the distributed optimizer"
   mpi "$ranks" "$kiln" train "${common[@]}" "${extra[@]}" --use-distributed-optimizer --train-iters 6 \
     --lr-decay-iters 12 --save "$tmp/ckpt$ranks" >/dev/null 2>&1
-  "$kiln" train "${common[@]}" --load "$tmp/ckpt$ranks" --metrics-file "$tmp/from$ranks.jsonl" >/dev/null 2>&1
+  "$kiln" train "${common[@]}" --load "$tmp/ckpt$ranks" --override-opt_param-scheduler --metrics-file "$tmp/from$ranks.jsonl" >/dev/null 2>&1
   same_trajectory "$tmp/one_after6.jsonl" "$tmp/from$ranks.jsonl" 6 "saved by $name, resumed by 1 process"
-  mpi "$ranks" "$kiln" train "${common[@]}" "${extra[@]}" --use-distributed-optimizer --load "$tmp/one_ckpt" \
+  mpi "$ranks" "$kiln" train "${common[@]}" "${extra[@]}" --use-distributed-optimizer --load "$tmp/one_ckpt" --override-opt_param-scheduler \
     --metrics-file "$tmp/to$ranks.jsonl" >/dev/null 2>&1
   same_trajectory "$tmp/one_after6.jsonl" "$tmp/to$ranks.jsonl" 6 "saved by 1 process, resumed by $name"
 done
@@ -83,7 +85,7 @@ for layout in "2 DP=2" "4 DP=2xTP=2 --tensor-model-parallel-size 2"; do
 done
 mpi 2 "$kiln" train "${common[@]}" "${overlap[@]}" --train-iters 6 --lr-decay-iters 12 --save "$tmp/overlap_ckpt" \
   >/dev/null 2>&1
-"$kiln" train "${common[@]}" --load "$tmp/overlap_ckpt" --metrics-file "$tmp/from_overlap.jsonl" >/dev/null 2>&1
+"$kiln" train "${common[@]}" --load "$tmp/overlap_ckpt" --override-opt_param-scheduler --metrics-file "$tmp/from_overlap.jsonl" >/dev/null 2>&1
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_overlap.jsonl" 6 "saved by overlapped DP=2, resumed by 1 process"
 
 # Megatron's rules: the all-gather overlap needs the distributed optimizer

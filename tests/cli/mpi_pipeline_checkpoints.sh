@@ -8,6 +8,8 @@
 #   - saved under TP=2 x PP=2 (4 ranks), resumed by 1 process;
 #   - saved by 1 process, resumed under TP=2 x PP=2.
 set -euo pipefail
+# The resumes change --train-iters (Megatron's weight-decay steps), so they take
+# the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -20,15 +22,15 @@ after6 "$tmp/one.jsonl" >"$tmp/one_after6.jsonl"
 
 mpi 2 "$kiln" train "${common[@]}" --train-iters 6 --pipeline-model-parallel-size 2 --save "$tmp/pp2" >/dev/null
 test "$(cat "$tmp/pp2/latest_checkpointed_iteration.txt")" = 6
-"$kiln" train "${common[@]}" --train-iters 12 --load "$tmp/pp2" --metrics-file "$tmp/from_pp2.jsonl" >/dev/null
+"$kiln" train "${common[@]}" --train-iters 12 --load "$tmp/pp2" --override-opt_param-scheduler --metrics-file "$tmp/from_pp2.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_pp2.jsonl" 6 "saved under PP=2, resumed by 1 process"
 
 mpi 4 "$kiln" train "${common[@]}" --train-iters 6 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 \
   --save "$tmp/tp2pp2" >/dev/null
-"$kiln" train "${common[@]}" --train-iters 12 --load "$tmp/tp2pp2" --metrics-file "$tmp/from_tp2pp2.jsonl" >/dev/null
+"$kiln" train "${common[@]}" --train-iters 12 --load "$tmp/tp2pp2" --override-opt_param-scheduler --metrics-file "$tmp/from_tp2pp2.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_tp2pp2.jsonl" 6 "saved under TP=2 x PP=2, resumed by 1 process"
 
 "$kiln" train "${common[@]}" --train-iters 6 --save "$tmp/one" >/dev/null
 mpi 4 "$kiln" train "${common[@]}" --train-iters 12 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 \
-  --load "$tmp/one" --metrics-file "$tmp/to_tp2pp2.jsonl" >/dev/null
+  --load "$tmp/one" --override-opt_param-scheduler --metrics-file "$tmp/to_tp2pp2.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/to_tp2pp2.jsonl" 6 "saved by 1 process, resumed under TP=2 x PP=2"

@@ -16,6 +16,8 @@
 #     then needs no compilation: --require-precompiled);
 #   - Megatron's refusals, in one line.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -56,10 +58,10 @@ after6() { grep -E '"iteration":([7-9]|1[0-2])[,}]' "$1"; }
 "$kiln" train "${flags[@]}" --train-iters 12 --metrics-file "$tmp/one.jsonl" >/dev/null
 after6 "$tmp/one.jsonl" >"$tmp/one_after6.jsonl"
 mpi 2 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 6 --save "$tmp/vp" >/dev/null
-"$kiln" train "${flags[@]}" --train-iters 12 --load "$tmp/vp" --metrics-file "$tmp/from_vp.jsonl" >/dev/null
+"$kiln" train "${flags[@]}" --train-iters 12 --load "$tmp/vp" --override-opt_param-scheduler --metrics-file "$tmp/from_vp.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_vp.jsonl" 6 "saved under interleaved PP=2, resumed by 1 process"
 "$kiln" train "${flags[@]}" --train-iters 6 --save "$tmp/one" >/dev/null
-mpi 2 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --load "$tmp/one" \
+mpi 2 "$kiln" train "${flags[@]}" "${interleaved[@]}" --train-iters 12 --load "$tmp/one" --override-opt_param-scheduler \
   --metrics-file "$tmp/to_vp.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/to_vp.jsonl" 6 "saved by 1 process, resumed under interleaved PP=2"
 

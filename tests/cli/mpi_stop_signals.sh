@@ -4,6 +4,8 @@
 # at the next step boundary, to save a checkpoint and exit 0 with a message;
 # resuming from it continues exactly as a run that was never interrupted.
 set -euo pipefail
+# The resumes change --train-iters (Megatron's weight-decay steps), so they take
+# the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -34,7 +36,7 @@ stop_and_resume() {  # $1: how to deliver the signal; $2: name
   local saved; saved=$(cat "$dir/ck/latest_checkpointed_iteration.txt")
   echo "$2: saved at iteration $saved and exited 0: $(grep -o 'received.*' "$dir/first.log" | tail -1)"
   local end=$((saved + 4))
-  mpi 2 "$kiln" train "${common[@]}" --train-iters $end --load "$dir/ck" --metrics-file "$dir/resumed.jsonl" >/dev/null
+  mpi 2 "$kiln" train "${common[@]}" --train-iters $end --load "$dir/ck" --override-opt_param-scheduler --metrics-file "$dir/resumed.jsonl" >/dev/null
   mpi 2 "$kiln" train "${common[@]}" --train-iters $end --metrics-file "$dir/straight.jsonl" >/dev/null
   local want; want=$(pick "$dir/straight.jsonl" | tail -4)
   local got; got=$(pick "$dir/resumed.jsonl")

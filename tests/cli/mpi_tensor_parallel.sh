@@ -12,6 +12,8 @@
 #     1 process resumes under TP=2, each on the uninterrupted trajectory;
 #   - layouts that do not fit fail with a one-line error.
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -49,11 +51,11 @@ resume=(--train-iters 12 --lr-decay-iters 20)
 after6 "$tmp/one.jsonl" >"$tmp/one_after6.jsonl"
 mpi 2 "$kiln" train "${common[@]}" "${short[@]}" --tensor-model-parallel-size 2 --save "$tmp/tp2" >/dev/null
 test "$(cat "$tmp/tp2/latest_checkpointed_iteration.txt")" = 6
-"$kiln" train "${common[@]}" "${resume[@]}" --load "$tmp/tp2" --metrics-file "$tmp/from_tp2.jsonl" >/dev/null
+"$kiln" train "${common[@]}" "${resume[@]}" --load "$tmp/tp2" --override-opt_param-scheduler --metrics-file "$tmp/from_tp2.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_tp2.jsonl" 6 "saved under TP=2, resumed by 1 process"
 
 "$kiln" train "${common[@]}" "${short[@]}" --save "$tmp/tp1" >/dev/null
-mpi 2 "$kiln" train "${common[@]}" "${resume[@]}" --tensor-model-parallel-size 2 --load "$tmp/tp1" \
+mpi 2 "$kiln" train "${common[@]}" "${resume[@]}" --tensor-model-parallel-size 2 --load "$tmp/tp1" --override-opt_param-scheduler \
   --metrics-file "$tmp/from_tp1.jsonl" >/dev/null
 same_trajectory "$tmp/one_after6.jsonl" "$tmp/from_tp1.jsonl" 6 "saved by 1 process, resumed under TP=2"
 
@@ -68,7 +70,7 @@ same_trajectory "$tmp/llama_one.jsonl" "$tmp/llama_tp2.jsonl" 20 "Llama-style TP
 after6 "$tmp/llama_one.jsonl" >"$tmp/llama_one_after6.jsonl"
 mpi 2 "$kiln" train "${common[@]}" "${llama[@]}" "${short[@]}" --tensor-model-parallel-size 2 --save "$tmp/llama_tp2" \
   >/dev/null
-"$kiln" train "${common[@]}" "${llama[@]}" "${resume[@]}" --load "$tmp/llama_tp2" \
+"$kiln" train "${common[@]}" "${llama[@]}" "${resume[@]}" --load "$tmp/llama_tp2" --override-opt_param-scheduler \
   --metrics-file "$tmp/llama_from_tp2.jsonl" >/dev/null
 same_trajectory "$tmp/llama_one_after6.jsonl" "$tmp/llama_from_tp2.jsonl" 6 "Llama-style saved under TP=2, resumed by 1 process"
 
@@ -84,7 +86,7 @@ same_trajectory "$tmp/mpt_one.jsonl" "$tmp/mpt_tp2.jsonl" 20 "MPT-style TP=2 vs 
 after6 "$tmp/mpt_one.jsonl" >"$tmp/mpt_one_after6.jsonl"
 mpi 2 "$kiln" train "${common[@]}" "${mpt[@]}" "${short[@]}" --tensor-model-parallel-size 2 --save "$tmp/mpt_tp2" \
   >/dev/null
-"$kiln" train "${common[@]}" "${mpt[@]}" "${resume[@]}" --load "$tmp/mpt_tp2" \
+"$kiln" train "${common[@]}" "${mpt[@]}" "${resume[@]}" --load "$tmp/mpt_tp2" --override-opt_param-scheduler \
   --metrics-file "$tmp/mpt_from_tp2.jsonl" >/dev/null
 same_trajectory "$tmp/mpt_one_after6.jsonl" "$tmp/mpt_from_tp2.jsonl" 6 "MPT-style saved under TP=2, resumed by 1 process"
 

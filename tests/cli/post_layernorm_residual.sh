@@ -12,6 +12,8 @@
 #   - under mpirun, TP=2, with and without --sequence-parallel, follows the
 #     one-process run (skipped without mpirun).
 set -euo pipefail
+# Resumes that change the schedule flags (--train-iters sets Megatron's weight-decay
+# steps) take the flags' schedule: --override-opt_param-scheduler (docs/CHECKPOINTS.md).
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --apply-residual-connection-post-layernorm)
@@ -29,8 +31,8 @@ awk -v f="$first" -v l="$last" 'BEGIN { exit !(f > 4.0 && l < f - 1.0) }' || { e
 grep -Eq '"apply_residual_connection_post_layernorm": ?true' "$tmp/ck/iter_0000030/meta.json" ||
   { echo "meta.json does not record the option:"; cat "$tmp/ck/iter_0000030/meta.json"; exit 1; }
 "$kiln" generate --load "$tmp/ck" --prompt "The " --max-new-tokens 8 --num-threads 2 >/dev/null
-"$kiln" train "${model[@]}" "${run[@]}" --train-iters 34 --load "$tmp/ck" --metrics-file "$tmp/flags.jsonl" >/dev/null
-"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 34 --load "$tmp/ck" --metrics-file "$tmp/stored.jsonl" >/dev/null
+"$kiln" train "${model[@]}" "${run[@]}" --train-iters 34 --load "$tmp/ck" --override-opt_param-scheduler --metrics-file "$tmp/flags.jsonl" >/dev/null
+"$kiln" train "${run[@]}" --use-checkpoint-args --train-iters 34 --load "$tmp/ck" --override-opt_param-scheduler --metrics-file "$tmp/stored.jsonl" >/dev/null
 [ -n "$(loss "$tmp/stored.jsonl")" ] && [ "$(loss "$tmp/stored.jsonl")" = "$(loss "$tmp/flags.jsonl")" ] ||
   { echo "a resume from the stored config trained differently from the flags"; exit 1; }
 

@@ -223,7 +223,7 @@ bool holds_no_checkpoint(const std::string& load_path) {
   return list_iter_dirs(p).empty();
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& load_path) {
+LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors) {
   const fs::path p(load_path);
   std::error_code ec;
   if (!fs::exists(p, ec))
@@ -307,6 +307,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path) {
                                        out.meta["optimizer"].value("state_saved", true) == false;
   if (!saved_without_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
     throw Error("checkpoint " + out.dir + " is incomplete: " + kOptimizerFileName + " is missing" + kLoadFix);
+  if (!with_tensors) return out;
   out.model = load_tensors(dir / kModelFileName);
   if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName);
   return out;

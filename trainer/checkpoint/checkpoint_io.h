@@ -51,7 +51,8 @@ struct LoadedCheckpoint {
 // file) or one iteration directory (the iteration comes from its iter_N
 // name, or, for a renamed copy, from an integer "iteration" in meta.json).
 // Every failure is a one-line kiln::Error naming the path and the fix.
-LoadedCheckpoint load_checkpoint(const std::string& load_path);
+// with_tensors false reads meta.json only (checks made before the run loads it).
+LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors = true);
 
 // True when load_path is a first launch's --load (Megatron's "could not find
 // the metadata file"): it does not exist, or is a directory with no latest

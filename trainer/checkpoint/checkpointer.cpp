@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/checkpoint/pipeline_gather.h"
+#include "trainer/checkpoint/schedule_check.h"
 #include "trainer/checkpoint/tokenizer_record.h"
 #include "trainer/report/megatron_log.h"
 
@@ -47,6 +48,12 @@ void check_restorable(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
 
 LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   LoadedCheckpoint ck = load_checkpoint(cfg.load);
+  check_same_model(ck, cfg);
+  check_restorable(ck, cfg);
+  return ck;
+}
+
+void check_same_model(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
   GptConfig saved = model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
   if (const std::vector<std::string> differ = model_config_differences(saved, cfg.model); !differ.empty()) {
     std::string list;
@@ -58,8 +65,6 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
   // and would train on ids that mean other text.
   if (cfg.tokenizer && ck.meta.contains("tokenizer"))
     check_same_tokenizer(ck.meta["tokenizer"], *cfg.tokenizer, ck.dir);
-  check_restorable(ck, cfg);
-  return ck;
 }
 
 Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainConfig& cfg) {
@@ -145,6 +150,8 @@ void Checkpointer::save(int64_t it) {
                            {"decay_style", cfg.lr_decay_style},
                            {"warmup_samples", cfg.lr_warmup_samples},
                            {"decay_samples", cfg.lr_decay_samples}}},
+                         // Megatron's scheduler state, which a resume compares with its flags.
+                         {"opt_param_scheduler", opt_param_scheduler_state(cfg, p.consumed)},
                          {"optimizer",
                           {{"type", "adamw"},
                            {"beta1", cfg.adam_beta1},

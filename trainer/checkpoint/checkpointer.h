@@ -12,6 +12,9 @@ namespace kiln::trainer {
 // Loads --load and checks that it belongs to this model, so a bad checkpoint
 // fails in milliseconds.
 LoadedCheckpoint load_and_check(const TrainConfig& cfg);
+// The part of load_and_check that needs only meta.json: the model config and
+// the tokenizer must be the run's.
+void check_same_model(const LoadedCheckpoint& ck, const TrainConfig& cfg);
 // Writes a loaded checkpoint into the device state, as --finetune and
 // --no-load-optim/--no-load-rng say; returns the progress to go on from.
 Progress resume_from(const LoadedCheckpoint& ck, ModelState& state, const TrainConfig& cfg);

@@ -62,13 +62,15 @@ void Reporter::log_validation(int64_t iteration, double loss) {
   restart_clock();
 }
 
-void Reporter::log_exit(int64_t iteration, const JobControl::Decision& request) {
+void Reporter::log_exit(int64_t iteration, const JobControl::Decision& request, bool saved) {
   if (!prints_) return;
   const std::string& save = run_.cfg.save;
+  const std::string what =
+      save.empty() ? "WITHOUT a checkpoint (no --save given)"
+      : saved      ? "with its checkpoint in " + save + "; resume with --load " + save
+                   : "WITHOUT a checkpoint at this iteration; resume with --load " + save + " from its last one";
   std::printf(" [%s] %s: exiting at iteration %ld %s\n", megatron_timestamp().c_str(), request.reason.c_str(),
-              static_cast<long>(iteration),
-              save.empty() ? "WITHOUT a checkpoint (no --save given)"
-                           : ("with its checkpoint in " + save + "; resume with --load " + save).c_str());
+              static_cast<long>(iteration), what.c_str());
   std::fflush(stdout);
 }
 

@@ -23,7 +23,9 @@ class Reporter {
   // Counts a step; prints its interval's line when one is due.
   void log(const StepResult& step);
   void log_validation(int64_t iteration, double loss);
-  void log_exit(int64_t iteration, const JobControl::Decision& request);
+  // `saved`: a checkpoint was written at this iteration (an exit trigger of
+  // --trigger-path stops without one).
+  void log_exit(int64_t iteration, const JobControl::Decision& request, bool saved);
   // Time spent since the last step (evaluating, saving) is not iteration
   // time.
   void restart_clock() { interval_start_ = std::chrono::steady_clock::now(); }
