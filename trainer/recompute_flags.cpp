@@ -45,6 +45,23 @@ void TrainConfig::map_old_recompute_flags(const Flags& f) {
                 recompute_method, recompute_num_layers);
 }
 
+void TrainConfig::register_recompute_flags(Flags& f) {
+  f.add("--recompute-activations", &recompute_activations,
+        "recompute each layer's attention core in backward (--recompute-granularity selective)");
+  f.add("--recompute-granularity", &recompute_granularity,
+        "selective (the attention core) | full (whole layers; needs --recompute-method and --recompute-num-layers)");
+  f.add("--recompute-method", &recompute_method,
+        "uniform (groups of --recompute-num-layers layers) | block (the first N layers of each pipeline stage)");
+  f.add("--recompute-num-layers", &recompute_num_layers, "layers per recomputed group (uniform) or recomputed (block)",
+        Bounds::at_least(0));
+  f.add("--checkpoint-activations", &checkpoint_activations,
+        "Megatron's old name (2021-2023) for --recompute-granularity full --recompute-method uniform");
+  f.add("--activations-checkpoint-method", &activations_checkpoint_method,
+        "Megatron's old name (2021-2022) for --recompute-method; given alone it means --recompute-granularity full");
+  f.add("--activations-checkpoint-num-layers", &activations_checkpoint_num_layers,
+        "Megatron's old name (2021-2022) for --recompute-num-layers (default 1)", Bounds::at_least(0));
+}
+
 void TrainConfig::finalize_recompute(const Flags& f) {
   map_old_recompute_flags(f);
   std::string granularity = recompute_granularity;

@@ -28,7 +28,8 @@ constexpr double kMaxMinutes = 365.0 * 24 * 60;
 constexpr double kMaxBatch = 1 << 30;
 }  // namespace
 
-void TrainConfig::register_flags(Flags& f) {
+// The architecture (trainer/model/model_options.h) and the Megatron flags whose meaning spans fields.
+void TrainConfig::register_architecture_flags(Flags& f) {
   register_model_flags(f, model);
   f.add("--openai-gelu", &openai_gelu, "GELU with the tanh approximation in the MLP (kiln's default, GPT-2's)");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
@@ -38,24 +39,10 @@ void TrainConfig::register_flags(Flags& f) {
         Bounds::half_open(0, 1));
   f.add("--attention-dropout", &model.attention_dropout, "dropout on the attention probabilities (Megatron's default)",
         Bounds::half_open(0, 1));
-  f.add("--recompute-activations", &recompute_activations,
-        "recompute each layer's attention core in backward (--recompute-granularity selective)");
-  f.add("--recompute-granularity", &recompute_granularity,
-        "selective (the attention core) | full (whole layers; needs --recompute-method and --recompute-num-layers)");
-  f.add("--recompute-method", &recompute_method,
-        "uniform (groups of --recompute-num-layers layers) | block (the first N layers of each pipeline stage)");
-  f.add("--recompute-num-layers", &recompute_num_layers, "layers per recomputed group (uniform) or recomputed (block)",
-        Bounds::at_least(0));
-  f.add("--checkpoint-activations", &checkpoint_activations,
-        "Megatron's old name (2021-2023) for --recompute-granularity full --recompute-method uniform");
-  f.add("--activations-checkpoint-method", &activations_checkpoint_method,
-        "Megatron's old name (2021-2022) for --recompute-method; given alone it means --recompute-granularity full");
-  f.add("--activations-checkpoint-num-layers", &activations_checkpoint_num_layers,
-        "Megatron's old name (2021-2022) for --recompute-num-layers (default 1)", Bounds::at_least(0));
-  f.add("--deterministic-mode", &deterministic_mode,
-        "bitwise-reproducible kernels on any machine (cpu: kiln's own GEMM for every shape, KILN_CPU_GEMM=kiln)");
-  f.add("--use-checkpoint-args", &use_checkpoint_args,
-        "take the model (every architecture flag) from the --load checkpoint's stored config");
+}
+
+// Batch sizes, training length and the parallel layout.
+void TrainConfig::register_batch_and_layout_flags(Flags& f) {
   f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
@@ -77,6 +64,10 @@ void TrainConfig::register_flags(Flags& f) {
         "interleaved 1F1B: layers per virtual pipeline stage (each rank holds several model chunks)");
   f.add("--num-virtual-stages-per-pipeline-rank", &num_virtual_stages_per_pipeline_rank,
         "interleaved 1F1B: model chunks (virtual stages) per pipeline rank");
+}
+
+// The learning-rate schedule, AdamW and the seed.
+void TrainConfig::register_optimizer_flags(Flags& f) {
   f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
@@ -95,7 +86,10 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--adam-beta2", &adam_beta2, "AdamW beta2", Bounds::half_open(0, 1));
   f.add("--adam-eps", &adam_eps, "AdamW epsilon", Bounds::at_least(0));
   f.add("--seed", &seed, "random seed (initialisation and data order)");
-  precision.register_flags(f);
+}
+
+// Saving and resuming (docs/CHECKPOINTS.md).
+void TrainConfig::register_checkpoint_flags(Flags& f) {
   f.add("--save", &save, "checkpoint directory to write");
   f.add("--load", &load, "checkpoint directory (or iter_XXXXXXX dir) to resume from");
   f.add("--exit-on-missing-checkpoint", &exit_on_missing_checkpoint,
@@ -111,6 +105,10 @@ void TrainConfig::register_flags(Flags& f) {
   for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler"})
     f.add(name, &use_checkpoint_opt_param_scheduler, "on resume, use the checkpoint's lr schedule over the flags'");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
+}
+
+// Evaluation, logging cadence, data and tokenizer.
+void TrainConfig::register_data_flags(Flags& f) {
   f.add("--eval-interval", &eval_interval, "evaluate every N steps");
   f.add("--eval-iters", &eval_iters, "micro-batches per evaluation (0: no evaluation)");
   f.add("--log-interval", &log_interval, "print a log line every N steps");
@@ -125,6 +123,10 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--make-vocab-size-divisible-by", &make_vocab_size_divisible_by,
         "pad the tokenizer's vocab to a multiple of this (x tensor-parallel size)");
   f.add("--data-cache-path", &data_cache_path, "directory for the dataset index caches (default: beside the data)");
+}
+
+// The device, metrics and the data-parallel collectives.
+void TrainConfig::register_runtime_flags(Flags& f) {
   f.add("--backend", &backend, "backend plugin name or path to a plugin .so");
   f.add("--device", &device, "device index within the backend");
   f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores; capped at the CPUs)",
@@ -145,6 +147,10 @@ void TrainConfig::register_flags(Flags& f) {
         "overlap the distributed optimizer's parameter all-gather with the next forward (bucket by bucket)");
   f.add("--check-weight-hash-across-dp-replicas-interval", &check_weight_hash_interval,
         "every N steps, check that parameters are bit-identical on all ranks (0: off)");
+}
+
+// Ending a job early: time limit, trigger files, signals (trainer/job_control.h).
+void TrainConfig::register_job_control_flags(Flags& f) {
   f.add("--exit-duration-in-mins", &exit_duration_in_mins, "save and exit 0 after running this long (0: off)",
         Bounds::closed(0, kMaxMinutes));
   f.add("--save-trigger-file", &save_trigger_file,
@@ -152,6 +158,22 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--exit-trigger-file", &exit_trigger_file,
         "if this file exists (checked every --log-interval steps), save and exit 0 (default <save>/kiln-exit-now)");
   exit.register_flags(f);
+}
+
+void TrainConfig::register_flags(Flags& f) {
+  register_architecture_flags(f);
+  register_recompute_flags(f);
+  f.add("--deterministic-mode", &deterministic_mode,
+        "bitwise-reproducible kernels on any machine (cpu: kiln's own GEMM for every shape, KILN_CPU_GEMM=kiln)");
+  f.add("--use-checkpoint-args", &use_checkpoint_args,
+        "take the model (every architecture flag) from the --load checkpoint's stored config");
+  register_batch_and_layout_flags(f);
+  register_optimizer_flags(f);
+  precision.register_flags(f);
+  register_checkpoint_flags(f);
+  register_data_flags(f);
+  register_runtime_flags(f);
+  register_job_control_flags(f);
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
   f.add("--log-throughput", &log_throughput,
         "add Megatron's 'throughput per GPU (TFLOP/s/GPU)' (its model-FLOPs count) to the iteration line");

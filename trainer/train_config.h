@@ -188,6 +188,15 @@ struct TrainConfig {
   void finalize(const Flags& flags);
 
  private:
+  // register_flags in groups, in --help's order.
+  void register_architecture_flags(Flags& flags);
+  void register_recompute_flags(Flags& flags);
+  void register_batch_and_layout_flags(Flags& flags);
+  void register_optimizer_flags(Flags& flags);
+  void register_checkpoint_flags(Flags& flags);
+  void register_data_flags(Flags& flags);
+  void register_runtime_flags(Flags& flags);
+  void register_job_control_flags(Flags& flags);
   // The architecture flags into `model`, with the checks that need the flags themselves.
   void finalize_architecture(const Flags& flags);
   void check_load();
