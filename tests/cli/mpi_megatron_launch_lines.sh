@@ -20,6 +20,8 @@
 # script's, in its order.
 # Not here: pretrain_gpt_distributed_with_mp.sh at 34ac1ad05e (2023-09) differs from
 # 94dbfd1cd3 only by dropping --data-impl; megatron_launch_lines.sh runs that form.
+# Not under ASan: 5 multi-rank fp16 runs (33 s in release) that check which flags
+#   are accepted; the trainer paths they take run under ASan in the mpi_* tests.
 set -euo pipefail
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
