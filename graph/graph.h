@@ -88,6 +88,15 @@ class Graph {
   // relu(x)^2 (Megatron's --squared-relu): a composite, see graph/ops/op_def.h.
   ValueId squared_relu(ValueId x);
   ValueId squared_relu_grad(ValueId x, ValueId dy);
+  // Math primitives (graph/ops/math.cpp), what the activations decompose into.
+  ValueId exp(ValueId x);
+  ValueId log(ValueId x);
+  ValueId tanh(ValueId x);
+  ValueId erf(ValueId x);
+  // b broadcast as a suffix of a, as in add.
+  ValueId max(ValueId a, ValueId b);
+  // a <= b ? x : y, elementwise over four values of one shape.
+  ValueId select(ValueId a, ValueId b, ValueId x, ValueId y);
   ValueId matmul(ValueId a, ValueId b, bool trans_a = false, bool trans_b = false);
   ValueId embedding(ValueId table, ValueId ids);
   ValueId embedding_grad(ValueId dy, ValueId ids, int64_t vocab);

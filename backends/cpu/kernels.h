@@ -89,8 +89,16 @@ void silu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n
 void clamp(const Ctx&, const float* x, float* y, int64_t n, float lo, float hi);
 void clamp_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 
-// ---- kernels_elementwise16.cpp: any op of staging.h's
-// converts_elementwise() on bf16/f16 storage. scratch: threads * (inputs + 1)
+// ---- kernels_math.cpp (MAX: b repeats every `inner` elements)
+void exp_kernel(const Ctx&, const float* x, float* y, int64_t n);
+void log_kernel(const Ctx&, const float* x, float* y, int64_t n);
+void tanh_kernel(const Ctx&, const float* x, float* y, int64_t n);
+void erf_kernel(const Ctx&, const float* x, float* y, int64_t n);
+void max_kernel(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_t inner);
+void select_kernel(const Ctx&, const float* a, const float* b, const float* x, const float* y, float* z, int64_t n);
+
+// ---- kernels_elementwise16.cpp: any elementwise op of staging.h's
+// converts_elementwise() on bf16/f16 storage, through its f32 kernel. scratch: threads * (inputs + 1)
 // * kElementwise16Block floats.
 void elementwise_16bit(const Ctx&, const NodePlan& node, void* const* values);
 
@@ -202,6 +210,11 @@ void cast(const Ctx&, const void* x, kiln_dtype x_dtype, void* y, kiln_dtype y_d
 
 // ---- kernels_dispatch.cpp
 void run_node(const Ctx& ctx, const NodePlan& node, void* const* values);
+// Inputs of the widest elementwise op (SELECT).
+inline constexpr size_t kMaxElementwiseInputs = 4;
+// An elementwise node's f32 kernel on `n` elements of `ins` (b of a
+// broadcasting op repeating every `inner`), into `y`.
+void run_elementwise(const Ctx& ctx, const NodePlan& node, const float* const* ins, float* y, int64_t n, int64_t inner);
 // The ops run_node runs: the plugin's support list.
 extern const std::span<const kiln_op> kSupportedOps;
 

@@ -23,6 +23,7 @@
 #include "kernels_embedding16.cpp"
 #include "kernels_layout.cpp"
 #include "kernels_loss.cpp"
+#include "kernels_math.cpp"
 #include "kernels_matmul.cpp"
 #include "kernels_norm.cpp"
 #include "kernels_optimizer.cpp"

@@ -51,8 +51,44 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_GELU_ERF,
     KILN_OP_GELU_ERF_GRAD,
     KILN_OP_CAST,
+    KILN_OP_EXP,
+    KILN_OP_LOG,
+    KILN_OP_TANH,
+    KILN_OP_ERF,
+    KILN_OP_MAX,
+    KILN_OP_SELECT,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
+
+// The elementwise ops (staging.h's converts_elementwise, read from the
+// table), on f32 values: called by run_node for f32 nodes and by
+// elementwise_16bit a block at a time for bf16/f16 ones, so each op's
+// kernel call is written once for both.
+void run_elementwise(const Ctx& ctx, const NodePlan& nd, const float* const* ins, float* y, int64_t n, int64_t inner) {
+  const float* x = ins[0];
+  auto fa = [&](size_t i) { return nd.fattrs[i]; };
+  switch (nd.op) {
+    case KILN_OP_FILL: return fill(ctx, y, n, fa(0));
+    case KILN_OP_ADD: return add(ctx, x, ins[1], y, n, inner);
+    case KILN_OP_MUL: return mul(ctx, x, ins[1], y, n, inner);
+    case KILN_OP_SCALE: return scale(ctx, x, y, n, fa(0));
+    case KILN_OP_GELU: return gelu(ctx, x, y, n);
+    case KILN_OP_GELU_GRAD: return gelu_grad(ctx, x, ins[1], y, n);
+    case KILN_OP_GELU_ERF: return gelu_erf(ctx, x, y, n);
+    case KILN_OP_GELU_ERF_GRAD: return gelu_erf_grad(ctx, x, ins[1], y, n);
+    case KILN_OP_SILU: return silu(ctx, x, y, n);
+    case KILN_OP_SILU_GRAD: return silu_grad(ctx, x, ins[1], y, n);
+    case KILN_OP_CLAMP: return clamp(ctx, x, y, n, fa(0), fa(1));
+    case KILN_OP_CLAMP_GRAD: return clamp_grad(ctx, x, ins[1], y, n, fa(0), fa(1));
+    case KILN_OP_EXP: return exp_kernel(ctx, x, y, n);
+    case KILN_OP_LOG: return log_kernel(ctx, x, y, n);
+    case KILN_OP_TANH: return tanh_kernel(ctx, x, y, n);
+    case KILN_OP_ERF: return erf_kernel(ctx, x, y, n);
+    case KILN_OP_MAX: return max_kernel(ctx, x, ins[1], y, n, inner);
+    case KILN_OP_SELECT: return select_kernel(ctx, x, ins[1], ins[2], ins[3], y, n);
+    default: return;  // not in the support list: compile refused the node
+  }
+}
 
 void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto fin = [&](size_t i) { return static_cast<const float*>(values[nd.in[i]]); };
@@ -64,16 +100,13 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
   auto hin = [&](size_t i) { return static_cast<const uint16_t*>(values[nd.in[i]]); };
   auto hout = [&](size_t i) { return static_cast<uint16_t*>(values[nd.out[i]]); };
   const bool low = nd.x_dtype != KILN_F32;
-  if (low && converts_elementwise(nd.op)) return elementwise_16bit(ctx, nd, values);
+  if (converts_elementwise(nd.op)) {  // its output's dtype is every input's (FILL has none)
+    if (nd.y_dtype != KILN_F32) return elementwise_16bit(ctx, nd, values);
+    const float* ins[kMaxElementwiseInputs] = {};
+    for (size_t i = 0; i < nd.in.size(); ++i) ins[i] = fin(i);
+    return run_elementwise(ctx, nd, ins, fout(0), nd.count, nd.bcast);
+  }
   switch (nd.op) {
-    case KILN_OP_FILL: return fill(ctx, fout(0), nd.count, fa(0));
-    case KILN_OP_ADD: return add(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
-    case KILN_OP_MUL: return mul(ctx, fin(0), fin(1), fout(0), nd.count, nd.bcast);
-    case KILN_OP_SCALE: return scale(ctx, fin(0), fout(0), nd.count, fa(0));
-    case KILN_OP_GELU: return gelu(ctx, fin(0), fout(0), nd.count);
-    case KILN_OP_GELU_GRAD: return gelu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
-    case KILN_OP_GELU_ERF: return gelu_erf(ctx, fin(0), fout(0), nd.count);
-    case KILN_OP_GELU_ERF_GRAD: return gelu_erf_grad(ctx, fin(0), fin(1), fout(0), nd.count);
     case KILN_OP_MATMUL:
       if (nd.library != nullptr)
         return nd.library->run(values[nd.in[0]], values[nd.in[1]], values[nd.out[0]], *ctx.pool);
@@ -131,10 +164,6 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS: return cross_entropy_from_sums(ctx, fin(0), fout(0), nd.rows);
     case KILN_OP_CROSS_ENTROPY_FROM_SUMS_GRAD:
       return cross_entropy_from_sums_grad(ctx, fin(0), fin(1), fout(0), nd.rows);
-    case KILN_OP_SILU: return silu(ctx, fin(0), fout(0), nd.count);
-    case KILN_OP_SILU_GRAD: return silu_grad(ctx, fin(0), fin(1), fout(0), nd.count);
-    case KILN_OP_CLAMP: return clamp(ctx, fin(0), fout(0), nd.count, fa(0), fa(1));
-    case KILN_OP_CLAMP_GRAD: return clamp_grad(ctx, fin(0), fin(1), fout(0), nd.count, fa(0), fa(1));
     case KILN_OP_ROPE:
       return rope(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
     case KILN_OP_ROPE_GRAD:
@@ -154,7 +183,8 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     // list; the host expands them into the ops above.
     case KILN_OP_SQUARED_RELU:
     case KILN_OP_SQUARED_RELU_GRAD:
-    case KILN_OP_COUNT_: break;
+    case KILN_OP_COUNT_:
+    default: break;  // and the elementwise ops, run above
   }
 }
 

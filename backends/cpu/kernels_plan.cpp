@@ -26,7 +26,7 @@ uint64_t NodePlan::kernel_scratch_bytes(int threads) const {
   if (x_dtype != KILN_F32 && op == KILN_OP_SOFTMAX_GRAD) return t * 3 * static_cast<uint64_t>(cols) * sizeof(float);
   if (x_dtype != KILN_F32 && op == KILN_OP_EMBEDDING_GRAD)
     return embedding16_order_bytes(rows) + t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
-  if (x_dtype != KILN_F32 && converts_elementwise(op))
+  if (y_dtype != KILN_F32 && converts_elementwise(op))  // y_dtype: FILL has no input
     return t * (in.size() + 1) * static_cast<uint64_t>(kElementwise16Block) * sizeof(float);
   switch (info->rule) {
     // Per-thread partial column sums, one row of them per parameter gradient.

@@ -31,21 +31,16 @@ bool converts_itself(kiln_op op) {
 
 }  // namespace
 
+// From the table, so a new elementwise op needs no entry here: an
+// elementwise op all of whose tensors are 'f' (DROPOUT's i32 key and
+// ADAMW's f32 state are not; those two convert or need no converting).
 bool converts_elementwise(kiln_op op) {
-  switch (op) {
-    case KILN_OP_ADD:
-    case KILN_OP_MUL:
-    case KILN_OP_SCALE:
-    case KILN_OP_GELU:
-    case KILN_OP_GELU_GRAD:
-    case KILN_OP_GELU_ERF:
-    case KILN_OP_GELU_ERF_GRAD:
-    case KILN_OP_SILU:
-    case KILN_OP_SILU_GRAD:
-    case KILN_OP_CLAMP:
-    case KILN_OP_CLAMP_GRAD: return true;
-    default: return false;
-  }
+  const kiln_op_info* info = kiln_op_find(op);
+  if (info == nullptr || (info->properties & KILN_OPP_ELEMENTWISE) == 0) return false;
+  for (const char* sig : {info->inputs, info->outputs})
+    for (const char* c = sig; *c != '\0'; ++c)
+      if (*c == ':' && c[1] != 'f') return false;
+  return true;
 }
 
 Staging plan_staging(const ir::DecodedGraph& g, const ir::DecodedNode& n) {

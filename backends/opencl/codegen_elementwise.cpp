@@ -31,7 +31,8 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 constexpr kiln_op kElementwiseOpsList[] = {
     KILN_OP_FILL,       KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
     KILN_OP_GELU_GRAD,  KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
-    KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD,
+    KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
+    KILN_OP_LOG,        KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAX,           KILN_OP_SELECT,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -147,6 +148,30 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
                        " : 0.0f;");
         break;
       }
+      // The math primitives: OpenCL C's built-ins (exp, log, tanh within 4 ulp
+      // by the spec, erf within 16); MAX and SELECT as comparisons, so a NaN
+      // follows the table (fmax would drop it).
+      case KILN_OP_EXP: body.push_back("const float " + y + " = exp(" + in(0) + ");"); break;
+      case KILN_OP_LOG: body.push_back("const float " + y + " = log(" + in(0) + ");"); break;
+      // tanh is +-1 in float from |x| = 9.1; PoCL's built-in returns a value
+      // just short of it there (within its 5 ulp), and x (1 - tanh) in SiLU's
+      // decomposition then gives inf for NaN at the infinities.
+      case KILN_OP_TANH: {
+        const std::string x = in(0);
+        body.push_back("const float " + y + " = fabs(" + x + ") >= 9.1f ? copysign(1.0f, " + x + ") : tanh(" + x +
+                       ");");
+        break;
+      }
+      case KILN_OP_ERF: body.push_back("const float " + y + " = erf(" + in(0) + ");"); break;
+      case KILN_OP_MAX: {
+        const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
+        body.push_back("const float " + y + " = isnan(" + a + ") || isnan(" + b + ") ? NAN : (" + a + " < " + b +
+                       " ? " + b + " : " + a + ");");
+        break;
+      }
+      case KILN_OP_SELECT:
+        body.push_back("const float " + y + " = " + in(0) + " <= " + in(1) + " ? " + in(2) + " : " + in(3) + ";");
+        break;
       case KILN_OP_ADAMW: {
         const float b1 = n.fattrs[0], b2 = n.fattrs[1], eps = n.fattrs[2];
         const std::string p = in(0), grad = in(1), m = in(2), vv = in(3);

@@ -64,6 +64,7 @@ void register_vocab_parallel_ops(OpDefs& defs);
 void register_rotary_ops(OpDefs& defs);
 void register_dropout_ops(OpDefs& defs);
 void register_cast_ops(OpDefs& defs);
+void register_math_ops(OpDefs& defs);
 void register_composite_activation_ops(OpDefs& defs);
 
 }  // namespace kiln::graph

@@ -23,7 +23,8 @@ const OpDefs& op_defs() {
     register_rotary_ops(d);
     register_dropout_ops(d);
     register_cast_ops(d);
-    register_composite_activation_ops(d);
+    register_math_ops(d);
+    register_composite_activation_ops(d);  // after elementwise: adds the activations' decompositions
     return d;
   }();
   return defs;

@@ -274,7 +274,23 @@ typedef enum kiln_shape_rule {
    * rank's heads or sequence slice), so x's gradient is the sum of every rank's: y's gradient is all-reduced over     \
    * the group (its VJP). No communication forward; the host removes the node before placing a graph's nodes           \
    * (graph/passes.h), so no plugin receives it. */                                                                     \
-  X(COPY_TO_TP_REGION, 46, "copy_to_tp_region", 1, 1, 0, 0, KILN_HC, EXACT, SAME, "x:f", "y:f")
+  X(COPY_TO_TP_REGION, 46, "copy_to_tp_region", 1, 1, 0, 0, KILN_HC, EXACT, SAME, "x:f", "y:f")                   \
+  /* ---- math primitives (issue 31): the pieces the activations decompose into (graph/ops/math.cpp). A NaN         \
+   * input gives NaN; each is the C library's function of the widened input, rounded once. */                       \
+  /* (x) -> e^x. */                                                                                                    \
+  X(EXP, 47, "exp", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                              \
+  /* (x) -> ln x: -inf at 0, NaN below. */                                                                             \
+  X(LOG, 48, "log", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                              \
+  /* (x) -> tanh x. */                                                                                                 \
+  X(TANH, 49, "tanh", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                            \
+  /* (x) -> erf x = 2/sqrt(pi) * integral of e^(-t^2) from 0 to x. */                                                  \
+  X(ERF, 50, "erf", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                              \
+  /* (a, b) -> max(a, b), b broadcast as a suffix of a: b where a < b, else a (so a tie, -0 against +0 too, gives     \
+   * a); NaN if either is NaN (torch.maximum). */                                                                      \
+  X(MAX, 51, "max", 2, 1, 0, 0, KILN_E, EXACT, BROADCAST, "a:f b:f", "y:f")                                           \
+  /* (a, b, x, y) -> a <= b ? x : y elementwise, all of one shape; a NaN in a or b picks y. A comparison and a         \
+   * choice in one op: the IR has no boolean dtype. */                                                                 \
+  X(SELECT, 52, "select", 4, 1, 0, 0, KILN_E, EXACT, SAME, "a:f b:f x:f y:f", "z:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

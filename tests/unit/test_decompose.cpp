@@ -23,6 +23,11 @@ namespace kiln::graph {
 namespace {
 
 bool keep_none(const Graph&, const Node&) { return false; }
+// A backend without SQUARED_RELU's pair but with every other op (the
+// activations' fused kernels included), as the in-tree backends are.
+bool keep_all_but_squared_relu(const Graph&, const Node& n) {
+  return n.op != KILN_OP_SQUARED_RELU && n.op != KILN_OP_SQUARED_RELU_GRAD;
+}
 bool keep_all(const Graph&, const Node&) { return true; }
 
 std::multiset<kiln_op> ops_of(const Graph& g) {
@@ -43,7 +48,7 @@ TEST(Decompose, ACompositeTheDeviceRefusesBecomesItsOpsInPlace) {
   g.output("y", g.add(y, x));
   g.output("dx", dx);
 
-  const Graph e = expand_composites(g, keep_none);
+  const Graph e = expand_composites(g, keep_all_but_squared_relu);
   EXPECT_EQ(ops_of(e), (std::multiset<kiln_op>{KILN_OP_SCALE, KILN_OP_CLAMP, KILN_OP_MUL, KILN_OP_CLAMP, KILN_OP_MUL,
                                                KILN_OP_SCALE, KILN_OP_ADD}));
   // The composite's outputs keep their ids: readers and ports are unchanged.
@@ -67,7 +72,7 @@ TEST(Decompose, AListedCompositeAndAGraphWithoutOneAreLeftAlone) {
   // Only the composite is asked about: the pass never touches a primitive.
   Graph plain;
   ValueId a = plain.input("a", KILN_F32, {6});
-  plain.output("y", plain.mul(plain.gelu(a), a));
+  plain.output("y", plain.mul(plain.exp(plain.scale(a, 2.0f)), a));
   const Graph same = expand_composites(plain, keep_none);
   ASSERT_EQ(same.nodes().size(), plain.nodes().size());
   ASSERT_EQ(same.values().size(), plain.values().size());
@@ -137,12 +142,13 @@ TEST(DecomposeExecution, ACompositeRunsOnTheCpuWithoutFallback) {
 }
 
 // A backend that lacks a primitive of the decomposition too (the partial
-// backend has mul and scale but no clamp): the composite is still expanded
-// on the primary, and only the missing primitive falls back.
+// backend has mul, scale, add and fill, but neither clamp nor max): the
+// composite is expanded on the primary, clamp (a composite itself) with it,
+// and only the missing primitive falls back: clamp's two maxes.
 TEST(DecomposeExecution, OnlyPrimitivesFallBack) {
   std::unique_ptr<Device> partial = testing::open_wrapped_cpu();
   testing::wrapped_hooks().supported = [](kiln_op op) {
-    return op == KILN_OP_MUL || op == KILN_OP_SCALE || op == KILN_OP_ADD;
+    return op == KILN_OP_MUL || op == KILN_OP_SCALE || op == KILN_OP_ADD || op == KILN_OP_FILL;
   };
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 0);
   FallbackDevice fallback(*cpu);
@@ -150,8 +156,8 @@ TEST(DecomposeExecution, OnlyPrimitivesFallBack) {
   ValueId x = g.input("x", KILN_F32, {5, 3});
   g.output("y", g.squared_relu(g.scale(x, 2.0f)));
   Executable exe(*partial, g, &fallback);
-  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_CLAMP});
-  EXPECT_EQ(exe.split().fallback_nodes, 1);
+  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_MAX});
+  EXPECT_EQ(exe.split().fallback_nodes, 2);
   testing::wrapped_hooks().supported = nullptr;
 }
 

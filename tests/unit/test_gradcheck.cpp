@@ -198,6 +198,40 @@ TEST(GradCheck, ClampAwayFromItsBounds) {
   c.check(c.weighted_sum(c.g.clamp(x, kLo, kHi)), {"x"});
 }
 
+// The math primitives (graph/ops/math.cpp).
+TEST(GradCheck, ExpLogTanhErf) {
+  GradCheck c;
+  ValueId x = c.input("x", {4, 5}, -1.5, 1.5);
+  ValueId p = c.input("p", {4, 5}, 0.5, 3.0);  // log's domain
+  ValueId sum = c.g.add(c.g.add(c.g.exp(x), c.g.tanh(x)), c.g.add(c.g.erf(x), c.g.log(p)));
+  c.check(c.weighted_sum(sum), {"x", "p"});
+}
+
+// MAX's derivative jumps where a = b: keep the pairs apart by more than the
+// step; b is broadcast, so its gradient sums over the rows it won.
+TEST(GradCheck, MaxAwayFromTiesWithABroadcastB) {
+  GradCheck c;
+  ValueId a = c.input("a", {5, 6});
+  ValueId b = c.input("b", {6});
+  const std::vector<float>& bv = c.inputs.at("b").f32;
+  std::vector<float>& av = c.inputs.at("a").f32;
+  for (size_t k = 0; k < av.size(); ++k)
+    if (std::abs(av[k] - bv[k % 6]) < 0.05f) av[k] = bv[k % 6] + (av[k] < bv[k % 6] ? -0.1f : 0.1f);
+  c.check(c.weighted_sum(c.g.max(a, b)), {"a", "b"});
+}
+
+// SELECT passes the gradient to whichever of x and y it picked.
+TEST(GradCheck, SelectAwayFromTies) {
+  GradCheck c;
+  ValueId a = c.input("a", {4, 7}), b = c.input("b", {4, 7});
+  ValueId x = c.input("x", {4, 7}), y = c.input("y", {4, 7});
+  std::vector<float>& av = c.inputs.at("a").f32;
+  const std::vector<float>& bv = c.inputs.at("b").f32;
+  for (size_t k = 0; k < av.size(); ++k)
+    if (std::abs(av[k] - bv[k]) < 0.05f) av[k] = bv[k] + 0.1f;
+  c.check(c.weighted_sum(c.g.select(a, b, x, y)), {"x", "y"});
+}
+
 // ------------------------------------------------------------ matmul
 
 TEST(GradCheck, MatmulAllTransposesAndBatches) {

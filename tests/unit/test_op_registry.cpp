@@ -59,8 +59,14 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_DROPOUT,
                                             KILN_OP_ALIBI,
                                             KILN_OP_GELU_ERF,
-                                            KILN_OP_SQUARED_RELU};
-  EXPECT_EQ(differentiable.size(), 26u);
+                                            KILN_OP_SQUARED_RELU,
+                                            KILN_OP_EXP,
+                                            KILN_OP_LOG,
+                                            KILN_OP_TANH,
+                                            KILN_OP_ERF,
+                                            KILN_OP_MAX,
+                                            KILN_OP_SELECT};
+  EXPECT_EQ(differentiable.size(), 32u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";
 }
 

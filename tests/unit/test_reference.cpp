@@ -227,6 +227,51 @@ TEST(Reference, ClampKeepsNaNAndPassesGradientOnTheBounds) {
   EXPECT_EQ(out.at("dx").f32, (std::vector<float>{0, 2, 3, 4, 0, 0, 0}));
 }
 
+TEST(Reference, MathPrimitivesByHand) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4});
+  g.output("exp", g.exp(x));
+  g.output("log", g.log(x));
+  g.output("tanh", g.tanh(x));
+  g.output("erf", g.erf(x));
+  TensorMap out = run_reference(g, {{"x", F({4}, {-1.0f, 0.0f, 0.5f, 2.0f})}});
+  expect_near(out.at("exp").f32, {std::exp(-1.0), 1.0, std::exp(0.5), std::exp(2.0)});
+  expect_near(out.at("tanh").f32, {-0.7615941559557649, 0.0, 0.46211715726000974, 0.9640275800758169});
+  expect_near(out.at("erf").f32, {-0.8427007929497149, 0.0, 0.5204998778130465, 0.9953222650189527});
+  const std::vector<float>& ln = out.at("log").f32;
+  EXPECT_TRUE(std::isnan(ln[0]));
+  EXPECT_EQ(ln[1], -INFINITY);
+  expect_near({ln[2], ln[3]}, {std::log(0.5), std::log(2.0)});
+}
+
+TEST(Reference, MaxPropagatesNaNAndKeepsAOnATie) {
+  Graph g;
+  g.output("y", g.max(g.input("a", KILN_F32, {2, 3}), g.input("b", KILN_F32, {3})));
+  const float nan = std::nanf("");
+  const std::vector<float> y = run_y(g, {{"a", F({2, 3}, {1, -0.0f, nan, 5, 0.0f, -1})}, {"b", F({3}, {2, 0.0f, 0})}});
+  EXPECT_EQ(y[0], 2.0f);
+  EXPECT_TRUE(std::signbit(y[1])) << "a tie gives a: -0 against +0 stays -0";
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(y[3], 5.0f);
+  EXPECT_FALSE(std::signbit(y[4]));
+  EXPECT_EQ(y[5], 0.0f);
+  Graph h;
+  h.output("y", h.max(h.input("a", KILN_F32, {1}), h.input("b", KILN_F32, {1})));
+  EXPECT_TRUE(std::isnan(run_y(h, {{"a", F({1}, {1})}, {"b", F({1}, {nan})}})[0]));
+}
+
+TEST(Reference, SelectPicksXWhereALessOrEqualB) {
+  Graph g;
+  g.output("y", g.select(g.input("a", KILN_F32, {4}), g.input("b", KILN_F32, {4}), g.input("x", KILN_F32, {4}),
+                         g.input("w", KILN_F32, {4})));
+  const float nan = std::nanf("");
+  EXPECT_EQ(run_y(g, {{"a", F({4}, {1, 2, 3, nan})},
+                      {"b", F({4}, {2, 2, 1, 0})},
+                      {"x", F({4}, {10, 20, 30, 40})},
+                      {"w", F({4}, {-10, -20, -30, -40})}}),
+            (std::vector<float>{10, 20, -30, -40}));
+}
+
 TEST(Reference, ClampRefusesBoundsThatAreNoInterval) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {3});

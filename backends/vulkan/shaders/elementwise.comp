@@ -1,6 +1,6 @@
 #version 450
 // FILL, ADD, MUL, SCALE, GELU, GELU_GRAD, SILU, SILU_GRAD, CLAMP, CLAMP_GRAD,
-// GELU_ERF, GELU_ERF_GRAD (kiln/ops.h), chosen by OP.
+// GELU_ERF, GELU_ERF_GRAD, EXP, LOG, TANH, ERF, MAX (kiln/ops.h), chosen by OP.
 // In place safe: element i of every input is read before y[i] is written.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -40,6 +40,33 @@ float erfc_nr(float z) {
   float r = t * exp(-a * a + poly);
   return z >= 0.0 ? r : 2.0 - r;
 }
+
+// erf(z): below |z| = 0.5 its Taylor series to z^11 (the next term is under
+// 2.5e-8 relative), where 1 - erfc would cancel; above, 1 - erfc_nr(|z|)
+// with z's sign.
+float erf_nr(float z) {
+  float a = abs(z);
+  if (a < 0.5) {
+    float z2 = z * z;
+    return 1.1283791670955126 * z *
+           (1.0 + z2 * (-1.0 / 3.0 + z2 * (1.0 / 10.0 + z2 * (-1.0 / 42.0 + z2 * (1.0 / 216.0 - z2 / 1320.0)))));
+  }
+  float r = 1.0 - erfc_nr(a);
+  return z < 0.0 ? -r : r;
+}
+
+// tanh(u) to float precision near 0 too: common.glsl's stable_tanh forms
+// 1 - e^(-2|u|), which loses relative precision as u -> 0 (fine inside
+// GELU, not for TANH itself). Below |u| = 0.25 the series to u^11 (next term
+// under 1e-11 relative).
+float tanh_op(float u) {
+  if (abs(u) >= 0.25) return stable_tanh(u);
+  float u2 = u * u;
+  return u * (1.0 + u2 * (-1.0 / 3.0 + u2 * (2.0 / 15.0 + u2 * (-17.0 / 315.0 + u2 * (62.0 / 2835.0 -
+         u2 * (1382.0 / 155925.0))))));
+}
+
+bool is_nan(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) > 0x7F800000u; }
 
 const float kInvSqrt2 = 0.70710678118654752;
 const float kInvSqrt2Pi = 0.39894228040143268;
@@ -86,11 +113,22 @@ void main() {
     } else if (OP == KILN_OP_CLAMP) {
       // A NaN x stays NaN. Tested on its bits: NVIDIA's compiler turns
       // comparison chains into min/max, which return the bound for NaN.
-      const bool nan_x = (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u;
-      r = nan_x ? x : (x < p.f ? p.f : (x > p.f2 ? p.f2 : x));
+      r = is_nan(x) ? x : (x < p.f ? p.f : (x > p.f2 ? p.f2 : x));
     } else if (OP == KILN_OP_CLAMP_GRAD) {
       // Inclusive bounds; a NaN x fails both and gets 0.
       r = x >= p.f && x <= p.f2 ? b[p.base[2] + i] : 0.0;
+    } else if (OP == KILN_OP_EXP) {
+      r = exp(x);
+    } else if (OP == KILN_OP_LOG) {
+      r = log(x);
+    } else if (OP == KILN_OP_TANH) {
+      r = tanh_op(x);
+    } else if (OP == KILN_OP_ERF) {
+      r = erf_nr(x);
+    } else if (OP == KILN_OP_MAX) {
+      // A NaN in either gives NaN; a tie gives x. Tested on bits, as CLAMP.
+      float m = b[p.base[2] + i % p.bcast];
+      r = is_nan(x) || is_nan(m) ? uintBitsToFloat(0x7FC00000u) : (x < m ? m : x);
     } else {
       r = uintBitsToFloat(0x7FC00000u);  // an op without a branch: NaN, which conformance fails
     }
