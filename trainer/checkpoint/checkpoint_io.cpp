@@ -9,11 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln::trainer {
 namespace fs = std::filesystem;
@@ -21,6 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kLoadFix = "; re-save it or point --load at another checkpoint";
+const char* const kPointerFix = "write the iteration number into it or point --load at an iter_XXXXXXX directory";
 
 [[noreturn]] void sys_error(const std::string& what, const fs::path& p) {
   throw Error("cannot " + what + " " + p.string() + ": " + std::strerror(errno));
@@ -29,7 +29,7 @@ const char* const kLoadFix = "; re-save it or point --load at another checkpoint
 // fsync works through a read-only descriptor on Linux, and opening the
 // directory itself is the only way to make a rename or create durable.
 void fsync_path(const fs::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));  // not an input: fsync
   if (fd < 0) sys_error("open", p);
   const int rc = ::fsync(fd);
   const int saved = errno;
@@ -86,15 +86,6 @@ void publish_dir(const fs::path& tmp, const fs::path& final, const fs::path& roo
   }
   fsync_path(root, true);
   fs::remove_all(aside);
-}
-
-std::string read_small_file(const fs::path& p, size_t limit) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) sys_error("read", p);
-  std::string s(limit, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(limit));
-  s.resize(static_cast<size_t>(in.gcount()));
-  return s;
 }
 
 std::string printable(const std::string& s) {
@@ -240,7 +231,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   bool have_iteration = false;
   const fs::path latest = p / kLatestFileName;
   if (fs::exists(latest, ec)) {
-    const std::string text = read_small_file(latest, 64);
+    const std::string text = read_input({latest.string(), "checkpoint pointer", kPointerFix, kMaxPointerFileBytes});
     if (!parse_iteration(text, out.iteration))
       throw Error(latest.string() + " should hold an iteration number but holds '" + printable(text) +
                   "'; fix it or point --load at an iter_XXXXXXX directory");
@@ -265,12 +256,10 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
       throw Error("checkpoint " + out.dir + " is incomplete: " + f + " is missing" + kLoadFix);
 
   const fs::path meta_path = dir / kMetaFileName;
-  std::ifstream in(meta_path, std::ios::binary);
-  if (!in) sys_error("read", meta_path);
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string meta_text = read_input(
+      {meta_path.string(), "checkpoint", "re-save it or point --load at another checkpoint", kMaxJsonConfigBytes});
   try {
-    out.meta = nlohmann::json::parse(text.str());
+    out.meta = nlohmann::json::parse(meta_text);
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     for (char& c : why)
