@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/regular_file.h"
+#include "trainer/checkpoint/model_config.h"
 
 namespace kiln::trainer {
 namespace fs = std::filesystem;
@@ -124,14 +125,34 @@ std::string list_iter_dirs(const fs::path& root) {
   return out;
 }
 
-std::map<std::string, SafeTensor> load_tensors(const fs::path& file) {
+std::map<std::string, SafeTensor> load_tensors(const fs::path& file, const ExpectedTensors* expected) {
   try {
-    return read_safetensors(file.string()).tensors;
+    return read_safetensors(file.string(), expected).tensors;
   } catch (const SafetensorsError& e) {
     throw Error("checkpoint " + file.string() + " is corrupt: " + e.problem() + kLoadFix);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + kLoadFix);
   }
+}
+
+// The model and optimizer tensors of the model in meta.json's "config",
+// as ModelState saves them; false when there is no usable config (the
+// callers that need one refuse the checkpoint then, naming the key).
+bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, ExpectedTensors& optimizer) {
+  auto config = meta.find("config");
+  if (config == meta.end() || !config->is_object()) return false;
+  std::vector<ParamSpec> params;
+  try {
+    params = gpt_parameters(model_config_from_json(*config));
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (const ParamSpec& p : params) {
+    model[p.name] = p.full_shape;
+    optimizer[p.name + ".exp_avg"] = p.full_shape;
+    optimizer[p.name + ".exp_avg_sq"] = p.full_shape;
+  }
+  return true;
 }
 
 }  // namespace
@@ -297,8 +318,12 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   if (!saved_without_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
     throw Error("checkpoint " + out.dir + " is incomplete: " + kOptimizerFileName + " is missing" + kLoadFix);
   if (!with_tensors) return out;
-  out.model = load_tensors(dir / kModelFileName);
-  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName);
+  // The tensors meta.json's model has, checked against each file's header
+  // before its payload is read (a header may claim any size).
+  ExpectedTensors model, optimizer;
+  const bool known = expected_tensors(out.meta, model, optimizer);
+  out.model = load_tensors(dir / kModelFileName, known ? &model : nullptr);
+  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName, known ? &optimizer : nullptr);
   return out;
 }
 

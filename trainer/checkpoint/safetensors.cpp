@@ -236,9 +236,28 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
+// Names and shapes from the header against what the reader needs.
+void check_expected(const std::string& path, const std::vector<Entry>& entries, const ExpectedTensors& expected) {
+  for (const Entry& e : entries) {
+    auto it = expected.find(e.name);
+    if (it == expected.end())
+      throw Error(path + " holds tensor " + quote(e.name) + " " + shape_str(e.tensor.shape) +
+                  ", which the model does not have");
+    if (it->second != e.tensor.shape)
+      throw Error(path + " tensor " + quote(e.name) + " has shape " + shape_str(e.tensor.shape) + ", the model needs " +
+                  shape_str(it->second));
+  }
+  if (entries.size() == expected.size()) return;
+  for (const auto& wanted : expected) {
+    const std::string& name = wanted.first;
+    if (std::none_of(entries.begin(), entries.end(), [&name](const Entry& e) { return e.name == name; }))
+      throw Error(path + " has no tensor " + quote(name) + "; it was saved from a different model configuration");
+  }
+}
+
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
+SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected) {
   // Bounded by its header: every offset is checked against st_size below
   // before any payload is read.
   const InputFd f = open_input({path, "safetensors file", "", kBoundedByHeader});
@@ -321,6 +340,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
     throw corrupt(std::to_string(buffer_len - expect) +
                   " unused bytes after the last tensor (file size does not match the header)");
 
+  if (expected) check_expected(path, entries, *expected);
   for (Entry* e : sorted) {
     e->tensor.data.resize(e->end - e->begin);
     if (e->tensor.data.empty()) continue;
