@@ -65,7 +65,7 @@ void write_file_atomically(const std::string& path, const void* data, size_t siz
     throw Error("cannot rename " + tmp + " to " + path + ": " + why);
   }
   // The rename itself must survive a crash too.
-  int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // not an input: fsync
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

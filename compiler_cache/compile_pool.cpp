@@ -18,12 +18,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "compiler_cache/compile_task.h"
 #include "compiler_cache/lock.h"
 #include "compiler_cache/pool_progress.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln::compiler_cache {
 namespace {
@@ -39,7 +41,12 @@ struct Running {
 };
 
 std::string last_line_of_file(const std::string& path) {
-  std::ifstream in(path);
+  std::istringstream in;
+  try {
+    in.str(read_input({path, "worker log", "", kMaxLogFileBytes}));
+  } catch (const Error& e) {
+    return e.what();
+  }
   std::string line, last;
   // The worker's last non-empty line is its error.
   while (std::getline(in, line))
@@ -166,7 +173,7 @@ int cores() {
 int PoolResult::count(TaskResult r) const { return static_cast<int>(std::count(results.begin(), results.end(), r)); }
 
 long available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
+  std::ifstream in("/proc/meminfo");  // not an input: a /proc file (st_size 0, always regular)
   std::string name;
   long kib = 0;
   std::string unit;

@@ -10,12 +10,12 @@
 #include <sys/resource.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <new>
 
 #include "compiler_cache/atomic_file.h"
 #include "core/log.h"
 #include "core/registry.h"
+#include "core/regular_file.h"
 
 namespace kiln::compiler_cache {
 
@@ -55,8 +55,7 @@ void limit_memory_for_tests() {
 int run_task(const std::string& task_file, const CacheConfig& config) {
   nlohmann::json task;
   try {
-    std::ifstream in(task_file);
-    task = nlohmann::json::parse(in);
+    task = nlohmann::json::parse(read_input({task_file, "precompile task", "", kMaxJsonConfigBytes}));
   } catch (const std::exception& e) {
     throw Error("precompile worker: cannot read task " + task_file + ": " + e.what());
   }

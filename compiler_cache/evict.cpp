@@ -29,7 +29,8 @@ int64_t mtime_ns(const std::string& path) {
 Eviction evict_entry(const std::string& entry_path, int64_t listed_mtime_ns) {
   if (std::optional<LockHolder> holder = read_lock(lock_path_of(entry_path)))
     if (!lock_is_stale(*holder, LockPolicy{})) return Eviction::InUse;
-  const int fd = ::open(entry_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // Opened only to flock it; O_NONBLOCK so a FIFO in place of an entry cannot block.
+  const int fd = ::open(entry_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // not an input: flock
   if (fd < 0) return errno == ENOENT ? Eviction::Gone : Eviction::InUse;
   Eviction result = Eviction::InUse;
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {

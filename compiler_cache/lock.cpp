@@ -9,13 +9,13 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "core/log.h"
+#include "core/regular_file.h"
 
 namespace kiln::compiler_cache {
 
@@ -51,8 +51,15 @@ bool pid_alive(long pid) {
 }  // namespace
 
 std::optional<LockHolder> read_lock(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
+  // A lock file that is no regular file (a FIFO would block) or too big for
+  // "host pid token" reads as absent, as an unreadable one always has.
+  RegularFile file = open_regular_file(path, kMaxPointerFileBytes);
+  if (file.fd < 0) return std::nullopt;
+  const InputFd fd(file.fd, file.size);
+  std::string text(fd.size(), '\0');
+  const ssize_t got = ::read(fd.fd(), text.data(), text.size());
+  text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  std::istringstream in(text);
   LockHolder h;
   in >> h.host >> h.pid >> h.token;
   h.heartbeat_age_s = seconds_since_mtime(path);

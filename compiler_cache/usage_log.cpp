@@ -1,15 +1,18 @@
 #include "compiler_cache/usage_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
+#include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler_cache/lock.h"
+#include "core/regular_file.h"
 
 namespace kiln::compiler_cache {
 
@@ -24,8 +27,15 @@ bool append_usage(const std::string& root, const UsageRecord& r) {
                                {"saved_s", r.seconds_saved},
                                {"compile_s", r.compile_seconds}};
   const std::string text = line.dump() + "\n";
-  const int fd = ::open(usage_log_path(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO with no reader fails the open (ENXIO) instead of
+  // blocking every run's set-up; anything but a regular file is skipped.
+  const int fd = ::open(usage_log_path(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
   // One write: O_APPEND places it whole at the end, after any other
   // process's line.
   const bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -35,7 +45,11 @@ bool append_usage(const std::string& root, const UsageRecord& r) {
 
 UsageTotals read_usage(const std::string& root) {
   UsageTotals t;
-  std::ifstream in(usage_log_path(root));
+  const std::string path = usage_log_path(root);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return t;
+  std::istringstream in(
+      read_input({path, "the cache's usage log", "remove it (kiln starts a new one)", kMaxLogFileBytes}));
   std::string text;
   while (std::getline(in, text)) {
     if (text.empty()) continue;

@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
+
+#include "core/error.h"
 
 namespace kiln {
 
@@ -24,6 +27,7 @@ RegularFile open_regular_file(const std::string& path, uint64_t max_bytes) {
   RegularFile out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
+    out.open_errno = errno;
     out.problem = std::strerror(errno);
     return out;
   }
@@ -45,6 +49,71 @@ RegularFile open_regular_file(const std::string& path, uint64_t max_bytes) {
   out.fd = fd;
   out.size = static_cast<uint64_t>(st.st_size);
   return out;
+}
+
+InputFd::~InputFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+InputFd::InputFd(InputFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+
+std::string input_error(const InputFile& file, const std::string& problem, const char* verb) {
+  std::string line = std::string("cannot ") + verb + " ";
+  if (!file.what.empty()) line += file.what + " ";
+  line += file.path + ": " + problem;
+  if (!file.fix.empty()) line += "; " + file.fix;
+  return line;
+}
+
+InputFd open_input(const InputFile& file) {
+  RegularFile f = open_regular_file(file.path, file.max_bytes);
+  if (f.fd < 0) throw Error(input_error(file, f.problem, f.open_errno != 0 ? "open" : "read"));
+  return InputFd(f.fd, f.size);
+}
+
+std::string read_input(const InputFile& file) {
+  InputFd in = open_input(file);
+  std::string bytes(in.size(), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(in.fd(), bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(input_error(file, std::strerror(errno)));
+    if (n == 0) break;  // shrank while read: what is there is the file
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
+InputFd open_input_stream(const InputFile& file) {
+  const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw Error(input_error(file, std::strerror(errno), "open"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw Error(input_error(file, std::strerror(saved)));
+  }
+  if (S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return open_input(file);
+  }
+  if (S_ISFIFO(st.st_mode)) {
+    // A pipe (/dev/stdin of `zcat x.gz | kiln ...`) or a named FIFO: a
+    // stream, waited for. Reopening blocks until a named FIFO has a writer;
+    // a pipe already has one.
+    ::close(fd);
+    const int blocking = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (blocking < 0) throw Error(input_error(file, std::strerror(errno), "open"));
+    return InputFd(blocking, 0);
+  }
+  if (S_ISCHR(st.st_mode) && ::isatty(fd)) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return InputFd(fd, 0);
+  }
+  ::close(fd);
+  throw Error(input_error(file, "is " + file_type_name(st.st_mode) + ", not a regular file or a pipe"));
 }
 
 }  // namespace kiln

@@ -123,7 +123,7 @@ struct HostInfo {
 const HostInfo& host_info() {
   static const HostInfo info = [] {
     HostInfo h;
-    std::ifstream f("/proc/cpuinfo");
+    std::ifstream f("/proc/cpuinfo");  // not an input: a /proc file (st_size 0, always regular)
     std::string line;
     auto value = [](const std::string& l) {
       size_t colon = l.find(':');

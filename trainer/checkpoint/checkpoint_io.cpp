@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/regular_file.h"
+#include "trainer/checkpoint/model_config.h"
 
 namespace kiln::trainer {
 namespace fs = std::filesystem;
@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kLoadFix = "; re-save it or point --load at another checkpoint";
+const char* const kPointerFix = "write the iteration number into it or point --load at an iter_XXXXXXX directory";
 
 [[noreturn]] void sys_error(const std::string& what, const fs::path& p) {
   throw Error("cannot " + what + " " + p.string() + ": " + std::strerror(errno));
@@ -29,7 +30,7 @@ const char* const kLoadFix = "; re-save it or point --load at another checkpoint
 // fsync works through a read-only descriptor on Linux, and opening the
 // directory itself is the only way to make a rename or create durable.
 void fsync_path(const fs::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));  // not an input: fsync
   if (fd < 0) sys_error("open", p);
   const int rc = ::fsync(fd);
   const int saved = errno;
@@ -88,15 +89,6 @@ void publish_dir(const fs::path& tmp, const fs::path& final, const fs::path& roo
   fs::remove_all(aside);
 }
 
-std::string read_small_file(const fs::path& p, size_t limit) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) sys_error("read", p);
-  std::string s(limit, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(limit));
-  s.resize(static_cast<size_t>(in.gcount()));
-  return s;
-}
-
 std::string printable(const std::string& s) {
   std::string out;
   for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
@@ -133,14 +125,34 @@ std::string list_iter_dirs(const fs::path& root) {
   return out;
 }
 
-std::map<std::string, SafeTensor> load_tensors(const fs::path& file) {
+std::map<std::string, SafeTensor> load_tensors(const fs::path& file, const ExpectedTensors* expected) {
   try {
-    return read_safetensors(file.string()).tensors;
+    return read_safetensors(file.string(), expected).tensors;
   } catch (const SafetensorsError& e) {
     throw Error("checkpoint " + file.string() + " is corrupt: " + e.problem() + kLoadFix);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + kLoadFix);
   }
+}
+
+// The model and optimizer tensors of the model in meta.json's "config",
+// as ModelState saves them; false when there is no usable config (the
+// callers that need one refuse the checkpoint then, naming the key).
+bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, ExpectedTensors& optimizer) {
+  auto config = meta.find("config");
+  if (config == meta.end() || !config->is_object()) return false;
+  std::vector<ParamSpec> params;
+  try {
+    params = gpt_parameters(model_config_from_json(*config));
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (const ParamSpec& p : params) {
+    model[p.name] = p.full_shape;
+    optimizer[p.name + ".exp_avg"] = p.full_shape;
+    optimizer[p.name + ".exp_avg_sq"] = p.full_shape;
+  }
+  return true;
 }
 
 }  // namespace
@@ -240,7 +252,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   bool have_iteration = false;
   const fs::path latest = p / kLatestFileName;
   if (fs::exists(latest, ec)) {
-    const std::string text = read_small_file(latest, 64);
+    const std::string text = read_input({latest.string(), "checkpoint pointer", kPointerFix, kMaxPointerFileBytes});
     if (!parse_iteration(text, out.iteration))
       throw Error(latest.string() + " should hold an iteration number but holds '" + printable(text) +
                   "'; fix it or point --load at an iter_XXXXXXX directory");
@@ -265,12 +277,10 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
       throw Error("checkpoint " + out.dir + " is incomplete: " + f + " is missing" + kLoadFix);
 
   const fs::path meta_path = dir / kMetaFileName;
-  std::ifstream in(meta_path, std::ios::binary);
-  if (!in) sys_error("read", meta_path);
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string meta_text = read_input(
+      {meta_path.string(), "checkpoint", "re-save it or point --load at another checkpoint", kMaxJsonConfigBytes});
   try {
-    out.meta = nlohmann::json::parse(text.str());
+    out.meta = nlohmann::json::parse(meta_text);
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     for (char& c : why)
@@ -308,8 +318,12 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   if (!saved_without_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
     throw Error("checkpoint " + out.dir + " is incomplete: " + kOptimizerFileName + " is missing" + kLoadFix);
   if (!with_tensors) return out;
-  out.model = load_tensors(dir / kModelFileName);
-  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName);
+  // The tensors meta.json's model has, checked against each file's header
+  // before its payload is read (a header may claim any size).
+  ExpectedTensors model, optimizer;
+  const bool known = expected_tensors(out.meta, model, optimizer);
+  out.model = load_tensors(dir / kModelFileName, known ? &model : nullptr);
+  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName, known ? &optimizer : nullptr);
   return out;
 }
 

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln::trainer {
 
@@ -24,13 +24,15 @@ void write_text(const fs::path& p, const std::string& text) {
   if (!f) throw Error("cannot write " + p.string());
 }
 
+const char* const kInputFix = "point --input at a Hugging Face model directory";
+
 nlohmann::json read_json(const fs::path& p, const std::string& what) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw Error("--input " + p.parent_path().string() + " has no readable " + what);
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::error_code ec;
+  if (!fs::exists(p, ec) && !fs::is_symlink(p, ec))
+    throw Error("--input " + p.parent_path().string() + " has no readable " + what);
+  const std::string text = read_input({p.string(), "--input", kInputFix, kMaxJsonConfigBytes});
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(p.string() + " is not valid JSON (" + e.what() + ")");
   }
@@ -41,6 +43,8 @@ std::map<std::string, SafeTensor> read_weights(const fs::path& file) {
     return read_safetensors(file.string()).tensors;
   } catch (const SafetensorsError& e) {
     throw Error(file.string() + " is not valid safetensors: " + e.problem());
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; " + kInputFix);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "trainer/checkpoint/safetensors.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -9,6 +11,8 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+
+#include "core/regular_file.h"
 
 namespace kiln::trainer {
 
@@ -232,23 +236,52 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
+// Names and shapes from the header against what the reader needs.
+void check_expected(const std::string& path, const std::vector<Entry>& entries, const ExpectedTensors& expected) {
+  for (const Entry& e : entries) {
+    auto it = expected.find(e.name);
+    if (it == expected.end())
+      throw Error(path + " holds tensor " + quote(e.name) + " " + shape_str(e.tensor.shape) +
+                  ", which the model does not have");
+    if (it->second != e.tensor.shape)
+      throw Error(path + " tensor " + quote(e.name) + " has shape " + shape_str(e.tensor.shape) + ", the model needs " +
+                  shape_str(it->second));
+  }
+  if (entries.size() == expected.size()) return;
+  for (const auto& wanted : expected) {
+    const std::string& name = wanted.first;
+    if (std::none_of(entries.begin(), entries.end(), [&name](const Entry& e) { return e.name == name; }))
+      throw Error(path + " has no tensor " + quote(name) + "; it was saved from a different model configuration");
+  }
+}
+
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f) io_error("open", path);
+SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected) {
+  // Bounded by its header: every offset is checked against st_size below
+  // before any payload is read.
+  const InputFd f = open_input({path, "safetensors file", "", kBoundedByHeader});
   auto corrupt = [&](const std::string& problem) { return SafetensorsError(path, problem); };
-
-  if (std::fseek(f.get(), 0, SEEK_END) != 0) io_error("read", path);
-  const long size_l = std::ftell(f.get());
-  if (size_l < 0) io_error("read", path);
-  const uint64_t file_size = static_cast<uint64_t>(size_l);
-  std::rewind(f.get());
+  // Whole reads at `offset`; false when the file ends first.
+  auto read_at = [&](void* dst, uint64_t size, uint64_t offset) {
+    auto* out = static_cast<uint8_t*>(dst);
+    while (size > 0) {
+      const ssize_t n = ::pread(f.fd(), out, size, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) io_error("read", path);
+      if (n == 0) return false;
+      out += n;
+      size -= static_cast<uint64_t>(n);
+      offset += static_cast<uint64_t>(n);
+    }
+    return true;
+  };
+  const uint64_t file_size = f.size();
 
   if (file_size < 8)
     throw corrupt("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
   uint8_t len_bytes[8];
-  if (std::fread(len_bytes, 1, 8, f.get()) != 8) throw corrupt("file is truncated");
+  if (!read_at(len_bytes, 8, 0)) throw corrupt("file is truncated");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
   if (n > kSafetensorsMaxHeader)
@@ -260,7 +293,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   if (n < 2) throw corrupt("header length " + std::to_string(n) + " cannot hold a JSON object");
 
   std::string text(n, '\0');
-  if (std::fread(text.data(), 1, n, f.get()) != n) throw corrupt("file is truncated");
+  if (!read_at(text.data(), n, 8)) throw corrupt("file is truncated");
   if (text[0] != '{') throw corrupt("header does not start with '{'");
   nlohmann::json header;
   try {
@@ -307,11 +340,11 @@ SafetensorsFile read_safetensors(const std::string& path) {
     throw corrupt(std::to_string(buffer_len - expect) +
                   " unused bytes after the last tensor (file size does not match the header)");
 
+  if (expected) check_expected(path, entries, *expected);
   for (Entry* e : sorted) {
     e->tensor.data.resize(e->end - e->begin);
     if (e->tensor.data.empty()) continue;
-    if (std::fseek(f.get(), static_cast<long>(8 + n + e->begin), SEEK_SET) != 0 ||
-        std::fread(e->tensor.data.data(), 1, e->tensor.data.size(), f.get()) != e->tensor.data.size())
+    if (!read_at(e->tensor.data.data(), e->tensor.data.size(), 8 + n + e->begin))
       throw corrupt("file is truncated inside tensor " + quote(e->name));
   }
   for (auto& e : entries) out.tensors.emplace(std::move(e.name), std::move(e.tensor));

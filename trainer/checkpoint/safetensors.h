@@ -66,10 +66,16 @@ class SafetensorsError : public Error {
 void write_safetensors(const std::string& path, const std::map<std::string, SafeTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
+// The tensors a reader needs, name to shape: when given, the header must
+// list exactly these, each with its shape, or read_safetensors throws
+// kiln::Error before reading (or allocating for) any payload, so a header
+// that claims gigabytes costs nothing.
+using ExpectedTensors = std::map<std::string, std::vector<int64_t>>;
+
 // Validates everything against the file size before trusting it; throws
 // SafetensorsError on malformed content and kiln::Error if the file cannot
-// be opened. Never crashes on hostile input.
-SafetensorsFile read_safetensors(const std::string& path);
+// be opened or does not hold `expected`. Never crashes on hostile input.
+SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected = nullptr);
 
 // Header size cap, as in the reference implementation: a larger header is
 // far more likely to be garbage than a real file.

@@ -1,15 +1,18 @@
 #include "trainer/data/gpt_dataset.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/regular_file.h"
 
 namespace kiln::data {
 
@@ -352,12 +355,54 @@ struct Reader {
 };
 }  // namespace
 
+namespace {
+// The cache file's size as its header says it must be, 0 if the header is
+// not a version-1 header for `description`. Reads only the counts, so a
+// huge file (or one claiming huge arrays) costs a few small reads.
+uint64_t expected_cache_size(int fd, uint64_t file_size, const std::string& description) {
+  auto read_at = [&](void* dst, uint64_t n, uint64_t offset) {
+    return offset + n <= file_size && ::pread(fd, dst, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n);
+  };
+  char magic[8];
+  uint32_t version = 0, dlen = 0;
+  if (!read_at(magic, 8, 0) || std::memcmp(magic, kCacheMagic, 8) != 0 || !read_at(&version, 4, 8) ||
+      !read_at(&dlen, 4, 12) || version != 1 || dlen != description.size())
+    return 0;
+  uint64_t pos = 16 + uint64_t{dlen} + 8;  // then num_epochs
+  for (const uint64_t item : {sizeof(int32_t), sizeof(int64_t), sizeof(int64_t)}) {
+    uint64_t count = 0;
+    if (!read_at(&count, 8, pos) || count > (file_size - pos - 8) / item) return 0;
+    pos += 8 + count * item;
+  }
+  return pos + 8;  // the hash
+}
+
+bool read_whole(int fd, std::string& s) {
+  for (size_t got = 0; got < s.size();) {
+    const ssize_t n = ::pread(fd, s.data() + got, s.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
 bool GptDataset::load_cache(const std::string& description) {
-  std::ifstream in(cache_path_, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string s = buf.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(cache_path_, ec))) return false;
+  RegularFile file = open_regular_file(cache_path_, kBoundedByHeader);
+  if (file.fd < 0) {
+    logger().warn("index cache {} {}; rebuilding it", cache_path_, file.problem);
+    return false;
+  }
+  const InputFd in(file.fd, file.size);
+  if (expected_cache_size(in.fd(), in.size(), description) != in.size()) {
+    logger().warn("index cache {} does not match its header; rebuilding it", cache_path_);
+    return false;
+  }
+  std::string s(in.size(), '\0');
+  if (!read_whole(in.fd(), s)) return false;
   if (s.size() < 8 + 4 + 4 + 8 || std::memcmp(s.data(), kCacheMagic, 8) != 0) return false;
   uint64_t stored_hash;
   std::memcpy(&stored_hash, s.data() + s.size() - 8, 8);

@@ -1,6 +1,5 @@
 #include "trainer/data/input_bytes.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln::data {
 
@@ -17,8 +17,9 @@ constexpr int kGzipOnly = 16 + MAX_WBITS;  // inflate gzip framing, not zlib's
 }  // namespace
 
 InputBytes::InputBytes(const std::string& path) : path_(path), in_(kBufferBytes) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw Error("cannot open --input " + path + ": " + std::strerror(errno));
+  // A pipe is a documented input (--input /dev/stdin); devices are not.
+  InputFd in = open_input_stream({path, "--input", "give a .jsonl or .jsonl.gz file, or a pipe", kReadInChunks});
+  fd_ = in.release();
   while (in_len_ < 2 && fill()) {
   }
   gzip_ = in_len_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;

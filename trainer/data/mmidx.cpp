@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 #include "trainer/data/mapping_fault.h"
 
 namespace kiln::data {
@@ -66,23 +67,15 @@ uint64_t hash64(const void* data, size_t n, uint64_t seed) {
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open " + path + ": " + sys_error());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    throw Error("cannot stat " + path + ": " + sys_error());
-  }
-  size_ = static_cast<size_t>(st.st_size);
+  // Bounded by the .idx header, which IndexedDataset checks against both sizes.
+  const InputFd in = open_input(
+      {path, "Megatron data file", "point --data-path at a kiln preprocess output prefix", kBoundedByHeader});
+  size_ = static_cast<size_t>(in.size());
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      throw Error("cannot mmap " + path + ": " + sys_error());
-    }
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, in.fd(), 0);  // not an input: maps the guarded fd
+    if (p == MAP_FAILED) throw Error("cannot mmap " + path + ": " + sys_error());
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
 }
 
 MappedFile::~MappedFile() {
@@ -275,7 +268,7 @@ void IndexedDatasetWriter::finalize() {
   std::vector<int32_t> block(1 << 16);
   std::vector<int64_t> ptrs(block.size());
   for (int pass = 0; pass < 2; ++pass) {
-    std::FILE* in = std::fopen(tmp_lengths_.c_str(), "rb");
+    std::FILE* in = std::fopen(tmp_lengths_.c_str(), "rb");  // not an input: this writer's own temporary
     if (!in) throw Error("cannot reopen " + tmp_lengths_ + ": " + sys_error());
     int64_t offset = 0;
     size_t got;
@@ -292,7 +285,7 @@ void IndexedDatasetWriter::finalize() {
     }
     std::fclose(in);
   }
-  std::FILE* in = std::fopen(tmp_docs_.c_str(), "rb");
+  std::FILE* in = std::fopen(tmp_docs_.c_str(), "rb");  // not an input: this writer's own temporary
   if (!in) throw Error("cannot reopen " + tmp_docs_ + ": " + sys_error());
   size_t got;
   while ((got = std::fread(ptrs.data(), 8, ptrs.size(), in)) > 0) put(ptrs.data(), 8 * got);
@@ -312,7 +305,7 @@ void IndexedDatasetWriter::finalize() {
   finalized_ = true;
   // Make the renames durable.
   std::string dir = std::filesystem::path(prefix_).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // not an input: fsync
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
