@@ -375,6 +375,12 @@ int run_cache(const std::vector<std::string>& args) {
   }
   if (!flags.parse(rest)) return 0;
   if (dir.empty()) dir = compiler_cache::default_cache_dir();
+  // K7b: a file given as the cache read as an empty cache ("0 entries", exit
+  // 0), which hides a mistyped --cache-dir. A missing directory is an empty
+  // cache, as before.
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error("--cache-dir " + dir + " is not a directory; point it at a compile cache directory (or a new one)");
   const compiler_cache::Store store(dir);
   if (sub == "ls") return cmd_ls(store);
   if (sub == "stats") return cmd_stats(store);
