@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "trainer/dist/comm.h"
 #include "trainer/dist/same_flags.h"
+#include "trainer/model/model_size.h"
 #include "trainer/parallel_layout.h"
 #include "trainer/trainer.h"
 
@@ -31,6 +32,8 @@ int run_train(const std::vector<std::string>& args) {
     trainer::dist::check_same_flags(comm, flags);
     trainer::set_world_size(cfg, comm.size(), "mpirun -np N");
     cfg.finalize(flags);
+    // Before any weight is allocated: a model this host cannot hold is refused, not left to the OOM killer.
+    trainer::check_weights_fit(cfg.model, cfg.tensor_model_parallel_size * cfg.pipeline_model_parallel_size);
     compiler_cache::configure(cache_flags.config());
     return trainer::train(cfg, comm);
   } catch (const Error& e) {

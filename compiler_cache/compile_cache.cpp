@@ -191,7 +191,8 @@ std::vector<ExtractedTask> Extraction::tasks() const {
   return tasks_;
 }
 
-std::vector<uint8_t> obtain(const CompileRequest& r) {
+std::vector<uint8_t> obtain(const CompileRequest& r, bool* hit) {
+  if (hit != nullptr) *hit = false;
   const KeyParts parts = key_parts_for(r);
   const std::string key = compute_key(parts);
   const CacheConfig& cfg = config();
@@ -202,7 +203,10 @@ std::vector<uint8_t> obtain(const CompileRequest& r) {
     return compile_and_publish(nullptr, parts, key, r);
   }
   Store store(cfg.dir);
-  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
+  if (auto exe = lookup(store, parts, key)) {
+    if (hit != nullptr) *hit = true;
+    return std::move(*exe);
+  }
   if (cfg.require_precompiled) {
     // Its own entry may have been there and found corrupt: comparing with the
     // nearest other entry would then blame a different model.
@@ -224,7 +228,42 @@ std::vector<uint8_t> obtain(const CompileRequest& r) {
   std::error_code ec;
   std::filesystem::create_directories(store.entry_dir(parts, key), ec);
   std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
-  if (auto exe = lookup(store, parts, key)) return std::move(*exe);
+  if (auto exe = lookup(store, parts, key)) {
+    if (hit != nullptr) *hit = true;
+    return std::move(*exe);
+  }
+  return compile_and_publish(&store, parts, key, r);
+}
+
+std::vector<uint8_t> replace_unloadable(const CompileRequest& r, const std::vector<uint8_t>& unloadable,
+                                        const std::string& why) {
+  const KeyParts parts = key_parts_for(r);
+  const std::string key = compute_key(parts);
+  const CacheConfig& cfg = config();
+  Store store(cfg.dir);
+  const std::string entry_path = store.entry_path(parts, key);
+  const std::string reason = "the " + r.plugin->name + " plugin cannot load its executable: " + why;
+  if (!writable()) {
+    if (cfg.require_precompiled)
+      throw Error("--require-precompiled: compile cache entry " + entry_path + " passes its checksum but " + reason +
+                  "; run kiln precompile with the same arguments in a writable cache");
+    logger().warn(
+        "compile cache entry {} passes its checksum but {}; compiling the graph again (the cache is "
+        "read-only, so the entry stays)",
+        entry_path, reason);
+    return compile_and_publish(nullptr, parts, key, r);
+  }
+  std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
+  // Another process may have replaced it meanwhile: take a different entry.
+  if (std::optional<Entry> e = store.read(entry_path, key); e && e->executable != unloadable)
+    return std::move(e->executable);
+  const std::string moved = store.quarantine(entry_path, reason);
+  const std::string where = moved.empty() ? "it could not be moved aside" : "moved to " + moved;
+  if (cfg.require_precompiled)
+    throw Error("--require-precompiled: compile cache entry " + entry_path + " passes its checksum but " + reason +
+                " (" + where + "); run kiln precompile with the same arguments to rebuild it");
+  logger().warn("compile cache entry {} passes its checksum but {}; {}, compiling the graph again", entry_path, reason,
+                where);
   return compile_and_publish(&store, parts, key, r);
 }
 

@@ -85,7 +85,17 @@ class Extraction {
 // error, a known-failed key (without retry_failed) and, with
 // require_precompiled, any miss (naming the key part that differs from the
 // nearest cached entry).
-std::vector<uint8_t> obtain(const CompileRequest& request);
+// `*hit` (when given) says whether the bytes came from a cache entry.
+std::vector<uint8_t> obtain(const CompileRequest& request, bool* hit = nullptr);
+
+// The plugin could not load the executable that obtain() took from a cache
+// entry (`why`), though the entry passed its checksum: a plugin build that
+// writes what it cannot read, or bytes damaged before they were summed.
+// Like a corrupt entry, it is quarantined with a warning naming it, and the
+// graph compiles again (stored anew); returns the new bytes. With
+// --require-precompiled it throws kiln::Error naming the entry instead.
+std::vector<uint8_t> replace_unloadable(const CompileRequest& request, const std::vector<uint8_t>& unloadable,
+                                        const std::string& why);
 
 // A precompile worker's job: make the entry for `request` exist. In a
 // read-only cache it compiles without storing (Compiled: the unit compiles)

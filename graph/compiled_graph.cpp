@@ -37,9 +37,17 @@ void CompiledGraph::compile_and_load(compiler_cache::Extraction* extract) {
     slots_.resize(plan_.slot_ports.size());  // bind() still works; run() refuses
     return;
   }
-  const std::vector<uint8_t> executable = compiler_cache::obtain(request);
-
-  loaded_ = plugin.load(device_.handle(), executable);
+  bool hit = false;
+  std::vector<uint8_t> executable = compiler_cache::obtain(request, &hit);
+  try {
+    loaded_ = plugin.load(device_.handle(), executable);
+  } catch (const PluginError& e) {
+    // A cached executable the plugin rejects is a bad entry, not a bad run
+    // (out of memory is the device's state, not the entry's).
+    if (!hit || e.code == KILN_ERR_OUT_OF_MEMORY) throw;
+    executable = compiler_cache::replace_unloadable(request, executable, e.what());
+    loaded_ = plugin.load(device_.handle(), executable);
+  }
 
   slots_.resize(plan_.slot_ports.size());
   // The arena always exists (even if empty) so slot 0 is never null.

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/error.h"
@@ -183,16 +185,20 @@ bool Flags::parse(const std::vector<std::string>& args) {
       }
       case Kind::Double:
       case Kind::Float: {
-        double x = 0;
-        try {
-          size_t used = 0;
-          x = std::stod(v, &used);
-          if (used != v.size()) throw bad("a number");
-        } catch (const std::out_of_range&) {
-          throw bad("a finite number");
-        } catch (const std::invalid_argument&) {
-          throw bad("a number");
-        }
+        // strtod, not stod: ERANGE also flags an underflow (1e-320 is a
+        // finite denormal double, 1e-400 is 0), which is not "not finite";
+        // only an overflow (HUGE_VAL) is. A float target refuses what turned
+        // 0 in to_float, with its range.
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size()) throw bad("a number");
+        if (errno == ERANGE && std::fabs(x) == HUGE_VAL) throw bad("a finite number");
+        if (errno == ERANGE && x == 0)
+          throw Error(
+              fmt::format("kiln {}: {} {} is not 0 but below the smallest magnitude a number can have; give 0 "
+                          "or a larger value",
+                          command_, name, v));
         check_bounds(x);
         if (s->kind == Kind::Double)
           *static_cast<double*>(s->target) = x;

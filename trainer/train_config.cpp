@@ -316,6 +316,9 @@ void TrainConfig::finalize(const Flags& f) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
+  // F3: the schedule would blame --lr-decay-iters for what --train-iters 0 did.
+  if (!sample_based() && train_iters == 0 && !f.given("--lr-decay-iters"))
+    throw Error("--train-iters 0 trains nothing; give --train-iters N with N > 0 (or --train-samples)");
   (void)lr_schedule();  // throws if invalid
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");

@@ -19,6 +19,8 @@ expect_error() {
     echo "ok: $(cat "$tmp/err")"
   fi
 }
+# F3 (findings 2026-11-27): --train-iters 0 was blamed on --lr-decay-iters.
+expect_error "--train-iters 0 trains nothing; give --train-iters N with N > 0" train --train-iters 0
 # 2. durations
 expect_error "--distributed-timeout-minutes expects a finite number" train --train-iters 0 --distributed-timeout-minutes nan
 expect_error "--distributed-timeout-minutes must be in (0, 525600]" train --train-iters 0 --distributed-timeout-minutes 1e300

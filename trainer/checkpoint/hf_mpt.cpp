@@ -208,6 +208,9 @@ GptConfig mpt_config_from_hf(const nlohmann::json& j) {
       if (!a.at("clip_qkv").is_number() || a.at("clip_qkv").get<double>() < 0.0)
         throw bad_field("attn_config.clip_qkv", a.at("clip_qkv"), "it must be null or a non-negative number");
       c.clip_qkv = a.at("clip_qkv").get<float>();
+      // A clip a float holds as 0 would turn clipping off.
+      if (c.clip_qkv == 0.0f && a.at("clip_qkv").get<double>() != 0.0)
+        throw bad_field("attn_config.clip_qkv", a.at("clip_qkv"), "it is not 0 but below the smallest float");
     }
   }
   if (c.hidden_size % c.num_attention_heads != 0) throw bad_field("n_heads", j.at("n_heads"), "it must divide d_model");

@@ -62,8 +62,11 @@ int64_t from_json(Int, const char* key, const nlohmann::json& v) {
 }
 float from_json(Real, const char* key, const nlohmann::json& v) {
   if (!v.is_number()) throw bad_value(key, v, "a number");
+  // As the flags (trainer/flags.cpp): a value a float holds as inf, or as 0
+  // though it is not 0 (a clip_qkv of 1e-300 would turn clipping off).
   const auto f = v.get<float>();
-  if (!std::isfinite(f)) throw bad_value(key, v, "a number in the range of a float");
+  if (!std::isfinite(f) || (f == 0 && v.get<double>() != 0))
+    throw bad_value(key, v, "a number in the range of a float");
   return f;
 }
 float from_json(NonNegativeReal, const char* key, const nlohmann::json& v) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "graph/compile_units.h"
 #include "trainer/model/dropout_keys.h"
+#include "trainer/model/model_size.h"
 #include "trainer/model/position_inputs.h"
 
 namespace kiln::trainer {
@@ -96,6 +97,7 @@ void GptConfig::validate() const {
       (recompute_method == RecomputeMethod::None || recompute_num_layers < 1))
     throw Error(
         "--recompute-granularity full needs --recompute-method uniform|block and --recompute-num-layers N >= 1");
+  check_model_size(*this);
 }
 
 namespace {

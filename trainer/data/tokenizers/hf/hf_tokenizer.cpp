@@ -101,7 +101,17 @@ HfTokenizer::HfTokenizer(std::string_view tokenizer_json, std::string_view confi
 
   // The vocab: the model's tokens, then the added tokens (which may reuse
   // or extend the model's ids).
-  auto set_token = [&](int32_t id, const std::string& token) {
+  // The id table has a slot per id up to the largest: one id of 2^28 cost
+  // 8.4 GB. Ids are dense in real tokenizers (0 .. entries - 1, added tokens
+  // at most a little beyond), so an id far above the entry count is refused.
+  const json& added = part("added_tokens");
+  const size_t entries = model_->vocab().size() + (added.is_array() ? added.size() : 0);
+  const size_t max_id = 2 * entries + 65536;
+  auto set_token = [&](int32_t id, const std::string& token, const std::string& where_from) {
+    if (static_cast<size_t>(id) > max_id)
+      throw Error(name + ": " + where_from + " gives '" + token + "' id " + std::to_string(id) + ", far beyond its " +
+                  std::to_string(entries) +
+                  " tokens (kiln takes ids up to 2 x tokens + 65536 = " + std::to_string(max_id) + "); fix the id");
     if (static_cast<size_t>(id) >= id_to_token_.size()) {
       id_to_token_.resize(static_cast<size_t>(id) + 1);
       has_token_.resize(static_cast<size_t>(id) + 1, false);
@@ -109,10 +119,9 @@ HfTokenizer::HfTokenizer(std::string_view tokenizer_json, std::string_view confi
     id_to_token_[static_cast<size_t>(id)] = token;
     has_token_[static_cast<size_t>(id)] = true;
   };
-  for (const auto& [token, id] : model_->vocab()) set_token(id, token);
+  for (const auto& [token, id] : model_->vocab()) set_token(id, token, "model.vocab");
   std::vector<AddedToken> raw, normalized;
   TokenIds added_ids;
-  const json& added = part("added_tokens");
   if (!added.is_null() && !added.is_array()) where("added_tokens").fail("is not an array");
   for (size_t i = 0; i < added.size(); ++i) {
     const Where w = where("added_tokens").at(i);
@@ -123,7 +132,7 @@ HfTokenizer::HfTokenizer(std::string_view tokenizer_json, std::string_view confi
                  opt_bool(a, "special", w, false),         opt_bool(a, "single_word", w, false),
                  opt_bool(a, "lstrip", w, false),          opt_bool(a, "rstrip", w, false),
                  opt_bool(a, "normalized", w, true)};
-    set_token(t.id, t.content);
+    set_token(t.id, t.content, "added_tokens[" + std::to_string(i) + "]");
     added_ids[t.content] = t.id;
     if (t.normalized) {
       if (normalizer_) normalizer_->normalize(t.content);
