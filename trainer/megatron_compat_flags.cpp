@@ -45,8 +45,6 @@ const char* const kPipelineOrder =
     "a pipeline-schedule detail of when weight gradients or p2p sends run; the gradients are the same";
 const char* const kFp8 = "kiln has no FP8 training (its compute dtypes are fp32, --bf16 and --fp16)";
 const char* const kMoe = "kiln has no mixture-of-experts (MoE) layers";
-const char* const kRampup =
-    "kiln ramps the global batch only as --rampup-batch-size does; it has no step batch-size schedule";
 const char* const kDecoupledLr =
     "kiln has one learning rate schedule for all parameters, none of its own for the embedding and output layer";
 const char* const kWandb =
@@ -163,7 +161,6 @@ std::vector<CompatFlag> make_rows() {
       switch_row("--moe-grouped-gemm", Kind::Refused, kMoe),
       value_row("--moe-token-dispatcher-type", Value::Text, {"allgather", "alltoall", "flex"}, Kind::Refused, kMoe),
       value_row("--moe-ffn-hidden-size", Value::Int, {}, Kind::Refused, kMoe),
-      value_row("--step-batch-size-schedule", Value::Text, {}, Kind::Refused, kRampup),
       value_row("--decoupled-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
       value_row("--decoupled-min-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
       switch_row("--calculate-per-token-loss", Kind::Refused,
