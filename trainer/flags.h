@@ -64,6 +64,8 @@ class Flags {
   bool parse(const std::vector<std::string>& args);
   // True if the flag appeared on the command line.
   bool given(const std::string& name) const;
+  // True if the flag is registered (tests/unit/test_megatron_flag_list.cpp).
+  bool knows(const std::string& name) const { return find(name) != nullptr; }
   std::string help() const;
   // Every flag's name and current value as text (switches "true"/"false",
   // lists joined by spaces), in declaration order: what a run was told.

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "trainer/megatron_compat_rows.h"
 #include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
@@ -33,20 +34,11 @@ CompatFlag many_row(const std::string& name, Value value, const Words& choices, 
 }
 
 // The reasons several rows share.
-const char* const kOneKernel =
-    "kiln has one implementation of this kernel per backend; fusing or not changes speed, not the result";
-const char* const kOneAttention =
-    "kiln has one attention implementation per backend; every backend computes the same softmax(QK^T/sqrt(d))V";
-const char* const kNoGc = "kiln is C++ and has no garbage collector to schedule";
 const char* const kLoader =
     "kiln reads the samples itself from the memory-mapped .bin; loader workers and builder threads change speed "
     "only";
 const char* const kPipelineOrder =
     "a pipeline-schedule detail of when weight gradients or p2p sends run; the gradients are the same";
-const char* const kFp8 = "kiln has no FP8 training (its compute dtypes are fp32, --bf16 and --fp16)";
-const char* const kMoe = "kiln has no mixture-of-experts (MoE) layers";
-const char* const kRampup =
-    "kiln ramps the global batch only as --rampup-batch-size does; it has no step batch-size schedule";
 const char* const kDecoupledLr =
     "kiln has one learning rate schedule for all parameters, none of its own for the embedding and output layer";
 const char* const kWandb =
@@ -163,7 +155,6 @@ std::vector<CompatFlag> make_rows() {
       switch_row("--moe-grouped-gemm", Kind::Refused, kMoe),
       value_row("--moe-token-dispatcher-type", Value::Text, {"allgather", "alltoall", "flex"}, Kind::Refused, kMoe),
       value_row("--moe-ffn-hidden-size", Value::Int, {}, Kind::Refused, kMoe),
-      value_row("--step-batch-size-schedule", Value::Text, {}, Kind::Refused, kRampup),
       value_row("--decoupled-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
       value_row("--decoupled-min-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
       switch_row("--calculate-per-token-loss", Kind::Refused,
@@ -223,7 +214,17 @@ std::string with_values(const std::string& name, const Words& values) {
 }  // namespace
 
 const std::vector<CompatFlag>& megatron_compat_flags() {
-  static const std::vector<CompatFlag> rows = make_rows();
+  // The hand-written rows first (what launch scripts pass most), then the
+  // rest of Megatron's argument list by topic (trainer/megatron_compat_rows.h).
+  static const std::vector<CompatFlag> rows = [] {
+    std::vector<CompatFlag> all = make_rows();
+    for (auto* topic : {compat_perf_rows, compat_model_rows, compat_parallel_rows, compat_data_rows,
+                        compat_runtime_rows, compat_scripts_rows}) {
+      std::vector<CompatFlag> more = topic();
+      all.insert(all.end(), more.begin(), more.end());
+    }
+    return all;
+  }();
   return rows;
 }
 

@@ -7,7 +7,7 @@
 // start-up. Flags that ask for a feature kiln lacks (FP8, MoE, context
 // parallelism) are refused in one line naming the feature. Values are still
 // checked against Megatron's arity and choices, so a typo fails as it would
-// in Megatron. docs/CLI.md holds the same table (a unit test compares them).
+// in Megatron. docs/MEGATRON_FLAGS.md holds the same table (a unit test compares them).
 #pragma once
 
 #include <map>
@@ -35,16 +35,16 @@ struct CompatFlag {
   std::vector<std::string> choices;  // Megatron's choices; empty: any value of the type
   CompatKind kind;
   std::vector<std::string> kiln_values;  // KilnValue: the values that say what kiln does
-  std::string why;                       // shown in --help, the error, the warning and docs/CLI.md
+  std::string why;                       // shown in --help, the error, the warning and docs/MEGATRON_FLAGS.md
   // Accepted only together with this flag's value, as Megatron requires (empty: no condition).
   std::string needs_flag, needs_value;
 };
 
-// Every row, in the order of --help and docs/CLI.md.
+// Every row, in the order of --help and docs/MEGATRON_FLAGS.md.
 const std::vector<CompatFlag>& megatron_compat_flags();
-// "no effect", "only 1", "warns: not provided", "refused": the kind column of docs/CLI.md.
+// "no effect", "only 1", "warns: not provided", "refused": the kind column of docs/MEGATRON_FLAGS.md.
 std::string describe_kind(const CompatFlag& row);
-// The table as docs/CLI.md prints it (markdown), generated from the rows.
+// The table as docs/MEGATRON_FLAGS.md prints it (markdown), generated from the rows.
 std::string compat_flags_markdown();
 
 class MegatronCompatFlags {

@@ -56,6 +56,17 @@ void log_split(const std::vector<StepGraph>& graphs) {
                 static_cast<double>(per_iteration) / (1 << 20), primary, fallback);
 }
 
+// Megatron's lines for the schedule (num_microbatches_calculator.py), so a
+// run's log says which batch each stretch of training takes.
+void log_step_schedule(const TrainConfig& cfg) {
+  const int64_t micro_times_dp = cfg.micro_batch_size * cfg.data_parallel_size;
+  logger().info("> using step batch size schedule: {}", cfg.step_schedule.text());
+  logger().info("step batch size schedule ({} steps):", cfg.step_schedule.entries().size());
+  for (const auto& [threshold, batch] : cfg.step_schedule.entries())
+    logger().info("  >= {} tokens ({} samples) -> batch_size={}, num_microbatches={}", threshold * cfg.model.seq_length,
+                  threshold, batch, batch / micro_times_dp);
+}
+
 }  // namespace
 
 bool has_input(const graph::Executable& exe, const std::string& port) {
@@ -179,6 +190,7 @@ void Setup::log_run() const {
         "will use batch size rampup starting from global batch size {} to global batch size {} with batch size "
         "increments {} over {} samples.",
         cfg.rampup.start(), cfg.global_batch_size, cfg.rampup.increment(), cfg.rampup.samples());
+  if (cfg.step_schedule.active()) log_step_schedule(cfg);
   if (at.dp > 1)
     logger().info("data parallel: {} ranks, {} micro-batch{} of {} per rank per step", at.dp, micro_batches,
                   micro_batches == 1 ? "" : "es", cfg.micro_batch_size);
@@ -279,6 +291,7 @@ void Setup::make_gradient_sync() {
 
 void Setup::begin_step() {
   global_batch = cfg.global_batch_at(progress.consumed);
+  if (cfg.step_schedule.active()) cfg.check_step_batch(global_batch);  // a resume on more ranks
   micro_batches = cfg.micro_batches_at(progress.consumed);
   batch_terms = static_cast<double>(micro_batches * at.dp);
 }

@@ -47,8 +47,13 @@ void TrainConfig::register_batch_and_layout_flags(Flags& f) {
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
   f.add("--rampup-batch-size", &rampup_batch_size,
-        "START INCREMENT SAMPLES: the global batch grows from START by INCREMENT over SAMPLES samples to "
-        "--global-batch-size (needs --train-samples)");
+        "START INCREMENT SAMPLES: the global batch grows from START by INCREMENT over SAMPLES consumed samples to "
+        "--global-batch-size; kiln extension: with --train-iters too (Megatron refuses it), where the run takes "
+        "that many steps whatever their batch and the lr schedule counts steps");
+  f.add("--step-batch-size-schedule", &step_batch_size_schedule,
+        "\"THRESHOLD:BS ...\": Megatron's step schedule, the global batch is BS from THRESHOLD consumed tokens on "
+        "(suffixes K M B T, e.g. \"0:16 2.4B:320\"); kiln extension: --global-batch-size may be given if it is the "
+        "last BS (Megatron refuses both); with --train-iters the lr schedule counts steps");
   f.add("--train-iters", &train_iters, "optimizer steps to train for");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
   f.add("--sequence-parallel", &sequence_parallel,
@@ -247,10 +252,6 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
   if (lr_warmup_samples < 0) throw Error("--lr-warmup-samples must not be negative");
   if (lr_decay_samples < 0) throw Error("--lr-decay-samples must not be negative");
   if (!sample_based()) {
-    if (rampup.active())
-      throw Error(
-          "--rampup-batch-size needs --train-samples (Megatron: expected no batch-size rampup for iteration-based "
-          "training); give --train-samples instead of --train-iters");
     if (f.given("--lr-decay-samples"))
       throw Error(
           "--lr-decay-samples needs --train-samples (Megatron: expected iteration-based learning rate decay); give "
@@ -275,11 +276,13 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
         "--train-samples use --lr-warmup-samples");
   if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
     throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
-  train_iters = rampup.active() ? rampup.train_iters(train_samples) : train_samples / global_batch_size;
+  if (step_schedule.active())
+    train_iters = step_schedule.train_iters(train_samples);
+  else
+    train_iters = rampup.active() ? rampup.train_iters(train_samples) : train_samples / global_batch_size;
   if (train_iters == 0)
     throw Error("--train-samples " + std::to_string(train_samples) + " is less than one global batch (" +
-                std::to_string(rampup.active() ? rampup.start() : global_batch_size) +
-                "): nothing to train; give at least that many samples");
+                std::to_string(global_batch_at(0)) + "): nothing to train; give at least that many samples");
   if (lr_decay_samples == 0) lr_decay_samples = train_samples;
   if (!f.given("--lr-warmup-samples")) {
     if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
@@ -289,6 +292,44 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
     throw Error("--lr-warmup-samples (" + std::to_string(lr_warmup_samples) +
                 ") must be less than --lr-decay-samples (" + std::to_string(lr_decay_samples) +
                 ", defaults to --train-samples)");
+}
+
+// The global batch: --global-batch-size, with --rampup-batch-size's ramp up
+// to it, or --step-batch-size-schedule's steps (whose last batch is
+// Megatron's global batch size).
+void TrainConfig::finalize_batch_schedule(const Flags& f) {
+  const int64_t micro_times_dp = micro_batch_size * data_parallel_size;
+  if (f.given("--step-batch-size-schedule")) {
+    if (f.given("--rampup-batch-size"))
+      throw Error("--step-batch-size-schedule and --rampup-batch-size both set the batch schedule; give one of them");
+    step_schedule = StepBatchSchedule(step_batch_size_schedule, model.seq_length);
+    if (f.given("--global-batch-size") && global_batch_size != step_schedule.last_batch())
+      throw Error("--global-batch-size " + std::to_string(global_batch_size) +
+                  " differs from --step-batch-size-schedule's last batch size " +
+                  std::to_string(step_schedule.last_batch()) +
+                  " (Megatron: cannot specify both); drop --global-batch-size or make it the last batch size");
+    global_batch_size = step_schedule.last_batch();
+    // Megatron checks each step's batch when it is reached (a resume on more
+    // ranks may have passed the small ones); a fresh run checks them all now.
+    if (!resumes())
+      for (const auto& entry : step_schedule.entries()) check_step_batch(entry.second);
+  }
+  if (global_batch_size == 0) global_batch_size = micro_times_dp;
+  if (global_batch_size <= 0 || global_batch_size % micro_times_dp != 0)
+    throw Error("--global-batch-size " + std::to_string(global_batch_size) +
+                " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
+                " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
+                std::to_string(micro_times_dp));
+  if (f.given("--rampup-batch-size")) rampup = BatchRampup(rampup_batch_size, global_batch_size, micro_times_dp);
+}
+
+void TrainConfig::check_step_batch(int64_t batch) const {
+  const int64_t micro_times_dp = micro_batch_size * data_parallel_size;
+  if (batch % micro_times_dp != 0)
+    throw Error("--step-batch-size-schedule: current global batch size (" + std::to_string(batch) +
+                ") is not divisible by micro_batch_size (" + std::to_string(micro_batch_size) +
+                ") * data_parallel_size (" + std::to_string(data_parallel_size) +
+                "); make every batch size in the schedule a multiple of " + std::to_string(micro_times_dp));
 }
 
 LrSchedule TrainConfig::lr_schedule() const {
@@ -302,14 +343,7 @@ void TrainConfig::finalize(const Flags& f) {
   model.validate();
   if (micro_batch_size <= 0) throw Error("--micro-batch-size must be positive");
   if (train_iters < 0) throw Error("--train-iters must not be negative");
-  if (global_batch_size == 0) global_batch_size = micro_batch_size * data_parallel_size;
-  if (global_batch_size <= 0 || global_batch_size % (micro_batch_size * data_parallel_size) != 0)
-    throw Error("--global-batch-size " + std::to_string(global_batch_size) +
-                " is not divisible by --micro-batch-size " + std::to_string(micro_batch_size) +
-                " x data-parallel size " + std::to_string(data_parallel_size) + "; make it a multiple of " +
-                std::to_string(micro_batch_size * data_parallel_size));
-  if (f.given("--rampup-batch-size"))
-    rampup = BatchRampup(rampup_batch_size, global_batch_size, micro_batch_size * data_parallel_size);
+  finalize_batch_schedule(f);
   finalize_train_samples(f);
   if (!sample_based() && lr_decay_iters == 0) lr_decay_iters = train_iters;
   if (!sample_based() && !f.given("--lr-warmup-iters")) {

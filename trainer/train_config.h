@@ -15,6 +15,7 @@
 #include "trainer/megatron_compat_flags.h"
 #include "trainer/mixed_precision.h"
 #include "trainer/model/gpt.h"
+#include "trainer/step_batch_schedule.h"
 
 namespace kiln::trainer {
 
@@ -66,6 +67,8 @@ struct TrainConfig {
   int64_t global_batch_size = 0;               // 0: micro batch x data-parallel size
   std::vector<std::string> rampup_batch_size;  // --rampup-batch-size START INCREMENT SAMPLES
   BatchRampup rampup;                          // checked from it (inactive without the flag)
+  std::string step_batch_size_schedule;        // --step-batch-size-schedule "THRESHOLD:BS ..."
+  StepBatchSchedule step_schedule;             // parsed from it (inactive without the flag)
   int64_t train_iters = 300;
   int64_t data_parallel_size = 1;
   int64_t tensor_model_parallel_size = 1;
@@ -156,15 +159,29 @@ struct TrainConfig {
   bool shards_optimizer() const { return use_distributed_optimizer && data_parallel_size > 1; }
   // --load names a checkpoint to restore (not a first launch's empty dir).
   bool resumes() const { return !load.empty() && !load_missing; }
-  // The most micro-batches a step takes (--global-batch-size's).
-  int64_t num_micro_batches() const { return global_batch_size / (micro_batch_size * data_parallel_size); }
+  // The global batch changes during the run (--rampup-batch-size or
+  // --step-batch-size-schedule).
+  bool batch_varies() const { return rampup.active() || step_schedule.active(); }
+  // The largest global batch a step takes.
+  int64_t max_global_batch() const { return step_schedule.active() ? step_schedule.max_batch() : global_batch_size; }
+  // The most micro-batches a step takes.
+  int64_t num_micro_batches() const { return max_global_batch() / (micro_batch_size * data_parallel_size); }
   // The global batch of the step that begins after `consumed` samples:
-  // --global-batch-size, or the ramp's (--rampup-batch-size).
+  // --global-batch-size, or the ramp's or the schedule's.
   int64_t global_batch_at(int64_t consumed) const {
+    if (step_schedule.active()) return step_schedule.global_batch(consumed);
     return rampup.active() ? rampup.global_batch(consumed) : global_batch_size;
   }
   int64_t micro_batches_at(int64_t consumed) const {
     return global_batch_at(consumed) / (micro_batch_size * data_parallel_size);
+  }
+  // Throws unless a step of `batch` splits into whole micro-batches on
+  // every data-parallel rank (--step-batch-size-schedule's batches).
+  void check_step_batch(int64_t batch) const;
+  // The samples `iterations` steps consume.
+  int64_t consumed_after(int64_t iterations) const {
+    if (step_schedule.active()) return step_schedule.consumed_after(iterations);
+    return rampup.active() ? rampup.consumed_after(iterations) : iterations * global_batch_size;
   }
 
   // The model part pipeline stage `stage` holds (the whole model without
@@ -201,6 +218,7 @@ struct TrainConfig {
   void finalize_architecture(const Flags& flags);
   void check_load();
   void finalize_train_samples(const Flags& flags);
+  void finalize_batch_schedule(const Flags& flags);
   // --data-path checks.
   void finalize_data();
   // Loads the tokenizer and sets model.vocab_size to its size padded to a

@@ -69,6 +69,13 @@ void TrainConfig::check_virtual_pipeline() const {
                     " microbatches is not divisible by pipeline-model-parallel-size (" + std::to_string(P) +
                     ") when using interleaved schedule; make the start batch size and the increment multiples of " +
                     std::to_string(P * micro_times_dp));
+  if (virtual_chunks() > 1)
+    for (const auto& entry : step_schedule.entries())
+      if ((entry.second / micro_times_dp) % P != 0)
+        throw Error("--step-batch-size-schedule: a step of " + std::to_string(entry.second / micro_times_dp) +
+                    " microbatches is not divisible by pipeline-model-parallel-size (" + std::to_string(P) +
+                    ") when using interleaved schedule; make every batch size a multiple of " +
+                    std::to_string(P * micro_times_dp));
 }
 
 GptConfig TrainConfig::chunk_model(int64_t stage, int64_t chunk) const {

@@ -86,8 +86,6 @@ refuses() {
   [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "$want" "$tmp/err" || { cat "$tmp/err"; fail "wrong error for: $*"; }
   echo "ok: $(cat "$tmp/err")"
 }
-refuses "expected no batch-size rampup for iteration-based training" --global-batch-size 8 --train-iters 10 \
-  --rampup-batch-size 2 2 24
 refuses "expected global batch size interval (6) to be divisible by global batch size increment (4)" \
   --global-batch-size 8 --train-samples 64 --rampup-batch-size 2 4 24
 refuses "to be greater than or equal to start batch size (16)" --global-batch-size 8 --train-samples 64 \

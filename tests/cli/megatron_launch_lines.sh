@@ -7,6 +7,13 @@
 #     7625a9d203 (2023-02-17): --data-impl mmap only
 #     34ac1ad05e (2023-09-07): none of the legacy flags
 #   all with --vocab-file/--merge-file and no --tokenizer-type (GPT2BPETokenizer inferred);
+#   examples/gpt3/train_gpt3_175b_distributed.sh at
+#     fa0dcc48720ed9f440f36c7973fe5e7a54c7d208 (2024-12-07): --rampup-batch-size 16 16 5859375 with
+#       --train-iters (Megatron refuses the pair; kiln's extension trains it, docs/CLI.md)
+#     d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22; its training line unchanged since 532ad926b4,
+#       2026-04-21): --step-batch-size-schedule with --global-batch-size 1536 (its last batch size)
+#     the script's --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 as 1 1 (one
+#     process), its --global-batch-size, ramp and schedule as written (16 for the 20 steps here);
 #   aws-samples/awsome-distributed-training 3.test_cases/megatron/megatron-lm/slurm/gpt3/
 #     README.md at e58dcdbc (2025-11-25): 2.distributed-training.sbatch's line with its
 #     appendix 4.1 (benchmark mode: --eval-iters 0 --split 100,0,0) and 4.2 (--train-iters)
@@ -15,10 +22,11 @@
 # --seq-length/--max-position-embeddings 32, batch 4 (AWS: 2), 20 iterations
 # (--train-iters/--lr-decay-iters 20, AWS 20/18/1: --fp16's dynamic loss scale
 # starts at 2^32 and skips the first 16 steps, as Megatron's), --log-interval 1,
-# --eval-interval 10 --eval-iters 2, --save-interval 20; --num-threads 2 added
+# --eval-interval 10 --eval-iters 2, --save-interval 20 (GPT-3: --lr-decay-iters 17, 430000/500000
+# of them); --num-threads 2 added
 # (this machine). Everything else is the script's, in its order. The data is
 # made here with kiln preprocess, as Megatron's README makes it.
-# Not under ASan: 5 fp16 runs (25 s in release) that check which flags are
+# Not under ASan: 7 fp16 runs (25 s in release, 60 s on a busy 2-core machine) that check which flags are
 #   accepted; the trainer paths they take run under ASan in shorter tests.
 set -euo pipefail
 kiln=$1
@@ -77,6 +85,31 @@ trains aws_readme "$kiln" train \
         --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" --split 100,0,0 \
         --clip-grad 1.0 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --init-method-std 0.006 \
         --fp16 --recompute-activations --num-threads 2
+
+# examples/gpt3/train_gpt3_175b_distributed.sh: GPT_MODEL_ARGS, TRAINING_ARGS, MODEL_PARALLEL_ARGS,
+# DATA_ARGS, EVAL_AND_LOGGING_ARGS; the 2024 version ramps, the 2026 one steps the batch.
+gpt3_175b() {  # NAME, then the batch-schedule flags of that version
+  local name=$1; shift
+  trains "$name" "$kiln" train \
+      --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32 \
+      --attention-backend auto \
+      --micro-batch-size 1 --global-batch-size 1536 "$@" --train-iters 20 \
+      --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --init-method-std 0.006 --clip-grad 1.0 --fp16 \
+      --lr 6.0e-5 --lr-decay-style cosine --min-lr 6.0e-6 --lr-warmup-fraction .001 --lr-decay-iters 17 \
+      --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \
+      --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" --split 949,50,1 \
+      --log-interval 1 --save-interval 20 --eval-interval 10 --save "$ck/$name" --load "$ck/$name" --eval-iters 2 \
+      --tensorboard-dir "$tmp/tb_$name" --num-threads 2
+  # The ramp's and the schedule's first 2.4B tokens take batch 16: 20 steps, 320 samples.
+  logged "$name" "global batch size:    16 |"
+  logged "$name" "consumed samples:          320 |"
+  logged "$name" "saved checkpoint at iteration 20"
+  if grep -q "global batch size: *1536 |" "$tmp/$name.log"; then echo "FAIL: $name stepped at 1536"; exit 1; fi
+}
+gpt3_175b gpt3_175b_2024 --rampup-batch-size 16 16 5859375
+logged gpt3_175b_2024 "will use batch size rampup starting from global batch size 16 to global batch size 1536"
+gpt3_175b gpt3_175b_2026 --step-batch-size-schedule "0:16 2.4B:320 4.8B:624 7.2B:928 9.6B:1232 12B:1536"
+logged gpt3_175b_2026 ">= 2400000000 tokens (75000000 samples) -> batch_size=320, num_microbatches=320"
 
 # The legacy flags' other values: infer is read (kiln checks the .idx header);
 # the formats kiln does not read are refused in one line before any work.

@@ -22,9 +22,10 @@ class MegatronData : public TokenSource {
     opt.seed = static_cast<uint32_t>(cfg.seed);
     opt.cache_dir = cfg.data_cache_path;
     // Megatron's get_train_valid_test_num_samples: --train-samples as given
-    // (or more, where a --rampup-batch-size step ends past it).
+    // (or more, where a --rampup-batch-size or --step-batch-size-schedule
+    // step ends past it, or its batches exceed --global-batch-size).
     int64_t train_samples = cfg.sample_based() ? cfg.train_samples : cfg.train_iters * cfg.global_batch_size;
-    if (cfg.rampup.active()) train_samples = std::max(train_samples, cfg.rampup.consumed_after(cfg.train_iters));
+    if (cfg.batch_varies()) train_samples = std::max(train_samples, cfg.consumed_after(cfg.train_iters));
     const int64_t valid_samples = (cfg.train_iters / cfg.eval_interval + 1) * cfg.eval_iters * cfg.global_batch_size;
     train_ = data::build_split_dataset(blend, cfg.split, data::DataSplit::Train, train_samples, opt);
     if (cfg.eval_iters > 0)
