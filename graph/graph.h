@@ -94,7 +94,7 @@ class Graph {
   ValueId tanh(ValueId x);
   ValueId erf(ValueId x);
   // b broadcast as a suffix of a, as in add.
-  ValueId max(ValueId a, ValueId b);
+  ValueId maximum(ValueId a, ValueId b);
   // a <= b ? x : y, elementwise over four values of one shape.
   ValueId select(ValueId a, ValueId b, ValueId x, ValueId y);
   ValueId matmul(ValueId a, ValueId b, bool trans_a = false, bool trans_b = false);

@@ -89,12 +89,12 @@ void silu_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n
 void clamp(const Ctx&, const float* x, float* y, int64_t n, float lo, float hi);
 void clamp_grad(const Ctx&, const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 
-// ---- kernels_math.cpp (MAX: b repeats every `inner` elements)
+// ---- kernels_math.cpp (MAXIMUM: b repeats every `inner` elements)
 void exp_kernel(const Ctx&, const float* x, float* y, int64_t n);
 void log_kernel(const Ctx&, const float* x, float* y, int64_t n);
 void tanh_kernel(const Ctx&, const float* x, float* y, int64_t n);
 void erf_kernel(const Ctx&, const float* x, float* y, int64_t n);
-void max_kernel(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_t inner);
+void maximum_kernel(const Ctx&, const float* a, const float* b, float* y, int64_t n, int64_t inner);
 void select_kernel(const Ctx&, const float* a, const float* b, const float* x, const float* y, float* z, int64_t n);
 
 // ---- kernels_elementwise16.cpp: any elementwise op of staging.h's

@@ -55,7 +55,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_LOG,
     KILN_OP_TANH,
     KILN_OP_ERF,
-    KILN_OP_MAX,
+    KILN_OP_MAXIMUM,
     KILN_OP_SELECT,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
@@ -84,7 +84,7 @@ void run_elementwise(const Ctx& ctx, const NodePlan& nd, const float* const* ins
     case KILN_OP_LOG: return log_kernel(ctx, x, y, n);
     case KILN_OP_TANH: return tanh_kernel(ctx, x, y, n);
     case KILN_OP_ERF: return erf_kernel(ctx, x, y, n);
-    case KILN_OP_MAX: return max_kernel(ctx, x, ins[1], y, n, inner);
+    case KILN_OP_MAXIMUM: return maximum_kernel(ctx, x, ins[1], y, n, inner);
     case KILN_OP_SELECT: return select_kernel(ctx, x, ins[1], ins[2], ins[3], y, n);
     default: return;  // not in the support list: compile refused the node
   }

@@ -1,4 +1,4 @@
-// EXP, LOG, TANH, ERF, MAX and SELECT: the math primitives the activations
+// EXP, LOG, TANH, ERF, MAXIMUM and SELECT: the math primitives the activations
 // decompose into (graph/ops/math.cpp). The cpu runs the activations with
 // fused kernels of their own (kernels_elementwise.cpp), so these run only
 // where a graph uses them directly; they are plain loops over libm, which
@@ -42,7 +42,7 @@ void erf_kernel(const Ctx& ctx, const float* x, float* y, int64_t n) {
 
 // b repeats every `inner` elements. Written out rather than with the SIMD
 // max, which returns its second operand for a NaN in either.
-void max_kernel(const Ctx& ctx, const float* a, const float* b, float* y, int64_t n, int64_t inner) {
+void maximum_kernel(const Ctx& ctx, const float* a, const float* b, float* y, int64_t n, int64_t inner) {
   for_chunks(ctx, n, kMathGrain * 8, [&](int64_t, int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       const float av = a[i], bv = b[i % inner];

@@ -32,7 +32,7 @@ constexpr kiln_op kElementwiseOpsList[] = {
     KILN_OP_FILL,       KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
     KILN_OP_GELU_GRAD,  KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
     KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
-    KILN_OP_LOG,        KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAX,           KILN_OP_SELECT,
+    KILN_OP_LOG,        KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAXIMUM,       KILN_OP_SELECT,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -149,7 +149,7 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         break;
       }
       // The math primitives: OpenCL C's built-ins (exp, log, tanh within 4 ulp
-      // by the spec, erf within 16); MAX and SELECT as comparisons, so a NaN
+      // by the spec, erf within 16); MAXIMUM and SELECT as comparisons, so a NaN
       // follows the table (fmax would drop it).
       case KILN_OP_EXP: body.push_back("const float " + y + " = exp(" + in(0) + ");"); break;
       case KILN_OP_LOG: body.push_back("const float " + y + " = log(" + in(0) + ");"); break;
@@ -163,7 +163,7 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         break;
       }
       case KILN_OP_ERF: body.push_back("const float " + y + " = erf(" + in(0) + ");"); break;
-      case KILN_OP_MAX: {
+      case KILN_OP_MAXIMUM: {
         const std::string a = in(0), b = operand(n.inputs[1], inf.bcast);
         body.push_back("const float " + y + " = isnan(" + a + ") || isnan(" + b + ") ? NAN : (" + a + " < " + b +
                        " ? " + b + " : " + a + ");");

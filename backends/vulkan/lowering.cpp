@@ -204,7 +204,7 @@ void Lowerer::elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t
                           std::optional<float> f2) {
   const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
   // b as large as a is no broadcast: it is chunked like a.
-  const bool broadcast = kiln_op_table[op].rule == KILN_RULE_BROADCAST && bcast < count;  // ADD, MUL, MAX
+  const bool broadcast = kiln_op_table[op].rule == KILN_RULE_BROADCAST && bcast < count;  // ADD, MUL, MAXIMUM
   const uint64_t chunk = chunk_elems(broadcast ? bcast : 1);
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t n = std::min(chunk, count - e0);
@@ -622,7 +622,7 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     // The shader branches on the op code itself (kiln_ops.glsl, from ops.h).
     case KILN_OP_ADD:
     case KILN_OP_MUL:
-    case KILN_OP_MAX: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
+    case KILN_OP_MAXIMUM: return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, p.bcast, 0.0f);
     case KILN_OP_SCALE: return elementwise(n.op, n.outputs[0], n.inputs[0], -1, count, 1, n.fattrs[0]);
     case KILN_OP_GELU:
     case KILN_OP_SILU:
@@ -831,7 +831,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_LOG,
     KILN_OP_TANH,
     KILN_OP_ERF,
-    KILN_OP_MAX,
+    KILN_OP_MAXIMUM,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

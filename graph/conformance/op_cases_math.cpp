@@ -1,4 +1,4 @@
-// Built-in cases for the math primitives (EXP, LOG, TANH, ERF, MAX, SELECT):
+// Built-in cases for the math primitives (EXP, LOG, TANH, ERF, MAXIMUM, SELECT):
 // sizes off every vector width, in place, a range near zero (where a
 // formula like 1 - e^(-2u) loses its digits), and the special values each
 // op's row states.
@@ -54,14 +54,14 @@ void max_cases(CaseMaker& m) {
                                             {{1000, 65}, {65}}};
   for (const auto& [sa, sb] : shapes) {
     Graph g;
-    g.output("y", g.max(g.input("a", KILN_F32, sa), g.input("b", KILN_F32, sb)));
-    m.add(KILN_OP_MAX, str(sa) + " " + str(sb), std::move(g), {{"a", m.rng.uniform(sa)}, {"b", m.rng.uniform(sb)}});
+    g.output("y", g.maximum(g.input("a", KILN_F32, sa), g.input("b", KILN_F32, sb)));
+    m.add(KILN_OP_MAXIMUM, str(sa) + " " + str(sb), std::move(g), {{"a", m.rng.uniform(sa)}, {"b", m.rng.uniform(sb)}});
   }
   {
     Graph g;
     ValueId a = g.input("a", KILN_F32, {33, 65});
-    g.output("y", g.max(a, g.input("b", KILN_F32, {65})), "a");
-    m.add(KILN_OP_MAX, "[33, 65] [65] in place", std::move(g),
+    g.output("y", g.maximum(a, g.input("b", KILN_F32, {65})), "a");
+    m.add(KILN_OP_MAXIMUM, "[33, 65] [65] in place", std::move(g),
           {{"a", m.rng.uniform({33, 65})}, {"b", m.rng.uniform({65})}});
   }
   // NaN on either side gives NaN; ties (and -0 against +0) give a.
@@ -69,8 +69,8 @@ void max_cases(CaseMaker& m) {
   a.f32[0] = std::nanf(""), b.f32[1] = std::nanf(""), a.f32[2] = -0.0f, b.f32[2] = 0.0f;
   a.f32[3] = 0.0f, b.f32[3] = -0.0f, b.f32[4] = a.f32[4], a.f32[5] = -INFINITY, b.f32[6] = INFINITY;
   Graph g;
-  g.output("y", g.max(g.input("a", KILN_F32, {3, 33}), g.input("b", KILN_F32, {3, 33})));
-  m.add(KILN_OP_MAX, "[3, 33] with NaN, signed zeros, ties, infinities", std::move(g), {{"a", a}, {"b", b}});
+  g.output("y", g.maximum(g.input("a", KILN_F32, {3, 33}), g.input("b", KILN_F32, {3, 33})));
+  m.add(KILN_OP_MAXIMUM, "[3, 33] with NaN, signed zeros, ties, infinities", std::move(g), {{"a", a}, {"b", b}});
 }
 
 void select_cases(CaseMaker& m) {

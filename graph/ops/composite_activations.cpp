@@ -142,13 +142,13 @@ std::vector<ValueId> decompose_silu_grad(Graph& g, const Node& n) {
 }
 
 // min(max(x, lo), hi), min(a, b) = -max(-a, -b): selections and negations,
-// exact in every dtype; MAX keeps a NaN x NaN and a -0 x -0, as CLAMP does.
+// exact in every dtype; MAXIMUM keeps a NaN x NaN and a -0 x -0, as CLAMP does.
 std::vector<ValueId> decompose_clamp(Graph& g, const Node& n) {
   return in_f32(g, n, [&](const std::vector<ValueId>& in) {
     const ValueId x = in[0];
     const Shape last{g.shape(x).empty() ? 1 : g.shape(x).back()};
-    const ValueId above = g.max(x, g.fill(last, n.fattrs.at(0)));
-    return g.scale(g.max(g.scale(above, -1.0f), g.fill(last, -n.fattrs.at(1))), -1.0f);
+    const ValueId above = g.maximum(x, g.fill(last, n.fattrs.at(0)));
+    return g.scale(g.maximum(g.scale(above, -1.0f), g.fill(last, -n.fattrs.at(1))), -1.0f);
   });
 }
 

@@ -1,4 +1,4 @@
-// Math primitives: EXP, LOG, TANH, ERF, MAX and SELECT, the pieces the
+// Math primitives: EXP, LOG, TANH, ERF, MAXIMUM and SELECT, the pieces the
 // activations decompose into (graph/ops/composite_activations.cpp), so that a
 // backend with these and the arithmetic ops runs every activation without a
 // kernel of its own for it.
@@ -22,7 +22,7 @@ ValueId Graph::exp(ValueId x) { return add_node(KILN_OP_EXP, {x})[0]; }
 ValueId Graph::log(ValueId x) { return add_node(KILN_OP_LOG, {x})[0]; }
 ValueId Graph::tanh(ValueId x) { return add_node(KILN_OP_TANH, {x})[0]; }
 ValueId Graph::erf(ValueId x) { return add_node(KILN_OP_ERF, {x})[0]; }
-ValueId Graph::max(ValueId a, ValueId b) { return add_node(KILN_OP_MAX, {a, b})[0]; }
+ValueId Graph::maximum(ValueId a, ValueId b) { return add_node(KILN_OP_MAXIMUM, {a, b})[0]; }
 ValueId Graph::select(ValueId a, ValueId b, ValueId x, ValueId y) { return add_node(KILN_OP_SELECT, {a, b, x, y})[0]; }
 
 namespace {
@@ -59,7 +59,7 @@ Grads vjp_erf(Graph& g, const VjpArgs& a) {
 
 // y = max(a, b), b a suffix of a: the gradient goes to whichever was picked
 // (a on a tie, as the forward picks it), b's summed down to its shape.
-Grads vjp_max(Graph& g, const VjpArgs& a) {
+Grads vjp_maximum(Graph& g, const VjpArgs& a) {
   Grads d = none_for(a);
   const ValueId x = a.in(0), dy = a.dy[0];
   const ValueId zero = constant_like(g, x, 0.0f);
@@ -95,7 +95,7 @@ double log_of(double x) { return std::log(x); }
 double tanh_of(double x) { return std::tanh(x); }
 double erf_of(double x) { return std::erf(x); }
 
-void op_max(const ReferenceCtx& c) {
+void op_maximum(const ReferenceCtx& c) {
   const auto& a = c.f(0);
   const auto& b = c.f(1);
   HostTensor& y = c.out(0);
@@ -123,7 +123,7 @@ void register_math_ops(OpDefs& defs) {
   defs[KILN_OP_LOG] = {vjp_log, op_unary<log_of>};
   defs[KILN_OP_TANH] = {vjp_tanh, op_unary<tanh_of>};
   defs[KILN_OP_ERF] = {vjp_erf, op_unary<erf_of>};
-  defs[KILN_OP_MAX] = {vjp_max, op_max};
+  defs[KILN_OP_MAXIMUM] = {vjp_maximum, op_maximum};
   defs[KILN_OP_SELECT] = {vjp_select, op_select};
 }
 

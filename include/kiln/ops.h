@@ -287,7 +287,7 @@ typedef enum kiln_shape_rule {
   X(ERF, 50, "erf", 1, 1, 0, 0, KILN_E, ELEMENTWISE, SAME, "x:f", "y:f")                                              \
   /* (a, b) -> max(a, b), b broadcast as a suffix of a: b where a < b, else a (so a tie, -0 against +0 too, gives     \
    * a); NaN if either is NaN (torch.maximum). */                                                                      \
-  X(MAX, 51, "max", 2, 1, 0, 0, KILN_E, EXACT, BROADCAST, "a:f b:f", "y:f")                                           \
+  X(MAXIMUM, 51, "maximum", 2, 1, 0, 0, KILN_E, EXACT, BROADCAST, "a:f b:f", "y:f")                                           \
   /* (a, b, x, y) -> a <= b ? x : y elementwise, all of one shape; a NaN in a or b picks y. A comparison and a         \
    * choice in one op: the IR has no boolean dtype. */                                                                 \
   X(SELECT, 52, "select", 4, 1, 0, 0, KILN_E, EXACT, SAME, "a:f b:f x:f y:f", "z:f")

@@ -156,7 +156,7 @@ TEST(DecomposeExecution, OnlyPrimitivesFallBack) {
   ValueId x = g.input("x", KILN_F32, {5, 3});
   g.output("y", g.squared_relu(g.scale(x, 2.0f)));
   Executable exe(*partial, g, &fallback);
-  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_MAX});
+  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_MAXIMUM});
   EXPECT_EQ(exe.split().fallback_nodes, 2);
   testing::wrapped_hooks().supported = nullptr;
 }

@@ -217,7 +217,7 @@ TEST(GradCheck, MaxAwayFromTiesWithABroadcastB) {
   std::vector<float>& av = c.inputs.at("a").f32;
   for (size_t k = 0; k < av.size(); ++k)
     if (std::abs(av[k] - bv[k % 6]) < 0.05f) av[k] = bv[k % 6] + (av[k] < bv[k % 6] ? -0.1f : 0.1f);
-  c.check(c.weighted_sum(c.g.max(a, b)), {"a", "b"});
+  c.check(c.weighted_sum(c.g.maximum(a, b)), {"a", "b"});
 }
 
 // SELECT passes the gradient to whichever of x and y it picked.

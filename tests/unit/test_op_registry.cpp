@@ -64,7 +64,7 @@ TEST(OpRegistry, EveryForwardOpDifferentiableBeforeTheRegistryKeepsItsVjp) {
                                             KILN_OP_LOG,
                                             KILN_OP_TANH,
                                             KILN_OP_ERF,
-                                            KILN_OP_MAX,
+                                            KILN_OP_MAXIMUM,
                                             KILN_OP_SELECT};
   EXPECT_EQ(differentiable.size(), 32u);
   for (kiln_op op : differentiable) EXPECT_NE(op_def(op).vjp, nullptr) << kiln_op_name(op) << " lost its VJP rule";

@@ -246,7 +246,7 @@ TEST(Reference, MathPrimitivesByHand) {
 
 TEST(Reference, MaxPropagatesNaNAndKeepsAOnATie) {
   Graph g;
-  g.output("y", g.max(g.input("a", KILN_F32, {2, 3}), g.input("b", KILN_F32, {3})));
+  g.output("y", g.maximum(g.input("a", KILN_F32, {2, 3}), g.input("b", KILN_F32, {3})));
   const float nan = std::nanf("");
   const std::vector<float> y = run_y(g, {{"a", F({2, 3}, {1, -0.0f, nan, 5, 0.0f, -1})}, {"b", F({3}, {2, 0.0f, 0})}});
   EXPECT_EQ(y[0], 2.0f);
@@ -256,7 +256,7 @@ TEST(Reference, MaxPropagatesNaNAndKeepsAOnATie) {
   EXPECT_FALSE(std::signbit(y[4]));
   EXPECT_EQ(y[5], 0.0f);
   Graph h;
-  h.output("y", h.max(h.input("a", KILN_F32, {1}), h.input("b", KILN_F32, {1})));
+  h.output("y", h.maximum(h.input("a", KILN_F32, {1}), h.input("b", KILN_F32, {1})));
   EXPECT_TRUE(std::isnan(run_y(h, {{"a", F({1}, {1})}, {"b", F({1}, {nan})}})[0]));
 }
 

@@ -1,6 +1,6 @@
 #version 450
 // FILL, ADD, MUL, SCALE, GELU, GELU_GRAD, SILU, SILU_GRAD, CLAMP, CLAMP_GRAD,
-// GELU_ERF, GELU_ERF_GRAD, EXP, LOG, TANH, ERF, MAX (kiln/ops.h), chosen by OP.
+// GELU_ERF, GELU_ERF_GRAD, EXP, LOG, TANH, ERF, MAXIMUM (kiln/ops.h), chosen by OP.
 // In place safe: element i of every input is read before y[i] is written.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -125,7 +125,7 @@ void main() {
       r = tanh_op(x);
     } else if (OP == KILN_OP_ERF) {
       r = erf_nr(x);
-    } else if (OP == KILN_OP_MAX) {
+    } else if (OP == KILN_OP_MAXIMUM) {
       // A NaN in either gives NaN; a tie gives x. Tested on bits, as CLAMP.
       float m = b[p.base[2] + i % p.bcast];
       r = is_nan(x) || is_nan(m) ? uintBitsToFloat(0x7FC00000u) : (x < m ? m : x);
