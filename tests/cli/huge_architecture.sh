@@ -5,6 +5,9 @@
 # imported config.json, num_layers in a checkpoint's meta.json) used to build
 # a name per parameter until the OOM killer ended it; `--hidden-size 1048576`
 # failed late with "cpu: compile failed: IR value too large".
+# Not under ASan: it caps each run's address space at 4 GiB (ulimit -v), so that a
+# regression fails here instead of OOM-killing a shared machine, and ASan's shadow
+# memory needs terabytes of address space; the refusals run in the release stage.
 set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -4,6 +4,9 @@
 # of host memory; use a smaller model or batch". An id far beyond the
 # tokenizer's entry count is now refused in one line naming the file, the
 # token and the id, before anything is allocated.
+# Not under ASan: it caps the run's address space at 4 GiB (ulimit -v), so that a
+# regression fails here instead of OOM-killing a shared machine, and ASan's shadow
+# memory needs terabytes of address space.
 set -uo pipefail
 kiln=$1
 here=$(cd "$(dirname "$0")" && pwd)
