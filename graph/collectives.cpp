@@ -19,7 +19,39 @@ void Collectives::reduce_scatter(std::span<const float> all, std::span<float> mi
   std::copy(first, first + static_cast<std::ptrdiff_t>(mine.size()), mine.begin());
 }
 
+void ProcessGroups::set(kiln_group name, Collectives* group) {
+  if (kiln_group_name(name) == nullptr) throw Error("internal: process group " + std::to_string(name));
+  groups_[static_cast<size_t>(name)] = group;
+}
+
+Collectives& ProcessGroups::of(const Node& node) const {
+  const int64_t name = node.iattrs.back();
+  const char* group = kiln_group_name(name);
+  if (group == nullptr || groups_[static_cast<size_t>(name)] == nullptr)
+    throw Error(std::string("graph has an ") + kiln_op_name(node.op) + " over process group '" +
+                (group != nullptr ? group : std::to_string(name).c_str()) +
+                "', which this run was not given (internal: ProcessGroups::set)");
+  return *groups_[static_cast<size_t>(name)];
+}
+
+bool ProcessGroups::empty() const {
+  for (const Collectives* g : groups_)
+    if (g != nullptr) return false;
+  return true;
+}
+
 namespace {
+
+// The flag that sets a group's size, for a graph built for another one.
+const char* size_flag(int64_t group) {
+  switch (group) {
+    case KILN_GROUP_TP: return "--tensor-model-parallel-size";
+    case KILN_GROUP_CP: return "--context-parallel-size";
+    case KILN_GROUP_EP: return "--expert-model-parallel-size";
+    case KILN_GROUP_PP: return "--pipeline-model-parallel-size";
+    default: return "number of data-parallel ranks";
+  }
+}
 
 // A tensor seen as [outer, R, part]: R slices along an axis, each `part`
 // contiguous elements per index of the dims before the axis.
@@ -54,9 +86,10 @@ void from_blocks(const Slices& s, std::span<const float> blocks, std::span<float
 
 }  // namespace
 
-void run_host_collective(const Graph& g, const Node& node, Collectives& group, std::span<float> x,
+void run_host_collective(const Graph& g, const Node& node, const ProcessGroups& groups, std::span<float> x,
                          std::vector<float>& y) {
   const kiln_op op = node.op;
+  Collectives& group = groups.of(node);
   if (op == KILN_OP_ALL_REDUCE) {
     group.all_reduce(x, node.iattrs.at(0) == 1 ? Graph::Reduction::Max : Graph::Reduction::Sum);
     y.assign(x.begin(), x.end());
@@ -64,11 +97,10 @@ void run_host_collective(const Graph& g, const Node& node, Collectives& group, s
   }
   const int64_t axis = node.iattrs.at(0), ranks = node.iattrs.at(1);
   if (ranks != group.size()) {
-    std::string why = kiln_op_name(op);
-    why += " over " + std::to_string(ranks) + " ranks runs in a tensor-parallel group of ";
-    why += std::to_string(group.size());
-    why += " (the graph was built for another --tensor-model-parallel-size)";
-    throw Error(why);
+    const int64_t name = node.iattrs.back();
+    throw Error(std::string(kiln_op_name(op)) + " over " + std::to_string(ranks) + " ranks runs in a '" +
+                kiln_group_name(name) + "' group of " + std::to_string(group.size()) +
+                " (the graph was built for another " + size_flag(name) + ")");
   }
   y.resize(static_cast<size_t>(numel(g.value(node.outputs.at(0)).shape)));
   std::vector<float> blocks;

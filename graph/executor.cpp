@@ -412,13 +412,13 @@ void Executable::run_step(Step& step) {
     return;
   }
   const Node& node = graph_.nodes()[static_cast<size_t>(step.collective)];
-  if (!collectives_) {
+  if (groups_ == nullptr) {
     std::string why = "graph has an ";
     why += kiln_op_name(node.op);
-    why += " but runs without a process group (internal: set_collectives)";
+    why += " but runs without process groups (internal: set_process_groups)";
     throw Error(why);
   }
-  run_host_collective(graph_, node, *collectives_,
+  run_host_collective(graph_, node, *groups_,
                       std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4), collective_out_);
   resolve(step.dst).write(collective_out_.data(), step.bytes);
 }

@@ -9,8 +9,8 @@
 // segment boundaries.
 //
 // Collective nodes (ALL_REDUCE, ALL_GATHER, ...) are cut out the same way: the executor runs
-// them on the host between the compiled pieces, through the Collectives the
-// caller sets (graph/collectives.h).
+// them on the host between the compiled pieces, over the process groups the
+// caller sets, each node over the one it names (graph/collectives.h).
 //
 // Each named port has one buffer on the primary device: either one the
 // caller binds (parameters and optimizer state shared between graphs stay
@@ -65,9 +65,9 @@ class Executable {
   // The buffer behind a port (allocated on first use if not bound).
   std::shared_ptr<DeviceBuffer> buffer(const std::string& name);
 
-  // The process group behind the graph's collectives; must outlive run().
-  // A graph with collectives cannot run without one.
-  void set_collectives(Collectives* collectives) { collectives_ = collectives; }
+  // The process groups the graph's collectives name (each node its own);
+  // they must outlive run(). A graph with collectives cannot run without them.
+  void set_process_groups(const ProcessGroups* groups) { groups_ = groups; }
 
   void run();
   // run(), calling `ready(ports)` after each piece but the last with the
@@ -130,7 +130,7 @@ class Executable {
   ExecutionSplit split_;
   std::vector<std::unique_ptr<CompiledGraph>> segments_;  // null for host collective segments
   std::vector<float> collective_out_;                     // a collective's result on its way to dst
-  Collectives* collectives_ = nullptr;
+  const ProcessGroups* groups_ = nullptr;
   std::vector<Step> steps_;
   std::vector<std::vector<std::string>> final_after_;        // per step: the output ports it writes last
   std::vector<std::vector<std::string>> first_read_before_;  // per step: the input ports it reads first

@@ -122,19 +122,21 @@ class Graph {
   ValueId sum_squares(ValueId x);
   std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v, ValueId hparams, float beta1,
                              float beta2, float eps, bool apply_weight_decay);
-  // Tensor parallelism (ir.h): a collective over the group, and the
-  // vocab-parallel cross-entropy in its parts.
+  // Collectives name the process group they run over (kiln_group in
+  // kiln/ops.h); the executor runs each over the group the host gave it by
+  // that name (graph/collectives.h). Tensor parallelism: a sum or max over
+  // the group, and the vocab-parallel cross-entropy in its parts below.
   enum class Reduction { Sum, Max };
-  ValueId all_reduce(ValueId x, Reduction r = Reduction::Sum);
+  ValueId all_reduce(ValueId x, kiln_group group, Reduction r = Reduction::Sum);
   // Megatron's copy to the tensor-parallel region: x itself forward, its
   // gradient all-reduced over the group backward (a column-parallel layer's
   // input, a replicated parameter used on this rank's shard only).
-  ValueId copy_to_tp_region(ValueId x);
+  ValueId copy_to_tp_region(ValueId x, kiln_group group);
   // Sequence parallelism: a group of `ranks`, each holding its part (one
   // of `ranks` equal slices along `axis`) of a tensor.
-  ValueId all_gather(ValueId x, int64_t axis, int64_t ranks);
-  ValueId reduce_scatter(ValueId x, int64_t axis, int64_t ranks);
-  ValueId scatter(ValueId x, int64_t axis, int64_t ranks);
+  ValueId all_gather(ValueId x, int64_t axis, int64_t ranks, kiln_group group);
+  ValueId reduce_scatter(ValueId x, int64_t axis, int64_t ranks, kiln_group group);
+  ValueId scatter(ValueId x, int64_t axis, int64_t ranks, kiln_group group);
   ValueId row_max(ValueId x);
   ValueId cross_entropy_shard(ValueId logits, ValueId targets, ValueId rowmax);
   ValueId cross_entropy_shard_grad(ValueId logits, ValueId targets, ValueId rowmax, ValueId dsums);

@@ -142,7 +142,35 @@ void Setup::join_process_groups() {
     if (!holds_tied) embedding_group.reset();
   }
   dp_group = dp_owned ? dp_owned.get() : &comm;
-  tp_collectives = std::make_unique<dist::GroupCollectives>(tp_owned ? *tp_owned : comm);
+  name_process_groups(parallel);
+}
+
+// Each dimension's communicator under the kiln_group of its name (the op
+// table and ParallelState share the names), for the graphs' collectives.
+void Setup::name_process_groups(const ParallelState& parallel) {
+  for (const ParallelDim& dim : parallel.dims()) {
+    int group = 0;
+    while (group < KILN_GROUP_COUNT_ && dim.name != kiln_group_name(group)) ++group;
+    if (group == KILN_GROUP_COUNT_) throw Error("internal: parallel dimension '" + dim.name + "' is no kiln_group");
+    struct Known {
+      const char* name;
+      dist::Comm* comm;
+      const char* what;
+    };
+    const Known known[] = {{"tp", tp_owned.get(), "tensor-parallel"},
+                           {"dp", dp_group, "data-parallel"},
+                           {"pp", pp_group.get(), "pipeline-parallel"}};
+    const Known* over = nullptr;
+    for (const Known& k : known)
+      if (dim.name == k.name && k.comm != nullptr) over = &k;
+    if (dim.size == 1)
+      group_collectives.push_back(std::make_unique<graph::SelfGroup>());
+    else if (over != nullptr)
+      group_collectives.push_back(std::make_unique<dist::GroupCollectives>(*over->comm, over->what));
+    else
+      throw Error("internal: no communicator for the '" + dim.name + "' dimension of size " + std::to_string(dim.size));
+    process_groups.set(static_cast<kiln_group>(group), group_collectives.back().get());
+  }
 }
 
 // Rank 0: --save is usable and this run is its only writer; Megatron's
@@ -238,7 +266,7 @@ void Setup::compile_chunks() {
     chunk.optimizer = compile(g.optimizer);
     if (g.eval) chunk.eval = compile(*g.eval);
     if (g.stage_forward) chunk.stage_forward = compile(*g.stage_forward);
-    for (graph::Executable* exe : chunk.executables()) exe->set_collectives(tp_collectives.get());
+    for (graph::Executable* exe : chunk.executables()) exe->set_process_groups(&process_groups);
     split_graphs.push_back({"train step (first micro-batch)", chunk.first_micro_batch.get(), 1});
     split_graphs.push_back({"train step (later micro-batches)", chunk.next_micro_batch.get(), micro_batches - 1});
     split_graphs.push_back({"grad norm", chunk.grad_norm.get(), 1});

@@ -80,11 +80,15 @@ struct Setup {
   // data-parallel group the same shard of every replica.
   std::unique_ptr<dist::Comm> tp_owned, dp_owned;
   dist::Comm* dp_group = nullptr;
-  std::unique_ptr<dist::GroupCollectives> tp_collectives;
   // Pipeline parallelism: the stages of this rank's pipeline (rank = stage),
   // and with a tied embedding the first and last stage's pair, which sums
   // the word embedding's gradient. Null without pipeline parallelism.
   std::unique_ptr<dist::Comm> pp_group, embedding_group;
+  // What a graph's collectives run over, by the group each names: one per
+  // dimension of the job's ParallelState, over that dimension's
+  // communicator, or this rank alone where the dimension has size 1.
+  std::vector<std::unique_ptr<graph::Collectives>> group_collectives;
+  graph::ProcessGroups process_groups;
   GptConfig stage_model;  // this rank's part of the model (all of it without pipeline parallelism; chunk 0 interleaved)
 
   std::unique_ptr<Device> device;
@@ -117,6 +121,7 @@ struct Setup {
  private:
   // The constructor's steps, in its order.
   void join_process_groups();
+  void name_process_groups(const ParallelState& parallel);
   void check_outputs();
   void open_data();
   void log_run() const;

@@ -1,7 +1,8 @@
-// Host collectives over the tensor-parallel group: ALL_REDUCE, sequence
-// parallelism's ALL_GATHER, REDUCE_SCATTER and SCATTER, and
-// COPY_TO_TP_REGION, whose forward is the identity and whose backward is an
-// all-reduce.
+// Host collectives, each over the process group its last int attribute
+// names (kiln_group): ALL_REDUCE, sequence parallelism's ALL_GATHER,
+// REDUCE_SCATTER and SCATTER, and COPY_TO_TP_REGION, whose forward is the
+// identity and whose backward is an all-reduce. A gradient runs over the
+// group of the collective it comes from.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -19,25 +20,30 @@ namespace kiln::graph {
 
 // ---------------------------------------------------------------- builders
 
-ValueId Graph::all_reduce(ValueId x, Reduction r) {
-  return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0})[0];
+ValueId Graph::all_reduce(ValueId x, kiln_group group, Reduction r) {
+  return add_node(KILN_OP_ALL_REDUCE, {x}, {r == Reduction::Max ? 1 : 0, group})[0];
 }
 
-ValueId Graph::copy_to_tp_region(ValueId x) { return add_node(KILN_OP_COPY_TO_TP_REGION, {x})[0]; }
-
-ValueId Graph::all_gather(ValueId x, int64_t axis, int64_t ranks) {
-  return add_node(KILN_OP_ALL_GATHER, {x}, {axis, ranks})[0];
+ValueId Graph::copy_to_tp_region(ValueId x, kiln_group group) {
+  return add_node(KILN_OP_COPY_TO_TP_REGION, {x}, {group})[0];
 }
 
-ValueId Graph::reduce_scatter(ValueId x, int64_t axis, int64_t ranks) {
-  return add_node(KILN_OP_REDUCE_SCATTER, {x}, {axis, ranks})[0];
+ValueId Graph::all_gather(ValueId x, int64_t axis, int64_t ranks, kiln_group group) {
+  return add_node(KILN_OP_ALL_GATHER, {x}, {axis, ranks, group})[0];
 }
 
-ValueId Graph::scatter(ValueId x, int64_t axis, int64_t ranks) {
-  return add_node(KILN_OP_SCATTER, {x}, {axis, ranks})[0];
+ValueId Graph::reduce_scatter(ValueId x, int64_t axis, int64_t ranks, kiln_group group) {
+  return add_node(KILN_OP_REDUCE_SCATTER, {x}, {axis, ranks, group})[0];
+}
+
+ValueId Graph::scatter(ValueId x, int64_t axis, int64_t ranks, kiln_group group) {
+  return add_node(KILN_OP_SCATTER, {x}, {axis, ranks, group})[0];
 }
 
 namespace {
+
+// The group a collective node runs over: its last int attribute.
+kiln_group group_of(const Node& n) { return static_cast<kiln_group>(n.iattrs.back()); }
 
 // ---------------------------------------------------------------- VJP rules
 
@@ -58,27 +64,28 @@ Grads vjp_all_reduce(Graph&, const VjpArgs& a) {
 Grads vjp_copy_to_tp_region(Graph& g, const VjpArgs& a) {
   const ValueId dy = a.dy[0];
   const kiln_dtype dtype = g.value(dy).dtype;
-  if (dtype == KILN_F32) return {g.all_reduce(dy)};
-  return {g.cast(g.all_reduce(g.cast(dy, KILN_F32)), dtype)};
+  const kiln_group group = group_of(a.node);
+  if (dtype == KILN_F32) return {g.all_reduce(dy, group)};
+  return {g.cast(g.all_reduce(g.cast(dy, KILN_F32), group), dtype)};
 }
 
 // Sequence parallelism, as Megatron's mappings. y = every rank's part: the
 // loss depends on rank r's x through every rank's use of y, so dx is rank
 // r's part of the sum of every rank's dy.
 Grads vjp_all_gather(Graph& g, const VjpArgs& a) {
-  return {g.reduce_scatter(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+  return {g.reduce_scatter(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1), group_of(a.node))};
 }
 
 // y = part r of the sum: every rank's x reaches every part, so dx is the
 // whole gradient, every rank's dy gathered.
 Grads vjp_reduce_scatter(Graph& g, const VjpArgs& a) {
-  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1), group_of(a.node))};
 }
 
 // y = part r of a tensor every rank holds whole (and goes on with only its
 // part of): dx gathers the parts' gradients.
 Grads vjp_scatter(Graph& g, const VjpArgs& a) {
-  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1))};
+  return {g.all_gather(a.dy[0], a.node.iattrs.at(0), a.node.iattrs.at(1), group_of(a.node))};
 }
 
 // ---------------------------------------------------------------- reference

@@ -396,6 +396,10 @@ inline std::string infer(kiln_op op, const std::vector<TensorType>& in, const st
   // The serialized form stores counts in one byte and ranks up to
   // KILN_IR_MAX_RANK: refuse what it cannot carry.
   if (in.size() > 255 || iattrs.size() > 255 || fattrs.size() > 255) return "more than 255 inputs or attributes";
+  // A host collective's last int attribute names its process group (kiln_group).
+  if ((info->properties & KILN_OPP_HOST_COLLECTIVE) != 0 && kiln_group_name(iattrs.back()) == nullptr)
+    return "process group " + std::to_string(iattrs.back()) + " is not a kiln_group (0 tp ... " +
+           std::to_string(KILN_GROUP_COUNT_ - 1) + " pp)";
   bool in_repeats = false, out_repeats = false;
   RuleInput r{*info, in, iattrs, given, parse_signature(info->inputs, &in_repeats), &fattrs};
   for (size_t i = 0; i < in.size(); ++i) {

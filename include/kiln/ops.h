@@ -66,6 +66,21 @@
 /* Moves elements without arithmetic: any dtype, exact results. */
 #define KILN_OPP_LAYOUT 0x8u
 
+/* ---- process groups. Every host collective's last int attribute names the
+ * group of ranks it runs over: one of a job's parallel dimensions, in
+ * Megatron's RankGenerator order (trainer/parallel/parallel_state.h uses the
+ * same names). The host gives the executor one group per name it runs with;
+ * a group of one rank (a dimension of size 1) makes every collective the
+ * identity. Append-only, as the op codes. */
+typedef enum kiln_group {
+  KILN_GROUP_TP = 0, /* tensor parallelism (and its sequence parallelism) */
+  KILN_GROUP_CP = 1, /* context parallelism */
+  KILN_GROUP_EP = 2, /* expert parallelism */
+  KILN_GROUP_DP = 3, /* data parallelism */
+  KILN_GROUP_PP = 4, /* pipeline parallelism */
+  KILN_GROUP_COUNT_
+} kiln_group;
+
 /* ---- conformance tolerance classes (NMSE = sum((a-b)^2) / sum(a^2)) */
 typedef enum kiln_tolerance {
   KILN_TOL_EXACT = 0,       /* bitwise: data movement, selection */
@@ -93,7 +108,7 @@ typedef enum kiln_shape_rule {
   KILN_RULE_CONCAT = 15,          /* xs -> joined along iattrs[0] */
   KILN_RULE_TO_SCALAR = 16,       /* x -> [1] */
   KILN_RULE_ADAMW = 17,           /* (p, g, m, v same, hparams [5]) -> (p, m, v) */
-  KILN_RULE_ALL_REDUCE = 18,      /* x -> x; iattrs[0] in {0 sum, 1 max} */
+  KILN_RULE_ALL_REDUCE = 18,      /* x -> x; iattrs[0] in {0 sum, 1 max}, iattrs[1] the group */
   KILN_RULE_ROW_REDUCE = 19,      /* x [..., V] -> [...], rank >= 2 */
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
   KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
@@ -176,8 +191,8 @@ typedef enum kiln_shape_rule {
   /* ---- tensor parallelism (a plugin built against an older table reports these unsupported and the                  \
    * host falls back). */                                                                                              \
   /* (x) -> y, same shape: the elementwise sum (iattrs[0] = 0) or max (iattrs[0] = 1) of x over the ranks              \
-   * of the tensor-parallel group. A host collective. */                                                               \
-  X(ALL_REDUCE, 22, "all_reduce", 1, 1, 1, 0, KILN_HC, ELEMENTWISE, ALL_REDUCE, "x:F", "y:F")                          \
+   * of the group iattrs[1] names (kiln_group). A host collective. */                                                  \
+  X(ALL_REDUCE, 22, "all_reduce", 1, 1, 2, 0, KILN_HC, ELEMENTWISE, ALL_REDUCE, "x:F", "y:F")                          \
   /* (x [..., V]) -> y [...]: the maximum over the last dim (rank >= 2); a row holding a NaN gives NaN. */             \
   X(ROW_MAX, 23, "row_max", 1, 1, 0, 0, 0, EXACT, ROW_REDUCE, "x:f", "y:f")                                            \
   /* Vocab-parallel cross-entropy, part 1, over one shard of the vocab:                                                \
@@ -252,16 +267,17 @@ typedef enum kiln_shape_rule {
    * quiet); kiln/half.h defines the bits. Not KILN_E: with a wider y, writing y[k] in x's memory would                \
    * overwrite x elements not yet read. */                                                                             \
   X(CAST, 40, "cast", 1, 1, 1, 0, 0, EXACT, CAST, "x:f", "y:t")                                                       \
-  /* ---- sequence parallelism (issue 17): host collectives over the tensor-parallel group of R ranks;                 \
-   * iattrs = {dim, R}. Rank r's part of a tensor along dim is its r-th of R equal slices. */                          \
+  /* ---- sequence parallelism (issue 17): host collectives over a group of R ranks (the tensor-parallel one           \
+   * for sequence parallelism); iattrs = {dim, R, group}. Rank r's part of a tensor along dim is its r-th of R         \
+   * equal slices. */                                                                                                  \
   /* (x) -> y: y along dim is every rank's x in rank order (Megatron's gather from the sequence-parallel region). */   \
-  X(ALL_GATHER, 41, "all_gather", 1, 1, 2, 0, KILN_HC, EXACT, GATHER, "x:F", "y:F")                                   \
+  X(ALL_GATHER, 41, "all_gather", 1, 1, 3, 0, KILN_HC, EXACT, GATHER, "x:F", "y:F")                                   \
   /* (x) -> y: this rank's part along dim of the elementwise sum of x over the group (Megatron's reduce-scatter       \
    * to the sequence-parallel region). */                                                                              \
-  X(REDUCE_SCATTER, 42, "reduce_scatter", 1, 1, 2, 0, KILN_HC, ELEMENTWISE, SCATTER, "x:F", "y:F")                    \
+  X(REDUCE_SCATTER, 42, "reduce_scatter", 1, 1, 3, 0, KILN_HC, ELEMENTWISE, SCATTER, "x:F", "y:F")                    \
   /* (x) -> y: this rank's part along dim of x, which every rank holds whole (Megatron's scatter to the               \
    * sequence-parallel region); no communication. */                                                                  \
-  X(SCATTER, 43, "scatter", 1, 1, 2, 0, KILN_HC, EXACT, SCATTER, "x:F", "y:F")                                   \
+  X(SCATTER, 43, "scatter", 1, 1, 3, 0, KILN_HC, EXACT, SCATTER, "x:F", "y:F")                                   \
   /* ---- composites (graph/ops/op_def.h's decompose): no plugin need run them, the host expands them into         \
    * the ops above for a backend that does not list them. */                                                         \
   /* (x) -> y = relu(x)^2 = max(x, 0)^2, NaN stays NaN (Megatron's --squared-relu, Primer's activation). */          \
@@ -272,9 +288,9 @@ typedef enum kiln_shape_rule {
   /* (x) -> y = x: Megatron's copy to the tensor-parallel region. Every rank goes on with the whole x but uses it      \
    * with its shard of the weights only (a column-parallel layer's input, a replicated parameter applied to this       \
    * rank's heads or sequence slice), so x's gradient is the sum of every rank's: y's gradient is all-reduced over     \
-   * the group (its VJP). No communication forward; the host removes the node before placing a graph's nodes           \
+   * the group iattrs[0] names (its VJP). No communication forward; the host removes the node before placing a graph's nodes           \
    * (graph/passes.h), so no plugin receives it. */                                                                     \
-  X(COPY_TO_TP_REGION, 46, "copy_to_tp_region", 1, 1, 0, 0, KILN_HC, EXACT, SAME, "x:f", "y:f")                   \
+  X(COPY_TO_TP_REGION, 46, "copy_to_tp_region", 1, 1, 1, 0, KILN_HC, EXACT, SAME, "x:f", "y:f")                   \
   /* ---- math primitives (issue 31): the pieces the activations decompose into (graph/ops/math.cpp). A NaN         \
    * input gives NaN; each is the C library's function of the widened input, rounded once. */                       \
   /* (x) -> e^x. */                                                                                                    \
@@ -321,6 +337,8 @@ typedef struct kiln_op_info {
   {KILN_OP_##NAME, STR, NI, NO, NIA, NFA, PROPS, KILN_TOL_##TOL, KILN_RULE_##RULE, SIG_IN, SIG_OUT},
 KILN_OPS_CONST_ kiln_op_info kiln_op_table[] = {KILN_OPS(KILN_OP_INFO_ROW_)};
 #undef KILN_OP_INFO_ROW_
+/* The groups' names, by code. */
+static const char* const kiln_group_names[] = {"tp", "cp", "ep", "dp", "pp"};
 #undef KILN_E
 #undef KILN_IP
 #undef KILN_HC
@@ -354,8 +372,17 @@ constexpr bool kiln_op_signatures_match_counts_() {
   return true;
 }
 static_assert(kiln_op_signatures_match_counts_(), "a kiln_op_table signature disagrees with its counts");
+/* ... and every host collective has an int attribute to name its group. */
+constexpr bool kiln_op_collectives_name_a_group_() {
+  for (const kiln_op_info& r : kiln_op_table)
+    if ((r.properties & KILN_OPP_HOST_COLLECTIVE) != 0 && r.num_iattrs < 1) return false;
+  return true;
+}
+static_assert(kiln_op_collectives_name_a_group_(), "a host collective's last int attribute is its kiln_group");
+static_assert(sizeof(kiln_group_names) / sizeof(kiln_group_names[0]) == KILN_GROUP_COUNT_, "one name per group");
 #else
 _Static_assert(sizeof(kiln_op_table) / sizeof(kiln_op_table[0]) == KILN_OP_COUNT_, "one table row per op code");
+_Static_assert(sizeof(kiln_group_names) / sizeof(kiln_group_names[0]) == KILN_GROUP_COUNT_, "one name per group");
 #endif
 
 /* The row of a code, or NULL for a code this header does not know (a newer
@@ -367,6 +394,11 @@ static inline const kiln_op_info* kiln_op_find(int code) {
 static inline const char* kiln_op_name(int code) {
   const kiln_op_info* info = kiln_op_find(code);
   return info ? info->name : "unknown";
+}
+
+/* A group's name ("tp", ...), or NULL for a code this header does not know. */
+static inline const char* kiln_group_name(int64_t group) {
+  return group >= 0 && group < (int64_t)KILN_GROUP_COUNT_ ? kiln_group_names[group] : (const char*)0;
 }
 
 static inline int kiln_op_has(int code, uint32_t property) {

@@ -133,7 +133,7 @@ TEST(Conformance, HostCollectivesAreListedNotRun) {
 
   // A case holding one is refused: no device could run it.
   graph::Graph g;
-  g.output("y", g.all_reduce(g.input("x", KILN_F32, {3})));
+  g.output("y", g.all_reduce(g.input("x", KILN_F32, {3}), KILN_GROUP_TP));
   Suite suite;
   EXPECT_THROW(suite.add_case("tp", g, kTolElementwise), Error);
 

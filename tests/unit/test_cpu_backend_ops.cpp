@@ -188,7 +188,7 @@ TEST(CpuPlugin, AllReduceIsAHostCollective) {
   }
   IrWriter w;
   uint32_t x = w.value(KILN_F32, {4}, 1, 0), y = w.value(KILN_F32, {4}, 2, 0);
-  w.node(KILN_OP_ALL_REDUCE, {x}, {y}, {0});
+  w.node(KILN_OP_ALL_REDUCE, {x}, {y}, {0, KILN_GROUP_TP});
   std::string msg;
   EXPECT_EQ(compile_code(w.bytes(3, 0), &msg), KILN_ERR_UNSUPPORTED);
   EXPECT_NE(msg.find("op all_reduce is not supported by the cpu backend"), std::string::npos) << msg;

@@ -113,16 +113,24 @@ TEST(OpRules, LayoutOpsKeepTheDtype) {
 
 TEST(OpRules, SequenceParallelCollectivesScaleTheirAxis) {
   std::vector<TensorType> out;
-  ASSERT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 3, 4})}, &out, {1, 2}), "");
+  ASSERT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 3, 4})}, &out, {1, 2, KILN_GROUP_TP}), "");
   EXPECT_EQ(out[0], f32({2, 6, 4}));
-  ASSERT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 6, 4})}, &out, {1, 2}), "");
+  ASSERT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 6, 4})}, &out, {1, 2, KILN_GROUP_TP}), "");
   EXPECT_EQ(out[0], f32({2, 3, 4}));
-  ASSERT_EQ(run(KILN_OP_SCATTER, {f32({2, 6, 4})}, &out, {1, 3}), "");
+  ASSERT_EQ(run(KILN_OP_SCATTER, {f32({2, 6, 4})}, &out, {1, 3, KILN_GROUP_TP}), "");
   EXPECT_EQ(out[0], f32({2, 2, 4}));
-  EXPECT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 5, 4})}, &out, {1, 2}), "dim 5 is not divisible into 2 parts");
-  EXPECT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 5})}, &out, {2, 2}), "axis out of range");
-  EXPECT_EQ(run(KILN_OP_SCATTER, {f32({4})}, &out, {0, 0}), "ranks must be in [1, 65536], got 0");
-  EXPECT_NE(run(KILN_OP_ALL_GATHER, {i32({4})}, &out, {0, 2}), "");  // f32 only, as ALL_REDUCE
+  EXPECT_EQ(run(KILN_OP_REDUCE_SCATTER, {f32({2, 5, 4})}, &out, {1, 2, KILN_GROUP_TP}),
+            "dim 5 is not divisible into 2 parts");
+  EXPECT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 5})}, &out, {2, 2, KILN_GROUP_TP}), "axis out of range");
+  EXPECT_EQ(run(KILN_OP_SCATTER, {f32({4})}, &out, {0, 0, KILN_GROUP_TP}), "ranks must be in [1, 65536], got 0");
+  EXPECT_NE(run(KILN_OP_ALL_GATHER, {i32({4})}, &out, {0, 2, KILN_GROUP_TP}), "");  // f32 only, as ALL_REDUCE
+  // The last attribute names the process group (kiln_group).
+  EXPECT_EQ(run(KILN_OP_ALL_GATHER, {f32({2, 3, 4})}, &out, {1, 2, 5}),
+            "process group 5 is not a kiln_group (0 tp ... 4 pp)");
+  EXPECT_EQ(run(KILN_OP_ALL_REDUCE, {f32({4})}, &out, {0, -1}), "process group -1 is not a kiln_group (0 tp ... 4 pp)");
+  ASSERT_EQ(run(KILN_OP_ALL_REDUCE, {f32({4})}, &out, {1, KILN_GROUP_DP}), "");
+  EXPECT_STREQ(kiln_group_name(KILN_GROUP_CP), "cp");
+  EXPECT_EQ(kiln_group_name(KILN_GROUP_COUNT_), nullptr);
   for (kiln_op op : {KILN_OP_ALL_GATHER, KILN_OP_REDUCE_SCATTER, KILN_OP_SCATTER})
     EXPECT_TRUE(kiln_op_has(op, KILN_OPP_HOST_COLLECTIVE)) << kiln_op_name(op);
 }

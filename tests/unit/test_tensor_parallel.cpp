@@ -212,9 +212,9 @@ TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   Graph g;
   ValueId x = g.input("x", KILN_F32, {3, 5});
-  ValueId y = g.all_reduce(g.scale(x, 0.5f));
+  ValueId y = g.all_reduce(g.scale(x, 0.5f), KILN_GROUP_TP);
   g.output("z", g.gelu(y));
-  g.output("m", g.all_reduce(y, Graph::Reduction::Max));  // a port made by a collective
+  g.output("m", g.all_reduce(y, KILN_GROUP_TP, Graph::Reduction::Max));  // a port made by a collective
   graph::Executable exe(*cpu, g);
   EXPECT_EQ(exe.split().collectives, 2);
   std::vector<float> in(15);
@@ -225,7 +225,10 @@ TEST(TensorParallel, ExecutorRunsCollectivesBetweenPieces) {
   // Two ranks with the same x: the sum is x itself, the max too.
   ThreadGroup group(2);
   GroupMember me(group, 0), peer(group, 1);
-  exe.set_collectives(&me);
+  graph::ProcessGroups groups;
+  exe.set_process_groups(&groups);
+  EXPECT_THROW(exe.run(), Error);  // no 'tp' group among them
+  groups.set(KILN_GROUP_TP, &me);
   std::thread other([&] {
     std::vector<float> half(15);
     for (size_t i = 0; i < 15; ++i) half[i] = in[i] * 0.5f;
@@ -252,7 +255,7 @@ TEST(TensorParallel, CopyToRegionSumsOnlyTheCopiedUsesGradient) {
   Graph g;
   const ValueId x = g.input("x", KILN_F32, {2, 3});
   const ValueId w = g.input("w", KILN_F32, {3, 3});
-  const ValueId y = g.matmul(g.copy_to_tp_region(x), w, false, true);
+  const ValueId y = g.matmul(g.copy_to_tp_region(x, KILN_GROUP_TP), w, false, true);
   const ValueId loss = g.sum_squares(g.add(y, x));
   const ValueId dx = graph::backward(g, loss, {x})[0];
   g.output("dx", dx);
@@ -267,7 +270,7 @@ TEST(TensorParallel, CopyToRegionSumsOnlyTheCopiedUsesGradient) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   Graph forward;
   const ValueId fx = forward.input("x", KILN_F32, {2, 3});
-  forward.output("y", forward.gelu(forward.copy_to_tp_region(fx)));
+  forward.output("y", forward.gelu(forward.copy_to_tp_region(fx, KILN_GROUP_TP)));
   graph::Executable exe(*cpu, forward);
   EXPECT_EQ(exe.split().collectives, 0);  // no process group needed
   const std::vector<float> in = {-2.0f, -1.0f, 0.0f, 0.5f, 1.0f, 3.0f};
@@ -282,13 +285,70 @@ TEST(TensorParallel, CopyToRegionSumsOnlyTheCopiedUsesGradient) {
 
   // A port naming the copy would lose its value: refused, saying what to output.
   Graph bad;
-  bad.output("y", bad.copy_to_tp_region(bad.input("x", KILN_F32, {2})));
+  bad.output("y", bad.copy_to_tp_region(bad.input("x", KILN_F32, {2}), KILN_GROUP_TP));
   try {
     graph::Executable refused(*cpu, bad);
     ADD_FAILURE() << "an output naming a copy was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("output the value it copies"), std::string::npos) << e.what();
   }
+}
+
+// Each collective runs over the group it names: the sum over 'tp' (two
+// threads) sees the peer's values, the one over 'dp' (this rank alone, a
+// dimension of size 1) does not. A group the run lacks is named.
+TEST(TensorParallel, CollectivesRunOverTheGroupTheyName) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4});
+  g.output("over_tp", g.all_reduce(g.scale(x, 1.0f), KILN_GROUP_TP));
+  g.output("over_dp", g.all_reduce(g.scale(x, 2.0f), KILN_GROUP_DP));
+  graph::Executable exe(*cpu, g);
+  const std::vector<float> in = {1, 2, 3, 4};
+  exe.buffer("x")->write(in.data(), 16);
+
+  ThreadGroup tp(2);
+  GroupMember me(tp, 0), peer(tp, 1);
+  graph::SelfGroup alone;
+  graph::ProcessGroups groups;
+  groups.set(KILN_GROUP_TP, &me);
+  groups.set(KILN_GROUP_DP, &alone);
+  exe.set_process_groups(&groups);
+  std::thread other([&] {
+    std::vector<float> theirs = {10, 20, 30, 40};
+    peer.all_reduce(theirs, Graph::Reduction::Sum);
+  });
+  exe.run();
+  other.join();
+  std::vector<float> over_tp(4), over_dp(4);
+  exe.buffer("over_tp")->read(over_tp.data(), 16);
+  exe.buffer("over_dp")->read(over_dp.data(), 16);
+  EXPECT_EQ(over_tp, (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ(over_dp, (std::vector<float>{2, 4, 6, 8}));
+}
+
+// A collective over a group the run was not given is refused, naming the
+// group; one that names no kiln_group is refused where the node is made,
+// as its other attributes are.
+TEST(TensorParallel, CollectiveOverAMissingGroupIsNamed) {
+  std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4});
+  g.output("y", g.all_reduce(g.scale(x, 2.0f), KILN_GROUP_DP));
+  graph::Executable exe(*cpu, g);
+  exe.buffer("x")->write(std::vector<float>(4, 1.0f).data(), 16);
+  graph::SelfGroup alone;
+  graph::ProcessGroups groups;
+  groups.set(KILN_GROUP_TP, &alone);
+  exe.set_process_groups(&groups);
+  try {
+    exe.run();
+    ADD_FAILURE() << "ran an all_reduce over a 'dp' group it was not given";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("all_reduce over process group 'dp'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.all_reduce(x, static_cast<kiln_group>(KILN_GROUP_COUNT_)), Error);
+  EXPECT_THROW(g.all_gather(x, 0, 2, static_cast<kiln_group>(-1)), Error);
 }
 
 // Sequence parallelism's collectives through the executor, two ranks as
@@ -299,10 +359,10 @@ TEST(TensorParallel, CopyToRegionSumsOnlyTheCopiedUsesGradient) {
 TEST(TensorParallel, ExecutorRunsSequenceParallelCollectives) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {2, 2, 3});
-  ValueId whole = g.all_gather(x, 1, 2);
+  ValueId whole = g.all_gather(x, 1, 2, KILN_GROUP_TP);
   g.output("whole", whole);
-  g.output("summed", g.reduce_scatter(whole, 1, 2));
-  g.output("mine", g.scatter(whole, 1, 2));
+  g.output("summed", g.reduce_scatter(whole, 1, 2, KILN_GROUP_TP));
+  g.output("mine", g.scatter(whole, 1, 2, KILN_GROUP_TP));
   ThreadGroup group(2);
   std::vector<float> in[2], wholes[2], summed[2], mine[2];
   // Each rank's device, opened before the threads start: the registry
@@ -313,7 +373,9 @@ TEST(TensorParallel, ExecutorRunsSequenceParallelCollectives) {
       graph::Executable exe(*devices[r], g);
       EXPECT_EQ(exe.split().collectives, 3);
       GroupMember me(group, r);
-      exe.set_collectives(&me);
+      graph::ProcessGroups groups;
+      groups.set(KILN_GROUP_TP, &me);
+      exe.set_process_groups(&groups);
       in[r].resize(12);
       for (size_t i = 0; i < 12; ++i) in[r][i] = 100.0f * static_cast<float>(r) + static_cast<float>(i);
       exe.buffer("x")->write(in[r].data(), 48);
@@ -368,7 +430,9 @@ void train_step(const GptConfig& c, int64_t rank, graph::Collectives* group,
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 1);
   const int64_t B = 2;
   graph::Executable exe(*cpu, build_train_step(c, B, GradMode::Overwrite));
-  if (group) exe.set_collectives(group);
+  graph::ProcessGroups groups;
+  if (group) groups.set(KILN_GROUP_TP, group);
+  exe.set_process_groups(&groups);
   for (const ParamSpec& s : gpt_parameters(c)) {
     std::vector<float> mine = take_shard(s, params.at(s.name), c.tensor_parallel, rank);
     exe.buffer(s.name)->write(mine.data(), mine.size() * 4);

@@ -94,8 +94,8 @@ TEST(ReferenceVocabParallel, LossFromSumsAndItsGrad) {
 TEST(ReferenceVocabParallel, AllReduceIsTheIdentityInAGroupOfOne) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {2, 3});
-  g.output("sum", g.all_reduce(x));
-  g.output("max", g.all_reduce(x, Graph::Reduction::Max));
+  g.output("sum", g.all_reduce(x, KILN_GROUP_TP));
+  g.output("max", g.all_reduce(x, KILN_GROUP_TP, Graph::Reduction::Max));
   const HostTensor xv = F({2, 3}, {1, -2, 3.5f, 0, 7, -0.25f});
   TensorMap out = run_reference(g, {{"x", xv}});
   EXPECT_EQ(out.at("sum").f32, xv.f32);
@@ -146,7 +146,7 @@ class VocabShards {
     TensorMap in{{"logits", logits_}};
     ValueId l = g.input("logits", KILN_F32, {s_.n, s_.v});
     ValueId mx = g.row_max(l);
-    if (collectives) mx = g.all_reduce(mx, Graph::Reduction::Max);
+    if (collectives) mx = g.all_reduce(mx, KILN_GROUP_TP, Graph::Reduction::Max);
     std::vector<ValueId> parts = s_.shards == 1 ? std::vector<ValueId>{l} : g.split(l, 1, s_.shards);
     ValueId sums = -1;
     for (int s = 0; s < s_.shards; ++s) {
@@ -157,7 +157,7 @@ class VocabShards {
       ValueId part = g.cross_entropy_shard(parts[static_cast<size_t>(s)], g.input(name, KILN_I32, {s_.n}), mx);
       sums = s == 0 ? part : g.add(sums, part);
     }
-    if (collectives) sums = g.all_reduce(sums);
+    if (collectives) sums = g.all_reduce(sums, KILN_GROUP_TP);
     ValueId loss = g.cross_entropy_from_sums(sums);
     g.output("loss", loss);
     g.output("dlogits", backward(g, loss, {l})[0]);

@@ -202,8 +202,8 @@ ValueId fill_as(Graph& g, const GptConfig& c, const graph::Shape& shape, float v
 // exact to f32 as in Megatron with --accumulate-allreduce-grads-in-fp32.
 ValueId all_reduce_as(Graph& g, ValueId x, Graph::Reduction r = Graph::Reduction::Sum) {
   const kiln_dtype dtype = g.value(x).dtype;
-  if (dtype == KILN_F32) return g.all_reduce(x, r);
-  return g.cast(g.all_reduce(g.cast(x, KILN_F32), r), dtype);
+  if (dtype == KILN_F32) return g.all_reduce(x, KILN_GROUP_TP, r);
+  return g.cast(g.all_reduce(g.cast(x, KILN_F32), KILN_GROUP_TP, r), dtype);
 }
 
 // x widened to f32 (exact); x itself when it is f32.
@@ -231,7 +231,8 @@ ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
 // gradient over the group, as column_parallel_input's all-reduce does.
 ValueId gather_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
   const int64_t C = g.shape(x).back();
-  ValueId whole = g.all_gather(g.reshape(widened(g, x), {B, c.local_seq_length(), C}), 1, c.tensor_parallel);
+  ValueId whole =
+      g.all_gather(g.reshape(widened(g, x), {B, c.local_seq_length(), C}), 1, c.tensor_parallel, KILN_GROUP_TP);
   return g.reshape(whole, {B * c.seq_length, C});
 }
 
@@ -240,13 +241,13 @@ ValueId gather_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
 // every rank holds whole (the embedding's output).
 ValueId reduce_scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
   const int64_t C = g.shape(x).back();
-  ValueId mine = g.reduce_scatter(g.reshape(x, {B, c.seq_length, C}), 1, c.tensor_parallel);
+  ValueId mine = g.reduce_scatter(g.reshape(x, {B, c.seq_length, C}), 1, c.tensor_parallel, KILN_GROUP_TP);
   return g.reshape(mine, {B * c.local_seq_length(), C});
 }
 ValueId scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
   const kiln_dtype dtype = g.value(x).dtype;
   const int64_t C = g.shape(x).back();
-  ValueId mine = g.scatter(g.reshape(widened(g, x), {B, c.seq_length, C}), 1, c.tensor_parallel);
+  ValueId mine = g.scatter(g.reshape(widened(g, x), {B, c.seq_length, C}), 1, c.tensor_parallel, KILN_GROUP_TP);
   mine = g.reshape(mine, {B * c.local_seq_length(), C});
   return dtype == KILN_F32 ? mine : g.cast(mine, dtype);
 }
@@ -267,12 +268,12 @@ ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, 
   } else {
     ValueId partial =
         dtype == KILN_F32 ? g.matmul(x, w, false, true) : g.matmul(widened(g, x), widened(g, w), false, true);
-    y = c.splits_sequence() ? reduce_scatter_sequence(g, c, B, partial) : g.all_reduce(partial);
+    y = c.splits_sequence() ? reduce_scatter_sequence(g, c, B, partial) : g.all_reduce(partial, KILN_GROUP_TP);
     if (dtype != KILN_F32) y = g.cast(y, dtype);
   }
   // On this rank's slice of the sequence the (replicated) bias gets that
   // slice's share of its gradient: the copy sums it over the group.
-  if (b >= 0 && c.splits_sequence()) b = g.copy_to_tp_region(b);
+  if (b >= 0 && c.splits_sequence()) b = g.copy_to_tp_region(b, KILN_GROUP_TP);
   return b >= 0 ? g.add(y, b) : y;
 }
 
@@ -288,7 +289,7 @@ ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std
              bool on_a_share = false) {
   auto param = [&](const std::string& suffix) {
     const ValueId v = p.at(name + suffix);
-    return on_a_share && c.tensor_parallel > 1 ? g.copy_to_tp_region(v) : v;
+    return on_a_share && c.tensor_parallel > 1 ? g.copy_to_tp_region(v, KILN_GROUP_TP) : v;
   };
   ValueId w = param(".weight");
   if (c.apply_layernorm_1p) w = g.add(fill_as(g, c, g.shape(w), 1.0f), w);
@@ -485,7 +486,7 @@ class ForwardBuilder {
 ValueId ForwardBuilder::column_parallel_input(ValueId v) {
   if (c_.tensor_parallel == 1) return v;
   if (c_.splits_sequence()) return gather_sequence(g_, c_, B_, v);
-  return g_.copy_to_tp_region(widened(g_, v));
+  return g_.copy_to_tp_region(widened(g_, v), KILN_GROUP_TP);
 }
 
 // On a slice of the sequence, element e of the [B, T/R, C] slice is element
@@ -616,7 +617,7 @@ ValueId gpt_loss(Graph& g, const GptForward& f, const GptConfig& c, int64_t B) {
   // Megatron's vocab-parallel cross-entropy: the row max over the whole
   // vocab, then each shard's sum of exp and target logit, summed.
   ValueId rowmax = all_reduce_as(g, g.row_max(f.logits), Graph::Reduction::Max);
-  ValueId sums = g.all_reduce(g.cross_entropy_shard(f.logits, targets, rowmax));
+  ValueId sums = g.all_reduce(g.cross_entropy_shard(f.logits, targets, rowmax), KILN_GROUP_TP);
   return g.cross_entropy_from_sums(sums);
 }
 

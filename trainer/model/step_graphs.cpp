@@ -143,7 +143,7 @@ Graph build_grad_norm(const GptConfig& cfg) {
   }
   end_layer();
   g.set_unit(graph::kRestUnit);
-  if (!sharded.empty()) replicated.push_back(g.all_reduce(concat_all(g, sharded)));
+  if (!sharded.empty()) replicated.push_back(g.all_reduce(concat_all(g, sharded), KILN_GROUP_TP));
   g.output("grad_sq", concat_all(g, replicated));
   return g;
 }
