@@ -37,7 +37,7 @@ int run_export(const std::vector<std::string>& args) {
   const int64_t shard_bytes = trainer::parse_shard_size(max_shard_size);
 
   trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
-  const trainer::GptConfig cfg = trainer::model_config_from_json(ck.meta.value("config", nlohmann::json()));
+  const trainer::GptConfig cfg(trainer::model_config_from_json(ck.meta.value("config", nlohmann::json())));
   trainer::HfModel model = trainer::kiln_to_hf(cfg, ck.model);
   trainer::HfDir hf;
   hf.config = model.config;

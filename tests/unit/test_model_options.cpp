@@ -287,7 +287,7 @@ TEST(ModelConfig, RoundTripsEveryOption) {
   layernorm.add_bias_layernorm = false;
   EXPECT_FALSE(model_config_from_json(model_config_json(layernorm)).add_bias_layernorm);
   EXPECT_EQ(model_config_json(model_config_from_json(model_config_json(layernorm))), model_config_json(layernorm));
-  const GptConfig back = model_config_from_json(model_config_json(c));
+  const GptConfig back(model_config_from_json(model_config_json(c)));
   EXPECT_EQ(model_config_json(back), model_config_json(c));
   EXPECT_EQ(back.normalization, Normalization::RMSNorm);
   EXPECT_EQ(back.query_groups(), 2);
@@ -332,7 +332,7 @@ TEST(ModelConfig, OlderCheckpointsLoadAsGpt2) {
   const nlohmann::json old = {{"num_layers", 2},        {"hidden_size", 32}, {"num_attention_heads", 4},
                               {"vocab_size", 256},      {"seq_length", 16},  {"layernorm_epsilon", 1e-5},
                               {"init_method_std", 0.02}};
-  const GptConfig c = model_config_from_json(old);
+  const GptConfig c(model_config_from_json(old));
   EXPECT_EQ(c.normalization, Normalization::LayerNorm);
   EXPECT_EQ(c.position_embedding_type, PositionEmbedding::LearnedAbsolute);
   EXPECT_FALSE(c.untie_embeddings_and_output_weights);
@@ -394,7 +394,7 @@ TEST(ModelConfig, EveryRowOfTheTableRoundTrips) {
   const GptConfig defaults;
   int away_from_default = 0;
   for (const GptConfig& c : {a, b}) {
-    const GptConfig back = model_config_from_json(model_config_json(c));
+    const GptConfig back(model_config_from_json(model_config_json(c)));
     const GptConfig want = c.with_derived_sizes();
 #define KILN_EXPECT_ROW(codec, field, ...)         \
   EXPECT_TRUE(back.field == want.field) << #field; \

@@ -68,7 +68,7 @@ TEST(Partition, GroupsIndependentNodesOfOneDevice) {
 }
 
 TEST(Partition, OneDeviceKeepsTheOriginalOrder) {
-  Graph g = trainer::build_train_step(trainer::GptConfig{1, 16, 2, 11, 5}, 2);
+  Graph g = trainer::build_train_step(trainer::GptConfig(trainer::ModelArchitecture{1, 16, 2, 11, 5}), 2);
   auto segs = partition(g, std::vector<int>(g.nodes().size(), 0));
   ASSERT_EQ(segs.size(), 1u);
   for (size_t i = 0; i < segs[0].nodes.size(); ++i) EXPECT_EQ(segs[0].nodes[i], static_cast<int>(i));
@@ -218,7 +218,7 @@ TEST_F(SplitExecution, InPlaceUpdatesOnEitherDeviceReachThePortBuffers) {
 // The whole training step of a small GPT, split between the template's ops
 // and the cpu: loss and every gradient accumulator, over two micro-batches.
 TEST_F(SplitExecution, GptTrainStepMatchesTheUnsplitRun) {
-  const trainer::GptConfig cfg{2, 24, 3, 29, 9};
+  const trainer::GptConfig cfg(trainer::ModelArchitecture{2, 24, 3, 29, 9});
   Graph g = trainer::build_train_step(cfg, 2);
   TensorMap in;
   uint32_t seed = 10;
@@ -239,7 +239,8 @@ TEST_F(SplitExecution, GptTrainStepMatchesTheUnsplitRun) {
 
 TEST_F(SplitExecution, FullySupportedGraphsAreNotSplit) {
   testing::wrapped_hooks().supported = nullptr;
-  Graph g = trainer::build_optimizer_step(trainer::GptConfig{1, 16, 2, 11, 5}, trainer::AdamWConfig{});
+  Graph g = trainer::build_optimizer_step(trainer::GptConfig(trainer::ModelArchitecture{1, 16, 2, 11, 5}),
+                                          trainer::AdamWConfig{});
   // Whole graphs: the optimizer's per-layer compile units are not a split.
   setenv("KILN_COMPILE_UNITS", "whole", 1);
   Executable exe(*partial_, g, fallback_.get());

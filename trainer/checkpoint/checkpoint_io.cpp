@@ -143,7 +143,7 @@ bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, Expect
   if (config == meta.end() || !config->is_object()) return false;
   std::vector<ParamSpec> params;
   try {
-    params = gpt_parameters(model_config_from_json(*config));
+    params = gpt_parameters(GptConfig(model_config_from_json(*config)));
   } catch (const std::exception&) {
     return false;
   }

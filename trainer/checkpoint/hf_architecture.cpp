@@ -7,6 +7,7 @@
 #include "trainer/checkpoint/hf_gpt2.h"
 #include "trainer/checkpoint/hf_llama.h"
 #include "trainer/checkpoint/hf_mpt.h"
+#include "trainer/model/layer_spec.h"
 
 namespace kiln::trainer {
 
@@ -50,17 +51,42 @@ const GptConfig& checked(const GptConfig& c) {
 
 }  // namespace
 
+namespace {
+
+HfModel as_gpt2(const GptConfig& c, const std::map<std::string, SafeTensor>& kiln) {
+  return {"GPT2LMHeadModel", gpt2_hf_config(c), gpt2_to_hf(c, kiln)};
+}
+HfModel as_llama(const GptConfig& c, const std::map<std::string, SafeTensor>& kiln) {
+  return {"LlamaForCausalLM", llama_hf_config(c), llama_to_hf(c, kiln)};
+}
+HfModel as_mpt(const GptConfig& c, const std::map<std::string, SafeTensor>& kiln) {
+  return {"MptForCausalLM", mpt_hf_config(c), mpt_to_hf(c, kiln)};
+}
+
+// The architectures kiln exports, each by the layer spec it expresses
+// (trainer/model/layer_spec.h). The position slot tells them apart; the
+// mapper's own check then names any other slot or option it cannot
+// express (GPT-2 with RMSNorm, Llama without SwiGLU, ...).
+struct HfArchitecture {
+  LayerSpec spec;
+  HfModel (*map)(const GptConfig&, const std::map<std::string, SafeTensor>&);
+};
+const HfArchitecture kHfArchitectures[] = {
+    {{Normalization::LayerNorm, PositionEmbedding::LearnedAbsolute, MlpKind::Gelu}, as_gpt2},
+    {{Normalization::RMSNorm, PositionEmbedding::Rope, MlpKind::SwiGlu}, as_llama},
+    {{Normalization::LayerNorm, PositionEmbedding::Alibi, MlpKind::GeluErf}, as_mpt},
+};
+
+}  // namespace
+
 HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln) {
   check_options_mapped(cfg);
-  switch (cfg.position_embedding_type) {
-    case PositionEmbedding::LearnedAbsolute: return {"GPT2LMHeadModel", gpt2_hf_config(cfg), gpt2_to_hf(cfg, kiln)};
-    case PositionEmbedding::Rope: return {"LlamaForCausalLM", llama_hf_config(cfg), llama_to_hf(cfg, kiln)};
-    case PositionEmbedding::Alibi: return {"MptForCausalLM", mpt_hf_config(cfg), mpt_to_hf(cfg, kiln)};
-    case PositionEmbedding::None: break;
-  }
-  throw Error(
-      "the checkpoint's model uses --position-embedding-type none, which neither GPT2LMHeadModel (learned "
-      "positions), LlamaForCausalLM (rope) nor MptForCausalLM (alibi) can express");
+  const LayerSpec spec = layer_spec(cfg);
+  for (const HfArchitecture& a : kHfArchitectures)
+    if (a.spec.positions == spec.positions) return a.map(cfg, kiln);
+  throw Error(std::string("the checkpoint's model uses --position-embedding-type ") + to_string(spec.positions) +
+              ", which neither GPT2LMHeadModel (learned positions), LlamaForCausalLM (rope) nor MptForCausalLM "
+              "(alibi) can express");
 }
 
 KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf) {

@@ -115,8 +115,8 @@ void read(const nlohmann::json& j, Codec codec, const char* field, T& v, Saved s
 // Every row of model_options.h. The sizes GptConfig derives when left at 0
 // (ffn_hidden_size, num_query_groups, kv_channels) are written as derived,
 // so a checkpoint states its model's shapes.
-nlohmann::json model_config_json(const GptConfig& config) {
-  const GptConfig c = config.with_derived_sizes(), defaults;
+nlohmann::json model_config_json(const ModelArchitecture& arch) {
+  const ModelArchitecture c = arch.with_derived_sizes(), defaults;
   nlohmann::json j = nlohmann::json::object();
 #define KILN_WRITE_OPTION(codec, field, default_value, flag, saved, hf, help) \
   write(j, model_option::codec{}, #field, c.field, defaults.field, Saved::saved);
@@ -127,19 +127,19 @@ nlohmann::json model_config_json(const GptConfig& config) {
 
 // Rows absent from an older checkpoint's meta.json keep their defaults: the
 // model those checkpoints were trained with.
-GptConfig model_config_from_json(const nlohmann::json& j) {
+ModelArchitecture model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw Error("checkpoint meta.json has no valid model config (its \"config\" is not an object)");
-  GptConfig c;
+  ModelArchitecture c;
 #define KILN_READ_OPTION(codec, field, default_value, flag, saved, hf, help) \
   read(j, model_option::codec{}, #field, c.field, Saved::saved);
   KILN_MODEL_OPTIONS(KILN_READ_OPTION)
 #undef KILN_READ_OPTION
-  c.validate();
+  GptConfig(c).validate();
   return c;
 }
 
-std::vector<std::string> model_config_differences(const GptConfig& saved, const GptConfig& wanted) {
-  const GptConfig x = saved.with_derived_sizes(), y = wanted.with_derived_sizes();
+std::vector<std::string> model_config_differences(const ModelArchitecture& saved, const ModelArchitecture& wanted) {
+  const ModelArchitecture x = saved.with_derived_sizes(), y = wanted.with_derived_sizes();
   std::vector<std::string> out;
   auto compare = [&](const char* key, const nlohmann::json& a, const nlohmann::json& b) {
     if (a != b && std::string(key) != "init_method_std")

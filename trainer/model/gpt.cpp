@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "graph/compile_units.h"
 #include "trainer/model/dropout_keys.h"
+#include "trainer/model/layer_spec.h"
 #include "trainer/model/model_size.h"
 #include "trainer/model/position_inputs.h"
 
@@ -15,7 +16,7 @@ namespace kiln::trainer {
 using graph::Graph;
 using graph::ValueId;
 
-int64_t GptConfig::ffn_hidden() const {
+int64_t ModelArchitecture::ffn_hidden() const {
   if (ffn_hidden_size > 0) return ffn_hidden_size;
   // Megatron's arguments.py: SwiGLU keeps the parameter count of a 4h MLP
   // (two thirds of the width for three matrices), rounded down to 64.
@@ -23,7 +24,7 @@ int64_t GptConfig::ffn_hidden() const {
   return 4 * hidden_size;
 }
 
-int64_t GptConfig::rotary_pairs() const {
+int64_t ModelArchitecture::rotary_pairs() const {
   return static_cast<int64_t>(static_cast<double>(head_dim()) * static_cast<double>(rotary_percent)) / 2;
 }
 
@@ -285,7 +286,7 @@ ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, 
 // each replicated parameter's gradient here is that share's: it passes
 // through a copy to the tensor-parallel region, whose gradient is the sum
 // over the group, so every rank applies the same whole gradient.
-ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& name,
+ValueId norm(Graph& g, const GptConfig& c, Normalization kind, ValueId x, const Params& p, const std::string& name,
              bool on_a_share = false) {
   auto param = [&](const std::string& suffix) {
     const ValueId v = p.at(name + suffix);
@@ -293,7 +294,7 @@ ValueId norm(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std
   };
   ValueId w = param(".weight");
   if (c.apply_layernorm_1p) w = g.add(fill_as(g, c, g.shape(w), 1.0f), w);
-  if (c.normalization == Normalization::RMSNorm) return g.rmsnorm(x, w, c.layernorm_epsilon);
+  if (kind == Normalization::RMSNorm) return g.rmsnorm(x, w, c.layernorm_epsilon);
   // Without a bias, beta is a constant zero: LAYERNORM with a FILL input
   // costs one fill of C floats and leaves the op, its kernels and its
   // gradient as they are (the unused dbeta is one more row sum), where an
@@ -316,8 +317,8 @@ struct Qkv {
 struct PositionValues {
   ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1;
 };
-Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params& p, const std::string& L,
-              const PositionValues& pos) {
+Qkv split_qkv(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B, ValueId qkv, const Params& p,
+              const std::string& L, const PositionValues& pos) {
   const int64_t T = c.seq_length, H = c.local_heads(), G = c.local_query_groups(), D = c.head_dim();
   const int64_t per_group = H / G;
   ValueId q, k, v;
@@ -337,10 +338,10 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
     v = parts[static_cast<size_t>(per_group) + 1];
   }
   if (c.qk_layernorm) {
-    q = norm(g, c, q, p, L + "self_attention.q_layernorm", /*on_a_share=*/true);
-    k = norm(g, c, k, p, L + "self_attention.k_layernorm", /*on_a_share=*/true);
+    q = norm(g, c, spec.norm, q, p, L + "self_attention.q_layernorm", /*on_a_share=*/true);
+    k = norm(g, c, spec.norm, k, p, L + "self_attention.k_layernorm", /*on_a_share=*/true);
   }
-  if (c.position_embedding_type == PositionEmbedding::Rope) {
+  if (spec.positions == PositionEmbedding::Rope) {
     // Megatron-core rotates q and k after the split (and QK-LayerNorm), by
     // the tables the trainer fills (trainer/model/position_inputs.h).
     q = g.rope(q, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
@@ -356,15 +357,15 @@ Qkv split_qkv(Graph& g, const GptConfig& c, int64_t B, ValueId qkv, const Params
 // Causal self-attention over x [B*T, C], on this rank's heads (whole query
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
-ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L,
-                  const PositionValues& pos, ValueId dropout_key, int64_t layer,
+ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B, ValueId x, const Params& p,
+                  const std::string& L, const PositionValues& pos, ValueId dropout_key, int64_t layer,
                   std::vector<graph::RecomputeSegment>& recompute_segments) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
   ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
                        optional_param(p, L + "self_attention.linear_qkv.bias"));
   // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
   if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
-  const Qkv h = split_qkv(g, c, B, qkv, p, L, pos);
+  const Qkv h = split_qkv(g, c, spec, B, qkv, p, L, pos);
   // Query-key layer scaling: q / l makes the stored scores q k^T / l; the
   // softmax's (or ALiBi's) scale multiplies l back.
   const float coeff = c.query_key_layer_scaling && c.compute_dtype != KILN_F32 ? static_cast<float>(layer + 1) : 1.0f;
@@ -376,7 +377,7 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
   ValueId scores = g.matmul(q, h.k, false, true);  // [B*H, T, T]
   const float scale = coeff / std::sqrt(static_cast<float>(D));
   ValueId probs;
-  if (c.position_embedding_type == PositionEmbedding::Alibi) {
+  if (spec.positions == PositionEmbedding::Alibi) {
     // MPT: the bias is added to the scaled scores, so scale first and
     // softmax with scale 1. Each rank's slopes are those of its heads.
     scores = g.reshape(g.scale(scores, scale), {B, H, T, T});
@@ -398,21 +399,32 @@ ValueId attention(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Para
                              optional_param(p, L + "self_attention.linear_proj.bias"));
 }
 
-// fc1 column-parallel, fc2 row-parallel: the activation (GELU, relu(x)^2, or
-// SwiGLU's silu(gate) * up) applies to each rank's columns on their own, so the MLP
-// needs one all-reduce.
-ValueId mlp(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p, const std::string& L) {
-  ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
-  if (c.swiglu) {
-    // This rank's fc1 rows are its rows of the gate, then its rows of up
-    // (ParamSpec::shard_chunks), so its output columns split the same way.
-    std::vector<ValueId> gate_up = g.split(h, 1, 2);
-    h = g.mul(g.silu(gate_up[0]), gate_up[1]);
-  } else if (c.squared_relu) {
-    h = g.squared_relu(h);
-  } else {
-    h = c.exact_gelu ? g.gelu_erf(h) : g.gelu(h);
+// The MLP's middle parts (layer_spec.h's MlpKind): fc1's output -> fc2's input.
+ValueId gelu_part(Graph& g, ValueId h) { return g.gelu(h); }
+ValueId gelu_erf_part(Graph& g, ValueId h) { return g.gelu_erf(h); }
+ValueId squared_relu_part(Graph& g, ValueId h) { return g.squared_relu(h); }
+// This rank's fc1 rows are its rows of the gate, then its rows of up
+// (ParamSpec::shard_chunks), so its output columns split the same way.
+ValueId swiglu_part(Graph& g, ValueId h) {
+  std::vector<ValueId> gate_up = g.split(h, 1, 2);
+  return g.mul(g.silu(gate_up[0]), gate_up[1]);
+}
+using MlpPart = ValueId (*)(Graph&, ValueId);
+MlpPart mlp_part(MlpKind kind) {
+  switch (kind) {
+    case MlpKind::Gelu: return gelu_part;
+    case MlpKind::GeluErf: return gelu_erf_part;
+    case MlpKind::SquaredRelu: return squared_relu_part;
+    case MlpKind::SwiGlu: return swiglu_part;
   }
+  throw Error("internal: MLP kind " + std::to_string(static_cast<int>(kind)));
+}
+
+// fc1 column-parallel, fc2 row-parallel: the middle part applies to each
+// rank's columns on their own, so the MLP needs one all-reduce.
+ValueId mlp(Graph& g, const GptConfig& c, MlpKind kind, int64_t B, ValueId x, const Params& p, const std::string& L) {
+  ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
+  h = mlp_part(kind)(g, h);
   return row_parallel_linear(g, c, B, h, p.at(L + "mlp.linear_fc2.weight"),
                              optional_param(p, L + "mlp.linear_fc2.bias"));
 }
@@ -436,7 +448,7 @@ RecomputeUnit full_recompute_unit(const GptConfig& c, int64_t l) {
 // the position inputs, each layer, then the head or the stage's hand-on.
 class ForwardBuilder {
  public:
-  ForwardBuilder(Graph& g, const GptConfig& c, int64_t B) : g_(g), c_(c), B_(B) {
+  ForwardBuilder(Graph& g, const GptConfig& c, int64_t B) : g_(g), c_(c), spec_(layer_spec(c)), B_(B) {
     for (const ParamSpec& s : gpt_parameters(c)) {
       const ValueId main = g.input(s.name, KILN_F32, s.shape);
       f_.param_inputs[s.name] = main;
@@ -466,6 +478,7 @@ class ForwardBuilder {
 
   Graph& g_;
   const GptConfig& c_;
+  const LayerSpec spec_;  // the parts each layer is assembled from
   const int64_t B_;
   GptForward f_;
   ValueId words_ = -1;
@@ -525,7 +538,7 @@ ValueId ForwardBuilder::embed() {
     rows = g_.permute(g_.mul(g_.permute(rows, {1, 0}), mask), {1, 0});
     x = all_reduce_as(g_, g_.reshape(rows, {B_, T, C}));
   }
-  if (c_.position_embedding_type == PositionEmbedding::LearnedAbsolute) {
+  if (spec_.positions == PositionEmbedding::LearnedAbsolute) {
     ValueId table = f_.params.at("embedding.position_embeddings.weight");
     // A table larger than the sequence (--max-position-embeddings): its
     // first T rows, looked up by the ids 0..T-1, so the gradient of the
@@ -547,11 +560,11 @@ ValueId ForwardBuilder::declare_dropout(ValueId x) {
 
 void ForwardBuilder::declare_position_inputs() {
   const int64_t T = c_.seq_length;
-  if (c_.position_embedding_type == PositionEmbedding::Rope) {
+  if (spec_.positions == PositionEmbedding::Rope) {
     pos_.rotary_cos = g_.input(kRotaryCosInput, KILN_F32, {T, c_.rotary_pairs()});
     pos_.rotary_sin = g_.input(kRotarySinInput, KILN_F32, {T, c_.rotary_pairs()});
   }
-  if (c_.position_embedding_type == PositionEmbedding::Alibi)
+  if (spec_.positions == PositionEmbedding::Alibi)
     pos_.alibi_slopes = g_.input(kAlibiSlopesInput, KILN_F32, {c_.local_heads()});
 }
 
@@ -565,13 +578,13 @@ ValueId ForwardBuilder::layer(ValueId x, int64_t l) {
   if (unit.starts) unit_begin_ = static_cast<int>(g_.nodes().size());
   const std::string L = "decoder.layers." + std::to_string(l) + ".";
   g_.set_unit(graph::layer_forward_unit(l));
-  ValueId h = norm(g_, c_, x, f_.params, L + "input_layernorm", c_.splits_sequence());
+  ValueId h = norm(g_, c_, spec_.norm, x, f_.params, L + "input_layernorm", c_.splits_sequence());
   const bool post_norm = c_.apply_residual_connection_post_layernorm;
-  ValueId out =
-      attention(g_, c_, B_, column_parallel_input(h), f_.params, L, pos_, attention_key_, l, f_.recompute_segments);
+  ValueId out = attention(g_, c_, spec_, B_, column_parallel_input(h), f_.params, L, pos_, attention_key_, l,
+                          f_.recompute_segments);
   x = g_.add(post_norm ? h : x, hidden_dropout(out, attention_output_dropout_site(l)));
-  h = norm(g_, c_, x, f_.params, L + "pre_mlp_layernorm", c_.splits_sequence());
-  out = mlp(g_, c_, B_, column_parallel_input(h), f_.params, L);
+  h = norm(g_, c_, spec_.norm, x, f_.params, L + "pre_mlp_layernorm", c_.splits_sequence());
+  out = mlp(g_, c_, spec_.mlp, B_, column_parallel_input(h), f_.params, L);
   x = g_.add(post_norm ? h : x, hidden_dropout(out, mlp_output_dropout_site(l)));
   if (unit.ends) f_.recompute_segments.push_back({unit_begin_, static_cast<int>(g_.nodes().size())});
   g_.set_unit(graph::kRestUnit);
@@ -583,7 +596,7 @@ GptForward ForwardBuilder::finish(ValueId x) {
     f_.hidden_out = c_.compute_dtype == KILN_F32 ? x : g_.cast(x, KILN_F32);
     return f_;
   }
-  x = norm(g_, c_, x, f_.params, "decoder.final_layernorm", c_.splits_sequence());
+  x = norm(g_, c_, spec_.norm, x, f_.params, "decoder.final_layernorm", c_.splits_sequence());
   // The LM head: this rank's vocab rows of the token embedding (tied) or of
   // the output layer.
   ValueId head = c_.untie_embeddings_and_output_weights ? f_.params.at("output_layer.weight") : words_;

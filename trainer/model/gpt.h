@@ -24,30 +24,69 @@ namespace kiln::trainer {
 enum class RecomputeGranularity { None, Selective, Full };
 enum class RecomputeMethod { None, Uniform, Block };
 
-struct GptConfig {
-  // The architecture, one field per row of model_options.h (saved in
-  // checkpoints); the defaults are GPT-2's.
+// A model's configuration is three parts, each its own type so a function
+// says which it depends on: the architecture (what a checkpoint's meta.json
+// holds; one field per row of model_options.h), the layout (where this
+// rank's part sits: the job's ParallelState and pipeline split, never
+// saved) and the training choices (dropout, dtypes, recompute: how this run
+// trains it, never saved). GptConfig is all three, as the builder needs.
+
+// The architecture; the defaults are GPT-2's.
+struct ModelArchitecture {
 #define KILN_MODEL_FIELD(codec, field, default_value, ...) model_option::codec::type field = default_value;
   KILN_MODEL_OPTIONS(KILN_MODEL_FIELD)
 #undef KILN_MODEL_FIELD
 
-  // Training, not architecture (not saved in checkpoints): the dropout
-  // probabilities (trainer/model/dropout_keys.h). GptConfig's 0 builds no
-  // dropout; the trainer's flags default to Megatron's 0.1.
-  float hidden_dropout = 0.0f;
-  float attention_dropout = 0.0f;
+  int64_t ffn_hidden() const;
+  int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
+  int64_t query_groups() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  // Rotary dims per head are 2 * rotary_pairs(): --rotary-percent of the head dim.
+  int64_t rotary_pairs() const;
+  int64_t position_table_rows() const { return max_position_embeddings > 0 ? max_position_embeddings : seq_length; }
+  // The sizes left at 0 for their defaults filled in (ffn_hidden_size,
+  // num_query_groups, kv_channels): the same model.
+  ModelArchitecture with_derived_sizes() const {
+    ModelArchitecture a = *this;
+    a.ffn_hidden_size = ffn_hidden();
+    a.num_query_groups = query_groups();
+    a.kv_channels = head_dim();
+    return a;
+  }
+};
+
+// The layout of this rank's part of the model (trainer/parallel_layout.h
+// places a rank from the job's ParallelState). Checkpoints hold full tensors
+// of the whole model, so none of it is saved.
+struct ModelLayout {
   // Tensor-parallel ranks the model is split over (Megatron's
-  // --tensor-model-parallel-size). A layout, not part of the model: it is
-  // not saved in checkpoints, which hold full tensors.
+  // --tensor-model-parallel-size).
   int64_t tensor_parallel = 1;
   // Megatron's --sequence-parallel (with tensor_parallel > 1): between the
   // tensor-parallel layers (the norms, dropout, residual adds) each rank
   // holds its slice of the sequence, [B, T / tensor_parallel, C]; the
   // all-reduces become reduce-scatters, and the tensor-parallel layers'
-  // inputs are all-gathered. A layout, not part of the model.
+  // inputs are all-gathered.
   bool sequence_parallel = false;
-  // The dtype the model computes in (--bf16, --fp16): a training choice,
-  // not part of the model and not saved in checkpoints. The parameters stay
+  // The pipeline stage this config builds (--pipeline-model-parallel-size;
+  // docs/DISTRIBUTED.md). Layers [first_layer, end_layer) keep their global
+  // numbers (names, dropout sites); the first stage (pre_process) holds the
+  // embedding, the last (post_process) the final norm, the LM head and the
+  // loss, and with tied embeddings its own copy of the word embedding. The
+  // defaults are the whole model.
+  int64_t first_layer = 0;
+  int64_t end_layer = -1;  // -1: num_layers
+  bool pre_process = true;
+  bool post_process = true;
+};
+
+// How this run trains the model; not saved in checkpoints.
+struct TrainingChoices {
+  // The dropout probabilities (trainer/model/dropout_keys.h). 0 builds no
+  // dropout; the trainer's flags default to Megatron's 0.1.
+  float hidden_dropout = 0.0f;
+  float attention_dropout = 0.0f;
+  // The dtype the model computes in (--bf16, --fp16). The parameters stay
   // f32 graph inputs (the optimizer's main copy); the forward casts them to
   // this dtype, so activations and their gradients are stored in it, and
   // CAST's gradient brings each parameter's gradient back to f32.
@@ -57,32 +96,23 @@ struct GptConfig {
   // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's
   // guard against fp16 scores overflowing); the same function, other roundings.
   bool query_key_layer_scaling = false;
-  // The pipeline stage this config builds (--pipeline-model-parallel-size;
-  // docs/DISTRIBUTED.md): a layout, not part of the model, never saved.
-  // Layers [first_layer, end_layer) keep their global numbers (names,
-  // dropout sites); the first stage (pre_process) holds the embedding, the
-  // last (post_process) the final norm, the LM head and the loss, and with
-  // tied embeddings its own copy of the word embedding. The defaults are
-  // the whole model.
-  int64_t first_layer = 0;
-  int64_t end_layer = -1;  // -1: num_layers
-  bool pre_process = true;
-  bool post_process = true;
-  // Activation recomputation, a training choice (not saved): the backward
-  // recomputes instead of keeping the attention core of every layer
-  // (Selective) or whole layers (Full): with Uniform, each group of
-  // recompute_num_layers layers of the stage keeping only the group's input;
-  // with Block, the stage's first recompute_num_layers layers, one by one.
+  // Activation recomputation: the backward recomputes instead of keeping
+  // the attention core of every layer (Selective) or whole layers (Full):
+  // with Uniform, each group of recompute_num_layers layers of the stage
+  // keeping only the group's input; with Block, the stage's first
+  // recompute_num_layers layers, one by one.
   RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
   RecomputeMethod recompute_method = RecomputeMethod::None;
   int64_t recompute_num_layers = 0;
+};
 
-  int64_t ffn_hidden() const;
-  int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
-  int64_t query_groups() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
-  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
-  // Rotary dims per head are 2 * rotary_pairs(): --rotary-percent of the head dim.
-  int64_t rotary_pairs() const;
+struct GptConfig : ModelArchitecture, ModelLayout, TrainingChoices {
+  GptConfig() = default;
+  // An architecture laid out and trained as given (the whole model, one
+  // rank, no dropout, f32, by default).
+  explicit GptConfig(const ModelArchitecture& a, const ModelLayout& l = {}, const TrainingChoices& t = {})
+      : ModelArchitecture(a), ModelLayout(l), TrainingChoices(t) {}
+  const ModelArchitecture& architecture() const { return *this; }
   // Per tensor-parallel rank.
   int64_t local_heads() const { return num_attention_heads / tensor_parallel; }
   int64_t local_query_groups() const { return query_groups() / tensor_parallel; }
@@ -90,7 +120,6 @@ struct GptConfig {
   bool splits_sequence() const { return sequence_parallel && tensor_parallel > 1; }
   // Tokens per sample in this rank's hidden states (between layers, and
   // what a pipeline stage hands on).
-  int64_t position_table_rows() const { return max_position_embeddings > 0 ? max_position_embeddings : seq_length; }
   int64_t local_seq_length() const { return splits_sequence() ? seq_length / tensor_parallel : seq_length; }
   int64_t stage_end() const { return end_layer < 0 ? num_layers : end_layer; }
   bool is_pipeline_stage() const { return !pre_process || !post_process; }
@@ -98,13 +127,7 @@ struct GptConfig {
   void validate() const;
   // This config with the sizes left at 0 for their defaults filled in
   // (ffn_hidden_size, num_query_groups, kv_channels): the same model.
-  GptConfig with_derived_sizes() const {
-    GptConfig c = *this;
-    c.ffn_hidden_size = ffn_hidden();
-    c.num_query_groups = query_groups();
-    c.kv_channels = head_dim();
-    return c;
-  }
+  GptConfig with_derived_sizes() const { return GptConfig(ModelArchitecture::with_derived_sizes(), *this, *this); }
   // This config for evaluation and generation: no dropout.
   GptConfig without_dropout() const {
     GptConfig c = *this;

@@ -68,10 +68,6 @@ void register_model_flags(Flags& f, GptConfig& c) {
 #undef KILN_ADD_MODEL_FLAG
 }
 
-void take_architecture(GptConfig& to, const GptConfig& from) {
-#define KILN_TAKE_ROW(codec, field, ...) to.field = from.field;
-  KILN_MODEL_OPTIONS(KILN_TAKE_ROW)
-#undef KILN_TAKE_ROW
-}
+void take_architecture(GptConfig& to, const ModelArchitecture& from) { static_cast<ModelArchitecture&>(to) = from; }
 
 }  // namespace kiln::trainer

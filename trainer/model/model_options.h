@@ -1,6 +1,6 @@
 // The model's architecture options, one row each; everything kiln does with
 // an option comes from its row:
-//   - its GptConfig field and default (gpt.h),
+//   - its field and default in ModelArchitecture, GptConfig's architecture part (gpt.h),
 //   - its command-line flag and --help text (register_model_flags),
 //   - how meta.json keeps it, so a checkpoint rebuilds the same model
 //     (trainer/checkpoint/model_config.cpp),
@@ -11,7 +11,7 @@
 // Adding one: a row here, its effect in gpt.cpp, its line in docs/CLI.md.
 //
 // Training choices (dropout, dtypes, recompute) and the parallel layout are
-// GptConfig fields too, but they are not architecture: no row, never saved.
+// GptConfig's other two parts (gpt.h), not architecture: no row, never saved.
 #pragma once
 
 #include <cstdint>
@@ -140,12 +140,13 @@ enum class Hf { Mapped, Unmapped };
 
 class Flags;
 struct GptConfig;
+struct ModelArchitecture;
 
 // Every row's flag (rows with a flag), bound to cfg's fields.
 void register_model_flags(Flags& flags, GptConfig& cfg);
 // The rows' fields of `from` into `to`, whose training and layout fields
 // stay (--use-checkpoint-args: the model from the checkpoint, the dropout
 // from the command line, as Megatron).
-void take_architecture(GptConfig& to, const GptConfig& from);
+void take_architecture(GptConfig& to, const ModelArchitecture& from);
 
 }  // namespace kiln::trainer

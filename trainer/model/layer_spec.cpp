@@ -1,0 +1,30 @@
+#include "trainer/model/layer_spec.h"
+
+#include "trainer/model/gpt.h"
+
+namespace kiln::trainer {
+
+const char* to_string(MlpKind m) {
+  switch (m) {
+    case MlpKind::Gelu: return "gelu";
+    case MlpKind::GeluErf: return "gelu_erf";
+    case MlpKind::SquaredRelu: return "squared_relu";
+    case MlpKind::SwiGlu: return "swiglu";
+  }
+  return "?";
+}
+
+// GptConfig::validate refuses more than one MLP option, so at most one of
+// swiglu, squared_relu and exact_gelu is set.
+LayerSpec layer_spec(const ModelArchitecture& a) {
+  LayerSpec s;
+  s.norm = a.normalization;
+  s.positions = a.position_embedding_type;
+  s.mlp = a.swiglu         ? MlpKind::SwiGlu
+          : a.squared_relu ? MlpKind::SquaredRelu
+          : a.exact_gelu   ? MlpKind::GeluErf
+                           : MlpKind::Gelu;
+  return s;
+}
+
+}  // namespace kiln::trainer
