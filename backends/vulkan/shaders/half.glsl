@@ -14,36 +14,40 @@ uint f32_to_bf16(uint u) {
   return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
 }
 
+// Straight-line code with selects, no early returns: lanes of a SIMD
+// implementation (lavapipe) or a GPU warp take one path whatever mix of
+// values they hold.
 uint f16_to_f32(uint h) {
   uint sign = (h & 0x8000u) << 16;
-  uint e = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  if (e == 31u) return sign | 0x7F800000u | (mant << 13);  // inf, NaN
-  if (e != 0u) return sign | ((e + 112u) << 23) | (mant << 13);
-  if (mant == 0u) return sign;
-  // A subnormal: move the leading 1 up to the implicit bit.
-  int lead = findMSB(mant);  // 0..9
-  uint shift = uint(10 - lead);
-  return sign | ((113u - shift) << 23) | (((mant << shift) & 0x3FFu) << 13);
+  uint em = h & 0x7FFFu;
+  // Normal: rebias the exponent 15 -> 127; inf/NaN (exponent 31) once more
+  // to 255, mantissa kept.
+  uint normal = (em << 13) + 0x38000000u;
+  normal += em >= 0x7C00u ? 0x38000000u : 0u;
+  // Zero and subnormals: mant * 2^-24, exact in f32 (an integer below 2^10
+  // times a power of two, the product normal or zero).
+  uint small = floatBitsToUint(float(em) * 5.9604644775390625e-8);
+  return sign | (em < 0x0400u ? small : normal);
 }
 
 uint f32_to_f16(uint u) {
   uint sign = (u >> 16) & 0x8000u;
   uint a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return sign | 0x7E00u | ((a & 0x7FFFFFu) >> 13);  // NaN
-  if (a >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above: infinity
-  if (a < 0x38800000u) {
-    // Below 2^-14: a count of 2^-24 units, rounded to nearest even.
-    uint e = a >> 23;
-    if (e < 102u) return sign;
-    uint mant = (a & 0x7FFFFFu) | 0x800000u;
-    uint shift = 126u - e;  // 14..24
-    uint q = mant >> shift;
-    uint rem = mant & ((1u << shift) - 1u), half_unit = 1u << (shift - 1u);
-    if (rem > half_unit || (rem == half_unit && (q & 1u) != 0u)) ++q;
-    return sign | q;
-  }
-  // Rebias 127 -> 15, round the 13 dropped bits to nearest even.
+  // At or above 2^-14: rebias 127 -> 15, round the 13 dropped bits to
+  // nearest even (a carry into the exponent is the right result).
   uint h = a - 0x38000000u;
-  h += 0x0FFFu + ((h >> 13) & 1u);
-  return sign | (h >> 13);
+  h = (h + 0x0FFFu + ((h >> 13) & 1u)) >> 13;
+  // Below 2^-14: a count of 2^-24 units, rounded to nearest even. The shift
+  // is clamped to 25, where every mantissa (below 2^24) rounds to 0, as
+  // every value below 2^-25 must.
+  int e = int(a >> 23);
+  uint shift = uint(clamp(126 - e, 14, 25));
+  uint mant = (a & 0x7FFFFFu) | 0x800000u;
+  uint q = mant >> shift;
+  uint rem = mant & ((1u << shift) - 1u), half_unit = 1u << (shift - 1u);
+  q += rem > half_unit || (rem == half_unit && (q & 1u) != 0u) ? 1u : 0u;
+  uint r = a < 0x38800000u ? q : h;
+  r = a >= 0x477FF000u ? 0x7C00u : r;                             // 65520 and above: infinity
+  r = a > 0x7F800000u ? 0x7E00u | ((a & 0x7FFFFFu) >> 13) : r;  // NaN: quiet it, keep the top of its payload
+  return sign | r;
 }
