@@ -1,7 +1,9 @@
 #include "lowering.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -42,6 +44,10 @@ class Lowerer {
     // gemm_tiled.comp's 128 x 128 tiles need a GPU's register file and 17
     // KiB of shared memory; on a CPU device (lavapipe) they only spill.
     // KILN_VULKAN_GEMM=tiled|simple overrides the choice (tests, benches).
+    // KILN_VULKAN_STAGE16=1 lowers bf16/f16 the older way, every node
+    // staged through convert16 (tests compare both; docs/VULKAN.md's
+    // before/after figures).
+    stage16_ = kiln::plugin_kit::env_flag("KILN_VULKAN_STAGE16");
     tiled_gemm_ = d.kind != KILN_DEVICE_CPU && d.max_invocations >= 256 && d.max_shared_bytes >= 20480;
     if (const char* env = std::getenv("KILN_VULKAN_GEMM"); env != nullptr && *env != '\0') {
       const std::string v = env;
@@ -52,6 +58,7 @@ class Lowerer {
   }
 
   Schedule finish(const std::vector<uint64_t>& slot_bytes) {
+    if (!staged_nodes_.empty()) note_staging();
     s_.num_slots = static_cast<uint32_t>(slot_bytes.size());
     s_.slot_bytes = slot_bytes;
     place_barriers();
@@ -60,7 +67,55 @@ class Lowerer {
 
   void node(size_t index, const ir::DecodedNode& n, const NodeInfo& p);
 
+  // One line per process the first time a graph stages 16-bit values, so a
+  // slow 16-bit run says why; native graphs print nothing.
+  void note_staging() const {
+    static std::atomic<bool> said{false};
+    if (said.exchange(true)) return;
+    std::string ops;
+    for (int32_t i : staged_nodes_) {
+      const std::string name = kiln_op_name(g_.nodes[static_cast<size_t>(i)].op);
+      if (ops.find(name) == std::string::npos) ops += (ops.empty() ? "" : ", ") + name;
+    }
+    std::fprintf(stderr,
+                 "kiln: vulkan: %zu nodes (%s) stage their bf16/f16 values through f32 copies (convert16): %s\n",
+                 staged_nodes_.size(), ops.c_str(),
+                 stage16_ ? "KILN_VULKAN_STAGE16 is set"
+                          : "their kernels would accumulate into a 16-bit output across chunked dispatches");
+  }
+
  private:
+  // An operand as the node's kernels see it: where, and its dtype code in
+  // io.glsl (kDtypeF32 also for i32 and for f32 copies of staged values).
+  struct Val {
+    Ref ref;
+    uint32_t dt = kDtypeF32;
+    uint64_t es() const { return dt == kDtypeF32 ? 4 : 2; }  // bytes per element
+  };
+  Val val(uint32_t value) const { return Val{at(value), code(value)}; }
+  static Val f32(Ref r) { return Val{r, kDtypeF32}; }
+  // The dtype code of a value read or written in place: 16-bit unless the
+  // node stages it (staged_ holds its f32 copy).
+  uint32_t code(uint32_t value) const {
+    for (const Staged& s : staged_)
+      if (s.id == value) return kDtypeF32;
+    const kiln_dtype dt = g_.values[value].dtype;
+    return dt == KILN_BF16 ? kDtypeBF16 : dt == KILN_F16 ? kDtypeF16 : kDtypeF32;
+  }
+  static uint32_t pack(std::initializer_list<uint32_t> codes) {
+    uint32_t bits = 0, k = 0;
+    for (uint32_t c : codes) bits |= c << (2 * k++);
+    return bits;
+  }
+  // A kernel that would accumulate into a 16-bit output across dispatches
+  // (K chunks of a GEMM, row chunks of a column sum) would round each
+  // partial sum: it asks node() to stage the node instead (f32 partials,
+  // one rounding at the end, as the reference).
+  bool accumulates16(const Val& out, bool accumulating) {
+    if (accumulating && out.dt != kDtypeF32) restage_ = true;
+    return restage_;
+  }
+
   // A bf16/f16 value of the node being lowered and its f32 copy in scratch.
   struct Staged {
     uint32_t id = 0;
@@ -97,13 +152,17 @@ class Lowerer {
     s_.checks.push_back(message);
     return static_cast<uint32_t>(s_.checks.size() - 1);
   }
-  uint32_t pipeline(const std::string& shader, std::vector<uint32_t> spec) {
+  // A pipeline of `shader`; with 16-bit bindings (dtypes, pack()) of its
+  // "<shader>16" build (io.glsl).
+  uint32_t pipeline(const std::string& name, std::vector<uint32_t> spec, uint32_t dtypes = 0) {
+    const std::string shader = dtypes != 0 ? name + "16" : name;
     auto it = std::find(s_.shaders.begin(), s_.shaders.end(), shader);
     const auto si = static_cast<uint32_t>(it - s_.shaders.begin());
     if (it == s_.shaders.end()) s_.shaders.push_back(shader);
     for (size_t i = 0; i < s_.pipelines.size(); ++i)
-      if (s_.pipelines[i].shader == si && s_.pipelines[i].spec == spec) return static_cast<uint32_t>(i);
-    s_.pipelines.push_back(Pipeline{si, std::move(spec)});
+      if (s_.pipelines[i].shader == si && s_.pipelines[i].spec == spec && s_.pipelines[i].dtypes == dtypes)
+        return static_cast<uint32_t>(i);
+    s_.pipelines.push_back(Pipeline{si, std::move(spec), dtypes});
     return static_cast<uint32_t>(s_.pipelines.size() - 1);
   }
   Binding window(Ref r, uint64_t bytes, bool writes) const {
@@ -172,13 +231,13 @@ class Lowerer {
   // `op` is the node's op code: elementwise.comp selects its branch by it.
   void elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
                    std::optional<float> f2 = std::nullopt);
-  void column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale);
+  void column_sum(int mode, Val y, uint64_t cols, uint64_t rows, Val x, Val x2, Val stats, float scale);
   void embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
   void cross_entropy(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad);
   void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
   void adamw(const ir::DecodedNode& n, const NodeInfo& p);
   void dropout(const ir::DecodedNode& n, const NodeInfo& p);
-  void copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
+  void copy2d(Val dst, Val src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
@@ -193,8 +252,11 @@ class Lowerer {
   int32_t node_ = -1;
   uint32_t gemm_tile_ = 64;
   bool tiled_gemm_ = false;
-  uint32_t group_ = kGroup;     // invocations per workgroup of the 1-D and row kernels
-  std::vector<Staged> staged_;  // of the node being lowered
+  uint32_t group_ = kGroup;            // invocations per workgroup of the 1-D and row kernels
+  std::vector<Staged> staged_;         // of the node being lowered
+  bool stage16_ = false;               // KILN_VULKAN_STAGE16: stage every 16-bit node
+  bool restage_ = false;               // the node being lowered natively must be staged
+  std::vector<int32_t> staged_nodes_;  // nodes with convert16 dispatches
 };
 
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
@@ -202,19 +264,21 @@ class Lowerer {
 // multiples of bcast so that i % bcast stays right.
 void Lowerer::elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t count, uint64_t bcast, float f,
                           std::optional<float> f2) {
-  const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)});
+  // An absent a stands in as y, an absent b as a.
+  const Val vy = val(y), va = a >= 0 ? val(static_cast<uint32_t>(a)) : vy,
+            vb = b >= 0 ? val(static_cast<uint32_t>(b)) : va;
+  const uint32_t pipe = pipeline("elementwise", {group_, static_cast<uint32_t>(op)}, pack({vy.dt, va.dt, vb.dt}));
   // b as large as a is no broadcast: it is chunked like a.
   const bool broadcast = kiln_op_table[op].rule == KILN_RULE_BROADCAST && bcast < count;  // ADD, MUL, MAXIMUM
   const uint64_t chunk = chunk_elems(broadcast ? bcast : 1);
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t n = std::min(chunk, count - e0);
-    Binding wy = window(plus(at(y), e0 * 4), n * 4, true);
-    Binding wa = a >= 0 ? window(plus(at(static_cast<uint32_t>(a)), e0 * 4), n * 4, false) : Binding{wy.ref, wy.bytes};
+    Binding wy = window(plus(vy.ref, e0 * vy.es()), n * vy.es(), true);
+    Binding wa = a >= 0 ? window(plus(va.ref, e0 * va.es()), n * va.es(), false) : Binding{wy.ref, wy.bytes};
     Binding wb = wa;
     wb.writes = false;
     if (b >= 0) {
-      wb = broadcast ? window(at(static_cast<uint32_t>(b)), bcast * 4, false)
-                     : window(plus(at(static_cast<uint32_t>(b)), e0 * 4), n * 4, false);
+      wb = broadcast ? window(vb.ref, bcast * vb.es(), false) : window(plus(vb.ref, e0 * vb.es()), n * vb.es(), false);
     }
     std::vector<uint32_t> args{u32(n, "count"), u32(broadcast ? bcast : n, "bcast"), fbits(f)};
     if (f2) args.push_back(fbits(*f2));
@@ -223,8 +287,10 @@ void Lowerer::elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t
 }
 
 // dst[r * dst_stride + i] = src[r * src_stride + i], chunked over rows.
-void Lowerer::copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride) {
-  const uint32_t pipe = pipeline("copy2d", {group_});
+// Between dtypes (a CAST) each element is converted (copy16.glsl).
+void Lowerer::copy2d(Val dst, Val src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride) {
+  const uint32_t pipe = pipeline("copy2d", {group_}, pack({dst.dt, src.dt}));
+  auto at_col = [](Val v, uint64_t col) { return Val{plus(v.ref, col * v.es()), v.dt}; };
   const uint64_t max_elems = chunk_elems();
   const uint64_t widest = std::max(src_stride, dst_stride);
   if (inner > max_elems) {
@@ -232,9 +298,9 @@ void Lowerer::copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t s
     for (uint64_t c0 = 0; c0 < inner; c0 += max_elems) {
       const uint64_t w = std::min(max_elems, inner - c0);
       if (rows == 1)
-        copy2d(plus(dst, c0 * 4), plus(src, c0 * 4), w, 1, 1, 1);
+        copy2d(at_col(dst, c0), at_col(src, c0), w, 1, 1, 1);
       else
-        copy2d(plus(dst, c0 * 4), plus(src, c0 * 4), rows, w, src_stride, dst_stride);
+        copy2d(at_col(dst, c0), at_col(src, c0), rows, w, src_stride, dst_stride);
     }
     return;
   }
@@ -242,8 +308,8 @@ void Lowerer::copy2d(Ref dst, Ref src, uint64_t rows, uint64_t inner, uint64_t s
   chunk = std::min(chunk, (uint64_t{1} << 31) / inner);
   for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
     const uint64_t nr = std::min(chunk, rows - r0);
-    Binding wd = window(plus(dst, r0 * dst_stride * 4), ((nr - 1) * dst_stride + inner) * 4, true);
-    Binding ws = window(plus(src, r0 * src_stride * 4), ((nr - 1) * src_stride + inner) * 4, false);
+    Binding wd = window(plus(dst.ref, r0 * dst_stride * dst.es()), ((nr - 1) * dst_stride + inner) * dst.es(), true);
+    Binding ws = window(plus(src.ref, r0 * src_stride * src.es()), ((nr - 1) * src_stride + inner) * src.es(), false);
     emit_1d(pipe, {wd, ws},
             {u32(nr * inner, "count"), u32(inner, "inner"), u32(src_stride, "stride"), u32(dst_stride, "stride")},
             nr * inner);
@@ -254,15 +320,16 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t count = static_cast<uint64_t>(p.count);
   const backend::PermutePlan& plan = p.permute;
   if (plan.rank <= 1) {  // nothing moves: a plain copy
-    copy2d(at(n.outputs[0]), at(n.inputs[0]), count, 1, 1, 1);
+    copy2d(val(n.outputs[0]), val(n.inputs[0]), count, 1, 1, 1);
     return;
   }
+  const Val y = val(n.outputs[0]), x = val(n.inputs[0]);
   std::vector<uint32_t> args{u32(count, "count"), static_cast<uint32_t>(plan.rank)};
   for (int i = 0; i < 6; ++i) args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.out_dims[i]), "dim") : 1);
   for (int i = 0; i < 6; ++i)
     args.push_back(i < plan.rank ? u32(static_cast<uint64_t>(plan.in_strides[i]), "stride") : 0);
-  emit_1d(pipeline(kiln_op_name(n.op), {group_}),
-          {window(at(n.outputs[0]), count * 4, true), window(at(n.inputs[0]), count * 4, false)}, args, count);
+  emit_1d(pipeline(kiln_op_name(n.op), {group_}, pack({y.dt, x.dt})),
+          {window(y.ref, count * y.es(), true), window(x.ref, count * x.es(), false)}, args, count);
 }
 
 // ROPE(_GRAD) (rope.comp), one invocation per element, in chunks of rows
@@ -270,16 +337,17 @@ void Lowerer::permute(const ir::DecodedNode& n, const NodeInfo& p) {
 void Lowerer::rope(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
                  positions = static_cast<uint64_t>(p.positions), pairs = static_cast<uint64_t>(p.pairs);
+  const Val y = val(n.outputs[0]), x = val(n.inputs[0]), vc = val(n.inputs[1]), vs = val(n.inputs[2]);
   const uint32_t pipe =
-      pipeline(kiln_op_name(KILN_OP_ROPE), {group_, p.interleaved ? 1u : 0u, n.op == KILN_OP_ROPE_GRAD ? 1u : 0u});
+      pipeline(kiln_op_name(KILN_OP_ROPE), {group_, p.interleaved ? 1u : 0u, n.op == KILN_OP_ROPE_GRAD ? 1u : 0u},
+               pack({y.dt, x.dt, vc.dt, vs.dt}));
   const uint64_t chunk = chunk_elems(cols) / cols;
-  const uint64_t table_bytes = positions * pairs * 4;
   for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
     const uint64_t nr = std::min(chunk, rows - r0);
     emit_1d(pipe,
-            {window(plus(at(n.outputs[0]), r0 * cols * 4), nr * cols * 4, true),
-             window(plus(at(n.inputs[0]), r0 * cols * 4), nr * cols * 4, false),
-             window(at(n.inputs[1]), table_bytes, false), window(at(n.inputs[2]), table_bytes, false)},
+            {window(plus(y.ref, r0 * cols * y.es()), nr * cols * y.es(), true),
+             window(plus(x.ref, r0 * cols * x.es()), nr * cols * x.es(), false),
+             window(vc.ref, positions * pairs * vc.es(), false), window(vs.ref, positions * pairs * vs.es(), false)},
             {u32(nr * cols, "count"), u32(cols, "cols"), u32(positions, "positions"), u32(pairs, "pairs"),
              u32(r0 % positions, "position")},
             nr * cols);
@@ -303,19 +371,22 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   // (64 invocations) below that.
   const bool tiled = tiled_gemm_ && M >= 64 && N >= 64;
   const uint32_t T = tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
-  const uint32_t pipe = tiled ? pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u})
-                              : pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u});
+  const Val A = val(n.inputs[0]), B = val(n.inputs[1]), C = val(n.outputs[0]);
+  const uint32_t dtypes = pack({C.dt, A.dt, B.dt});
+  const uint32_t pipe = tiled
+                            ? pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes)
+                            : pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
   const uint64_t max_elems = limit_ / 4;
-  const Ref A = at(n.inputs[0]), B = at(n.inputs[1]), C = at(n.outputs[0]);
 
-  auto band = [](Ref base, uint64_t matrix, uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr, uint64_t ld,
+  auto band = [](Val base, uint64_t matrix, uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr, uint64_t ld,
                  uint64_t c0, uint64_t nc) {
     // Window over matrices [z0, z0+nz), stored rows [r0, r0+nr), cols [c0, c0+nc).
-    Ref r = plus(base, (z0 * matrix + r0 * ld + c0) * 4);
-    return std::pair<Ref, uint64_t>{r, ((nz - 1) * matrix + (nr - 1) * ld + nc) * 4};
+    Ref r = plus(base.ref, (z0 * matrix + r0 * ld + c0) * base.es());
+    return std::pair<Ref, uint64_t>{r, ((nz - 1) * matrix + (nr - 1) * ld + nc) * base.es()};
   };
   auto launch = [&](uint64_t z0, uint64_t nz, uint64_t m0, uint64_t mc, uint64_t n0, uint64_t nc, uint64_t k0,
                     uint64_t kc) {
+    if (accumulates16(C, k0 > 0)) return;
     auto [ra, ba] = ta ? band(A, size_a, z0, nz, k0, kc, lda, m0, mc) : band(A, size_a, z0, nz, m0, mc, lda, k0, kc);
     auto [rb, bb] = tb ? band(B, size_b, z0, nz, n0, nc, ldb, k0, kc) : band(B, size_b, z0, nz, k0, kc, ldb, n0, nc);
     auto [rc, bc] = band(C, size_c, z0, nz, m0, mc, ldc, n0, nc);
@@ -362,14 +433,16 @@ bool Lowerer::split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t
   if (slices < 2 || slices * M * N > max_elems) return false;
   const uint64_t depth = K / slices, lda = ta ? M : K, ldb = tb ? K : N;
   const Ref partial = scratch(slices * M * N * 4);
-  const uint32_t pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u});
+  const Val A = val(n.inputs[0]), B = val(n.inputs[1]);
+  const uint32_t pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, pack({kDtypeF32, A.dt, B.dt}));
   emit(pipe,
-       {window(partial, slices * M * N * 4, true), window(at(n.inputs[0]), M * K * 4, false),
-        window(at(n.inputs[1]), K * N * 4, false)},
+       {window(partial, slices * M * N * 4, true), window(A.ref, M * K * A.es(), false),
+        window(B.ref, K * N * B.es(), false)},
        {u32(M, "m"), u32(N, "n"), u32(depth, "k"), u32(lda, "lda"), u32(ldb, "ldb"), u32(N, "ldc"),
         u32(ta ? depth * lda : depth, "slice"), u32(tb ? depth : depth * ldb, "slice"), u32(M * N, "slice"), 0u},
        u32(ceil_div(N, 128), "groups"), u32(ceil_div(M, 128), "groups"), static_cast<uint32_t>(slices));
-  column_sum(0, at(n.outputs[0]), M * N, slices, partial, partial, partial, 1.0f);
+  const Val sums = f32(partial);
+  column_sum(0, val(n.outputs[0]), M * N, slices, sums, sums, sums, 1.0f);
   return true;
 }
 
@@ -402,16 +475,22 @@ void Lowerer::rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& 
 
 // y[c] (+)= column sums over rows (colsum.comp), chunked over rows; chunks
 // after the first accumulate.
-void Lowerer::column_sum(int mode, Ref y, uint64_t cols, uint64_t rows, Ref x, Ref x2, Ref stats, float scale) {
-  const uint32_t pipe = pipeline("colsum", {group_, static_cast<uint32_t>(mode)});
-  std::vector<Operand> ops{{y, 0, cols * 4, true}, {x, cols * 4, 0, false}};
+void Lowerer::column_sum(int mode, Val y, uint64_t cols, uint64_t rows, Val x, Val x2, Val stats, float scale) {
+  if (mode != 1) x2 = stats = x;  // unused bindings stand in as x
+  const uint32_t pipe = pipeline("colsum", {group_, static_cast<uint32_t>(mode)}, pack({y.dt, x.dt, x2.dt, stats.dt}));
+  std::vector<Operand> ops{{y.ref, 0, cols * y.es(), true}, {x.ref, cols * x.es(), 0, false}};
   if (mode == 1) {
-    ops.push_back({x2, cols * 4, 0, false});
-    ops.push_back({stats, 8, 0, false});
+    ops.push_back({x2.ref, cols * x2.es(), 0, false});
+    ops.push_back({stats.ref, 2 * stats.es(), 0, false});
   } else {
     ops.push_back(ops[1]);
     ops.push_back(ops[1]);
   }
+  // Row chunks after the first add into y.
+  uint64_t chunk = rows;
+  for (const Operand& o : ops)
+    if (o.row_bytes > 0) chunk = std::min(chunk, limit_ / o.row_bytes);
+  if (accumulates16(y, chunk < rows)) return;
   rows_op(
       pipe, rows, ops,
       [&](uint64_t r0, uint64_t nr) {
@@ -425,12 +504,14 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
                  vocab = static_cast<uint64_t>(p.vocab);
   const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
                                      "): an id is outside [0, " + std::to_string(vocab) + ")");
-  const Ref table = grad ? at(n.outputs[0]) : at(n.inputs[0]);
-  const Ref other = grad ? at(n.inputs[0]) : at(n.outputs[0]);  // dy or y: [rows, cols]
+  const Val table = grad ? val(n.outputs[0]) : val(n.inputs[0]);
+  const Val other = grad ? val(n.inputs[0]) : val(n.outputs[0]);  // dy or y: [rows, cols]
   const Ref ids = at(n.inputs[1]);
   const Ref flag{Mem::Flag, 0, 0};
   if (grad) elementwise(KILN_OP_FILL, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
-  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
+  // Binding 0 is what the shader writes: dtable, or y.
+  const uint32_t pipe =
+      pipeline(kiln_op_name(n.op), {group_}, grad ? pack({table.dt, other.dt}) : pack({other.dt, table.dt}));
   const uint64_t band = std::max<uint64_t>(1, limit_ / (cols * 4));
   // The gather also splits its ids and y into chunks of rows; the gradient
   // needs every id in one dispatch (it finds first occurrences).
@@ -446,8 +527,8 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
       if (grad) args.push_back(u32(rows, "rows"));
       args.push_back(v0 == 0 ? check_index : 0xFFFFFFFFu);
       // Binding 0 is what the shader writes: dtable's band, or y.
-      Binding band_window = window(plus(table, v0 * cols * 4), vr * cols * 4, grad);
-      Binding rows_window = window(plus(other, r0 * cols * 4), count * 4, !grad);
+      Binding band_window = window(plus(table.ref, v0 * cols * table.es()), vr * cols * table.es(), grad);
+      Binding rows_window = window(plus(other.ref, r0 * cols * other.es()), count * other.es(), !grad);
       if (!grad) std::swap(band_window, rows_window);
       emit_1d(pipe, {band_window, rows_window, window(plus(ids, r0 * 4), nr * 4, false), window(flag, 4, true)}, args,
               count);
@@ -459,15 +540,18 @@ void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeIn
   const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
   const uint32_t check_index = check("node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
                                      "): a target is outside [0, " + std::to_string(cols) + ")");
-  const uint32_t pipe = pipeline(kiln_op_name(KILN_OP_CROSS_ENTROPY), {row_group(cols), grad ? 1u : 0u});
-  const Ref out = grad ? at(n.outputs[0]) : scratch(rows * 4);
-  const Ref logits = at(n.inputs[0]), targets = at(n.inputs[1]);
-  const Operand dloss = grad ? Operand{at(n.inputs[2]), 0, 4, false} : Operand{targets, 4, 0, false};
+  const Val out = grad ? val(n.outputs[0]) : f32(scratch(rows * 4));
+  const Val logits = val(n.inputs[0]);
+  const Ref targets = at(n.inputs[1]);
+  const Val dl = grad ? val(n.inputs[2]) : f32(targets);  // the forward binds targets in its place
+  const uint32_t pipe = pipeline(kiln_op_name(KILN_OP_CROSS_ENTROPY), {row_group(cols), grad ? 1u : 0u},
+                                 pack({out.dt, logits.dt, kDtypeF32, dl.dt}));
+  const Operand dloss = grad ? Operand{dl.ref, 0, dl.es(), false} : Operand{targets, 4, 0, false};
   const float inv_n = 1.0f / static_cast<float>(rows);
   rows_op(
       pipe, rows,
-      {{out, grad ? cols * 4 : 4, 0, true},
-       {logits, cols * 4, 0, false},
+      {{out.ref, grad ? cols * out.es() : 4, 0, true},
+       {logits.ref, cols * logits.es(), 0, false},
        {targets, 4, 0, false},
        dloss,
        {Ref{Mem::Flag, 0, 0}, 0, 4, true}},
@@ -475,7 +559,7 @@ void Lowerer::cross_entropy(size_t index, const ir::DecodedNode& n, const NodeIn
         return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(inv_n), check_index};
       },
       true);
-  if (!grad) column_sum(0, at(n.outputs[0]), 1, rows, out, out, out, inv_n);
+  if (!grad) column_sum(0, val(n.outputs[0]), 1, rows, out, out, out, inv_n);
 }
 
 void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
@@ -490,28 +574,36 @@ void Lowerer::sum_squares(const ir::DecodedNode& n, const NodeInfo& p) {
     total += groups;
   }
   const Ref partial = scratch(total * 4);
-  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
+  const Val x = val(n.inputs[0]);
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_}, pack({kDtypeF32, x.dt}));
   uint64_t at_partial = 0;
   for (const auto& [e0, groups] : parts) {
     const uint64_t m = std::min(chunk, count - e0);
     emit(pipe,
-         {window(plus(partial, at_partial * 4), groups * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false)},
+         {window(plus(partial, at_partial * 4), groups * 4, true), window(plus(x.ref, e0 * x.es()), m * x.es(), false)},
          {u32(m, "count")}, static_cast<uint32_t>(groups));
     at_partial += groups;
   }
-  column_sum(0, at(n.outputs[0]), 1, total, partial, partial, partial, 1.0f);
+  const Val partials = f32(partial);
+  column_sum(0, val(n.outputs[0]), 1, total, partials, partials, partials, 1.0f);
 }
 
 void Lowerer::adamw(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t count = static_cast<uint64_t>(p.count);
-  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_, p.weight_decay ? 1u : 0u});
+  const uint32_t dtypes = pack({code(n.inputs[0]), code(n.inputs[1]), code(n.inputs[2]), code(n.inputs[3]),
+                                code(n.inputs[4]), code(n.outputs[0]), code(n.outputs[1]), code(n.outputs[2])});
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_, p.weight_decay ? 1u : 0u}, dtypes);
   const uint64_t chunk = chunk_elems();
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t m = std::min(chunk, count - e0);
-    auto w = [&](uint32_t value, bool writes) { return window(plus(at(value), e0 * 4), m * 4, writes); };
+    auto w = [&](uint32_t value, bool writes) {
+      const Val v = val(value);
+      return window(plus(v.ref, e0 * v.es()), m * v.es(), writes);
+    };
     emit_1d(pipe,
             {w(n.inputs[0], false), w(n.inputs[1], false), w(n.inputs[2], false), w(n.inputs[3], false),
-             window(at(n.inputs[4]), 20, false), w(n.outputs[0], true), w(n.outputs[1], true), w(n.outputs[2], true)},
+             window(at(n.inputs[4]), 5 * val(n.inputs[4]).es(), false), w(n.outputs[0], true), w(n.outputs[1], true),
+             w(n.outputs[2], true)},
             {u32(m, "count"), fbits(n.fattrs[0]), fbits(n.fattrs[1]), fbits(n.fattrs[2])}, m);
   }
 }
@@ -527,12 +619,13 @@ void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
   if (period >= (uint64_t{1} << 31)) fail(KILN_ERR_UNSUPPORTED, "vulkan: dropout period exceeds 2^31 - 1");
   const auto stride = static_cast<uint64_t>(p.stride);
   const double prob = n.fattrs[0];
-  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_});
+  const Val y = val(n.outputs[0]), x = val(n.inputs[0]);
+  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_}, pack({y.dt, x.dt}));
   const uint64_t chunk = chunk_elems();
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t m = std::min(chunk, count - e0), row0 = e0 / period;
     emit_1d(pipe,
-            {window(plus(at(n.outputs[0]), e0 * 4), m * 4, true), window(plus(at(n.inputs[0]), e0 * 4), m * 4, false),
+            {window(plus(y.ref, e0 * y.es()), m * y.es(), true), window(plus(x.ref, e0 * x.es()), m * x.es(), false),
              window(at(n.inputs[1]), 16, false)},
             {u32(m, "count"), static_cast<uint32_t>(e0 % period), static_cast<uint32_t>(row0),
              static_cast<uint32_t>(row0 >> 32), static_cast<uint32_t>(period), static_cast<uint32_t>(stride),
@@ -542,18 +635,31 @@ void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
   }
 }
 
-// bf16/f16 storage, one mechanism for every op: the node's 16-bit inputs are
-// widened into f32 copies in its scratch, its kernels run unchanged on f32
+// bf16/f16 storage. Natively (a device with 16-bit storage): every shader
+// loads and stores 16-bit bindings itself (shaders/io.glsl, the "<shader>16"
+// builds, Pipeline::dtypes), widening to f32 in registers and rounding once
+// at the store to nearest even, bit-exact with kiln/half.h; so each op
+// computes the reference's definition with no extra pass, and CAST is one
+// converting copy. Staged, the older mechanism: the node's 16-bit inputs
+// are widened into f32 copies in its scratch, its kernels run on those
 // (at() hands them the copies), and its 16-bit outputs are rounded from
-// their f32 copies into place (convert16.comp, bit-exact with kiln/half.h).
-// So each op reads widened values, computes in f32 and rounds once at the
-// store, as the reference interpreter does; the price is one more pass over
-// the 16-bit data each way. CAST is a copy between the two sides, or one
-// conversion when one side is f32.
+// their f32 copies into place (convert16.comp), one more pass over the
+// 16-bit data each way. Staging stays for a node whose kernel would
+// accumulate into a 16-bit output across dispatches (accumulates16) and
+// under KILN_VULKAN_STAGE16=1 (tests, before/after measurements).
 void Lowerer::node(size_t index, const ir::DecodedNode& n, const NodeInfo& p) {
   node_ = static_cast<int32_t>(index);
   scratch_used_ = 0;
   staged_.clear();
+  restage_ = false;
+  if (!stage16_) {
+    const size_t mark = s_.dispatches.size();
+    lower_op(index, n, p);
+    if (!restage_) return;
+    s_.dispatches.resize(mark);  // redone staged below
+    scratch_used_ = 0;
+    restage_ = false;
+  }
   if (n.op == KILN_OP_CAST || n.op == KILN_OP_RESHAPE) {
     const kiln_dtype from = g_.values[n.inputs[0]].dtype, to = g_.values[n.outputs[0]].dtype;
     const Ref src = own(n.inputs[0]), dst = own(n.outputs[0]);
@@ -598,6 +704,7 @@ void Lowerer::stage_out() {
 // convert16.comp between a 16-bit value and its f32 copy, in chunks of an
 // even element count so every 16-bit window starts on a 4-byte boundary.
 void Lowerer::convert16(uint32_t mode, uint32_t value, Ref f32_copy) {
+  if (staged_nodes_.empty() || staged_nodes_.back() != node_) staged_nodes_.push_back(node_);
   const Ref half = own(value);
   if (half.offset % 4 != 0)
     fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": value " + std::to_string(value) +
@@ -650,27 +757,28 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
       const bool grad = kiln_op_table[n.op].rule == KILN_RULE_NORM_GRAD;
       const bool rms = n.op == KILN_OP_RMSNORM || n.op == KILN_OP_RMSNORM_GRAD;
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
-      const Ref stats = grad ? scratch(rows * 8) : at(n.inputs[0]);
-      const uint64_t row = cols * 4;
+      const Val y = val(n.outputs[0]), x = val(n.inputs[0]), gamma = val(n.inputs[1]);
+      const Val third = rms && !grad ? x : val(n.inputs[2]);  // dy, beta, or x standing in
+      const Val stats = grad ? f32(scratch(rows * 8)) : x;    // the forward binds x in its place
       std::vector<uint32_t> constants{row_group(cols), grad ? 1u : 0u};
       if (rms) constants.push_back(1u);  // LayerNorm's pipelines stay as they were
-      const Operand third = grad  ? Operand{at(n.inputs[2]), row, 0, false}
-                            : rms ? Operand{at(n.inputs[0]), row, 0, false}
-                                  : Operand{at(n.inputs[2]), 0, row, false};
+      auto row = [&](const Val& v) { return cols * v.es(); };
+      const Operand third_op =
+          grad || rms ? Operand{third.ref, row(third), 0, false} : Operand{third.ref, 0, row(third), false};
       rows_op(
-          pipeline(kiln_op_name(KILN_OP_LAYERNORM), constants), rows,
-          {{at(n.outputs[0]), row, 0, true},
-           {at(n.inputs[0]), row, 0, false},
-           {at(n.inputs[1]), 0, row, false},
-           third,
-           grad ? Operand{stats, 8, 0, true} : Operand{at(n.inputs[0]), row, 0, false}},
+          pipeline(kiln_op_name(KILN_OP_LAYERNORM), constants, pack({y.dt, x.dt, gamma.dt, third.dt, stats.dt})), rows,
+          {{y.ref, row(y), 0, true},
+           {x.ref, row(x), 0, false},
+           {gamma.ref, 0, row(gamma), false},
+           third_op,
+           grad ? Operand{stats.ref, 8, 0, true} : Operand{x.ref, row(x), 0, false}},
           [&](uint64_t, uint64_t nr) {
             return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(n.fattrs[0])};
           },
           true);
       if (grad) {
-        column_sum(1, at(n.outputs[1]), cols, rows, at(n.inputs[2]), at(n.inputs[0]), stats, 1.0f);
-        if (!rms) column_sum(0, at(n.outputs[2]), cols, rows, at(n.inputs[2]), at(n.inputs[2]), at(n.inputs[2]), 1.0f);
+        column_sum(1, val(n.outputs[1]), cols, rows, third, x, stats, 1.0f);
+        if (!rms) column_sum(0, val(n.outputs[2]), cols, rows, third, third, third, 1.0f);
       }
       return;
     }
@@ -678,12 +786,10 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     case KILN_OP_SOFTMAX_GRAD: {
       const bool grad = n.op == KILN_OP_SOFTMAX_GRAD;
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
-      const uint64_t row = cols * 4;
+      const Val y = val(n.outputs[0]), x = val(n.inputs[0]), dy = val(n.inputs[grad ? 1 : 0]);
       rows_op(
-          pipeline("softmax", {row_group(cols), grad ? 1u : 0u}), rows,
-          {{at(n.outputs[0]), row, 0, true},
-           {at(n.inputs[0]), row, 0, false},
-           {at(n.inputs[grad ? 1 : 0]), row, 0, false}},
+          pipeline("softmax", {row_group(cols), grad ? 1u : 0u}, pack({y.dt, x.dt, dy.dt})), rows,
+          {{y.ref, cols * y.es(), 0, true}, {x.ref, cols * x.es(), 0, false}, {dy.ref, cols * dy.es(), 0, false}},
           [&](uint64_t r0, uint64_t nr) {
             return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), u32(r0 % cols, "row"), fbits(n.fattrs[0])};
           },
@@ -695,10 +801,12 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
       // row); the slopes are bound whole.
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols),
                      heads = static_cast<uint64_t>(p.heads);
-      const uint64_t row = cols * 4;
+      const Val y = val(n.outputs[0]), x = val(n.inputs[0]), slopes = val(n.inputs[1]);
       rows_op(
-          pipeline(kiln_op_name(n.op), {group_}), rows,
-          {{at(n.outputs[0]), row, 0, true}, {at(n.inputs[0]), row, 0, false}, {at(n.inputs[1]), 0, heads * 4, false}},
+          pipeline(kiln_op_name(n.op), {group_}, pack({y.dt, x.dt, slopes.dt})), rows,
+          {{y.ref, cols * y.es(), 0, true},
+           {x.ref, cols * x.es(), 0, false},
+           {slopes.ref, 0, heads * slopes.es(), false}},
           [&](uint64_t r0, uint64_t nr) {
             return std::vector<uint32_t>{u32(nr * cols, "count"), u32(cols, "cols"), u32(heads, "heads"),
                                          u32(r0 % (heads * cols), "row")};
@@ -709,24 +817,26 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(index, n, p, false);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy(index, n, p, true);
     case KILN_OP_SUM_TO: {
-      const Ref x = at(n.inputs[0]);
-      return column_sum(0, at(n.outputs[0]), static_cast<uint64_t>(p.cols), static_cast<uint64_t>(p.rows), x, x, x,
+      const Val x = val(n.inputs[0]);
+      return column_sum(0, val(n.outputs[0]), static_cast<uint64_t>(p.cols), static_cast<uint64_t>(p.rows), x, x, x,
                         1.0f);
     }
     case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
     case KILN_OP_ADAMW: return adamw(n, p);
     case KILN_OP_DROPOUT: return dropout(n, p);
-    // Between f32 copies (node() stages the 16-bit side), a cast is a copy.
+    // A copy, converting between dtypes (copy2d's 16-bit build), or between
+    // f32 copies where node() stages the 16-bit side.
     case KILN_OP_CAST:
     case KILN_OP_RESHAPE: {
-      const Ref src = at(n.inputs[0]), dst = at(n.outputs[0]);
-      if (src.mem == dst.mem && src.slot == dst.slot && src.offset == dst.offset) return;  // same memory
-      const uint64_t bytes = count * 4;
-      if (src.mem == dst.mem && src.slot == dst.slot && src.offset < dst.offset + bytes &&
-          dst.offset < src.offset + bytes)
+      const Val vs = val(n.inputs[0]), vd = val(n.outputs[0]);
+      const Ref src = vs.ref, dst = vd.ref;
+      if (vs.dt == vd.dt && src.mem == dst.mem && src.slot == dst.slot && src.offset == dst.offset)
+        return;  // same memory and bits
+      if (src.mem == dst.mem && src.slot == dst.slot && src.offset < dst.offset + count * vd.es() &&
+          dst.offset < src.offset + count * vs.es())
         fail(KILN_ERR_INVALID_ARGUMENT,
              "node " + std::to_string(index) + " (" + backend::op_name(n.op) + "): overlapping copy");
-      return copy2d(dst, src, count, 1, 1, 1);
+      return copy2d(vd, vs, count, 1, 1, 1);
     }
     case KILN_OP_PERMUTE: return permute(n, p);
     case KILN_OP_ROPE:
@@ -734,8 +844,10 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     case KILN_OP_SPLIT: {
       const uint64_t rows = static_cast<uint64_t>(p.rows), inner = static_cast<uint64_t>(p.inner),
                      parts = static_cast<uint64_t>(p.parts);
-      for (uint64_t i = 0; i < parts; ++i)
-        copy2d(at(n.outputs[i]), plus(at(n.inputs[0]), i * inner * 4), rows, inner, parts * inner, inner);
+      for (uint64_t i = 0; i < parts; ++i) {
+        const Val x = val(n.inputs[0]);
+        copy2d(val(n.outputs[i]), Val{plus(x.ref, i * inner * x.es()), x.dt}, rows, inner, parts * inner, inner);
+      }
       return;
     }
     case KILN_OP_CONCAT: {
@@ -743,7 +855,8 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
       uint64_t col = 0;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const uint64_t w = static_cast<uint64_t>(p.inners[i]);
-        copy2d(plus(at(n.outputs[0]), col * 4), at(n.inputs[i]), rows, w, w, inner);
+        const Val y = val(n.outputs[0]);
+        copy2d(Val{plus(y.ref, col * y.es()), y.dt}, val(n.inputs[i]), rows, w, w, inner);
         col += w;
       }
       return;

@@ -37,8 +37,14 @@ PipelineSet::PipelineSet(VkDevice device, const std::vector<std::vector<uint32_t
     }
     for (const Pipeline& p : pipelines) {
       std::vector<VkSpecializationMapEntry> entries(p.spec.size());
+      std::vector<uint32_t> data = p.spec;
       for (uint32_t i = 0; i < p.spec.size(); ++i) entries[i] = {i, i * 4, 4};
-      VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), p.spec.size() * 4, p.spec.data()};
+      // A 16-bit build reads its bindings' dtypes from constant 15.
+      if (p.dtypes != 0) {
+        entries.push_back({kDtypesConstant, static_cast<uint32_t>(data.size() * 4), 4});
+        data.push_back(p.dtypes);
+      }
+      VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), data.size() * 4, data.data()};
       VkComputePipelineCreateInfo ci{};
       ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
       ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;

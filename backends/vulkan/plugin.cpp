@@ -136,6 +136,7 @@ void record(kiln_loaded_executable* exe, kiln_buffer* const* slots, size_t only 
     VkDescriptorBufferInfo infos[kiln::vk::kMaxBindings]{};
     VkWriteDescriptorSet writes[kiln::vk::kMaxBindings]{};
     pushes[i] = dp.push;
+    const kiln::vk::Pipeline& pipe = s.pipelines[dp.pipeline];
     for (size_t k = 0; k < dp.bindings.size(); ++k) {
       const kiln::vk::Binding& b = dp.bindings[k];
       VkBuffer buf = VK_NULL_HANDLE;
@@ -146,7 +147,8 @@ void record(kiln_loaded_executable* exe, kiln_buffer* const* slots, size_t only 
       }
       const uint64_t start = b.ref.offset / align * align;
       infos[k] = {buf, start, b.bytes + (b.ref.offset - start)};
-      pushes[i][k] = static_cast<uint32_t>((b.ref.offset - start) / 4);
+      // In the binding's elements: 2 bytes for a bf16/f16 binding.
+      pushes[i][k] = static_cast<uint32_t>((b.ref.offset - start) / (pipe.dtype(k) != 0 ? 2 : 4));
       writes[k].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
       writes[k].dstSet = exe->sets[i];
       writes[k].dstBinding = static_cast<uint32_t>(k);

@@ -19,6 +19,7 @@ void Schedule::write(Writer& w) const {
     w.put<uint32_t>(p.shader);
     w.put<uint64_t>(p.spec.size());
     for (uint32_t v : p.spec) w.put<uint32_t>(v);
+    w.put<uint32_t>(p.dtypes);
   }
   w.put<uint64_t>(dispatches.size());
   for (const Dispatch& d : dispatches) {
@@ -49,7 +50,7 @@ Schedule Schedule::read(Reader& r) {
   s.scratch_bytes = r.get<uint64_t>();
   const uint64_t nshaders = r.get_count(8);
   for (uint64_t i = 0; i < nshaders; ++i) s.shaders.push_back(r.get_string());
-  const uint64_t npipes = r.get_count(12);
+  const uint64_t npipes = r.get_count(16);
   for (uint64_t i = 0; i < npipes; ++i) {
     Pipeline p;
     p.shader = r.get<uint32_t>();
@@ -57,6 +58,10 @@ Schedule Schedule::read(Reader& r) {
     const uint64_t nspec = r.get_count(4);
     if (nspec > 16) corrupt("too many specialization constants");
     for (uint64_t k = 0; k < nspec; ++k) p.spec.push_back(r.get<uint32_t>());
+    p.dtypes = r.get<uint32_t>();
+    for (size_t k = 0; k < kMaxBindings; ++k)
+      if (p.dtype(k) > kDtypeF16) corrupt("unknown binding dtype");
+    if (p.dtypes >> (2 * kMaxBindings) != 0) corrupt("dtype of a binding past the last");
     s.pipelines.push_back(std::move(p));
   }
   const uint64_t ndisp = r.get_count(37);
@@ -87,7 +92,8 @@ Schedule Schedule::read(Reader& r) {
         case Mem::Scratch: limit = s.scratch_bytes; break;
         case Mem::Flag: limit = 4; break;
       }
-      if (b.bytes == 0 || b.ref.offset % 4 != 0 || b.ref.offset > limit || b.bytes > limit - b.ref.offset)
+      const uint64_t element = s.pipelines[d.pipeline].dtype(k) != kDtypeF32 ? 2 : 4;
+      if (b.bytes == 0 || b.ref.offset % element != 0 || b.ref.offset > limit || b.bytes > limit - b.ref.offset)
         corrupt("binding outside its buffer");
       d.bindings.push_back(b);
     }

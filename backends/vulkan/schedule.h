@@ -25,7 +25,7 @@ enum class Mem : uint8_t {
 struct Ref {
   Mem mem = Mem::Slot;
   uint32_t slot = 0;
-  uint64_t offset = 0;  // bytes, a multiple of 4
+  uint64_t offset = 0;  // bytes, a multiple of the element size (4, or 2 for bf16/f16)
 };
 
 // One storage-buffer binding: a window [offset, offset + bytes) that never
@@ -39,10 +39,20 @@ struct Binding {
 inline constexpr size_t kMaxBindings = 8;
 inline constexpr size_t kMaxPushWords = 32;  // 128 bytes: the guaranteed minimum
 
+// Each binding's dtype code in shaders/io.glsl: 0 f32 (or any 32-bit
+// element), 1 bf16, 2 f16.
+inline constexpr uint32_t kDtypeF32 = 0, kDtypeBF16 = 1, kDtypeF16 = 2;
+
 struct Pipeline {
   uint32_t shader = 0;         // index into Schedule::shaders
   std::vector<uint32_t> spec;  // specialization constants 0..n-1
+  // 2 bits per binding (binding k at bits 2k), the dtype codes above; not
+  // 0 only for a "<shader>16" build, which reads it as constant 15. A
+  // 16-bit binding's element offset (Dispatch::push) is in 2-byte units.
+  uint32_t dtypes = 0;
+  uint32_t dtype(size_t binding) const { return (dtypes >> (2 * binding)) & 3u; }
 };
+inline constexpr uint32_t kDtypesConstant = 15;
 
 struct Dispatch {
   uint32_t pipeline = 0;

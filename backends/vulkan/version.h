@@ -5,6 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-5";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs; 4: bf16/f16 (convert16.comp), CAST;
-                 // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers
+    "vulkan-6";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs; 4: bf16/f16 (convert16.comp), CAST;
+                 // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
+                 // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes
 }  // namespace kiln::vk

@@ -4,7 +4,10 @@
 #     final loss within 5% of the Vulkan fp32 run's;
 #     (check_backend.sh runs --dtype bf16 on the device; `kiln check-backend
 #     vulkan --dtype f16` passes the same 28 ops, left out here for CI time);
-#  2. a device without storageBuffer16BitAccess (hidden by the test hook
+#  2. a --bf16 and an --fp16 step run no convert16 dispatch (the shaders load
+#     and store 16-bit values themselves; issue 33), and KILN_VULKAN_STAGE16=1
+#     stages them, saying so in one line;
+#  3. a device without storageBuffer16BitAccess (hidden by the test hook
 #     KILN_VULKAN_NO_16BIT_STORAGE) refuses --bf16 at setup with one line.
 # Prints SKIPPED and passes when the machine has no Vulkan device.
 # Not under ASan: its time is lavapipe compiling and running shaders
@@ -33,7 +36,29 @@ source "$(dirname "$0")/../tools/precisions.sh"
 # 1. 30 steps each, within 5% of fp32.
 train_in_three_precisions "$tmp" vulkan "${common[@]}" || exit 1
 
-# 2. No 16-bit storage: refused at setup, before any step graph compiles.
+# 2. Native 16-bit shaders (issue 33): a --bf16 and an --fp16 step dispatch
+#    no convert16 (KILN_VULKAN_PROFILE's table counts dispatches per shader)
+#    and print no staging line; KILN_VULKAN_STAGE16=1 stages, with one line
+#    (--cache-dir off: KILN_VULKAN_* knobs are not part of the compile-cache
+#    key, so a cached executable could have been lowered either way).
+for p in --bf16 --fp16; do
+  KILN_VULKAN_PROFILE=1 "$kiln" train "${common[@]}" --train-iters 1 "$p" --cache-dir off >"$tmp/profile.log" 2>&1 ||
+    { echo "FAIL: a profiled $p step failed:"; cat "$tmp/profile.log"; exit 1; }
+  dispatches=$(awk '/^kiln vulkan profile/ { on = 1; next } on && $5 == "dispatches" { n += $4 } END { print n + 0 }' \
+    "$tmp/profile.log")
+  [ "$dispatches" -gt 0 ] || { echo "FAIL: no dispatch table in the $p profile:"; cat "$tmp/profile.log"; exit 1; }
+  if grep -q ' dispatches  convert16$' "$tmp/profile.log" || grep -q 'stage their bf16/f16' "$tmp/profile.log"; then
+    echo "FAIL: a native $p step staged through convert16:"; cat "$tmp/profile.log"; exit 1
+  fi
+  echo "$p: $dispatches dispatches in one step, none convert16"
+done
+KILN_VULKAN_STAGE16=1 KILN_VULKAN_PROFILE=1 "$kiln" train "${common[@]}" --train-iters 1 --bf16 --cache-dir off >"$tmp/staged.log" 2>&1 ||
+  { echo "FAIL: a staged --bf16 step failed:"; cat "$tmp/staged.log"; exit 1; }
+grep -q ' dispatches  convert16$' "$tmp/staged.log" || { echo "FAIL: KILN_VULKAN_STAGE16 did not stage"; exit 1; }
+[ "$(grep -c 'stage their bf16/f16 values through f32 copies (convert16): KILN_VULKAN_STAGE16 is set' \
+  "$tmp/staged.log")" -eq 1 ] || { echo "FAIL: staging did not say so in one line:"; cat "$tmp/staged.log"; exit 1; }
+
+# 3. No 16-bit storage: refused at setup, before any step graph compiles.
 if KILN_VULKAN_NO_16BIT_STORAGE=1 "$kiln" train "${common[@]}" --train-iters 1 --bf16 >"$tmp/refused.log" 2>&1; then
   echo "FAIL: --bf16 trained on a device without 16-bit storage"; exit 1
 fi

@@ -1,6 +1,7 @@
 // The Vulkan plugin's bf16/f16 conversions (backends/vulkan/shaders/
-// convert16.comp, which every 16-bit value on that backend goes through)
-// against kiln/half.h, the reference's, bit for bit: narrowing every bf16
+// half.glsl, which every 16-bit load and store on that backend goes
+// through; here as CASTs, copy2d's converting copies) against kiln/half.h,
+// the reference's, bit for bit: narrowing every bf16
 // value, the ties around it and the values just beside them, the same for
 // f16, plus random f32 patterns (NaN, infinities, subnormals included);
 // widening every one of the 65536 patterns of each dtype; bf16 -> f16.

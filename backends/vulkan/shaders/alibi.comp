@@ -6,10 +6,11 @@
 // multiply-add), as the op defines and the other backends compute.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
-layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
-layout(std430, set = 0, binding = 1) buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) buffer S { float slopes[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, x)
+KILN_BUFFER(2, slopes)
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -24,7 +25,7 @@ void main() {
   if (e >= p.count) return;
   uint row = p.row0 + e / p.t;
   uint j = e % p.t, i = row % p.t, h = (row / p.t) % p.heads;
-  precise float bias = slopes[p.base[2] + h] * float(int(j) - int(i));
-  precise float r = x[p.base[1] + e] + bias;
-  y[p.base[0] + e] = r;
+  precise float bias = slopes_ld(p.base[2] + h) * float(int(j) - int(i));
+  precise float r = x_ld(p.base[1] + e) + bias;
+  y_st(p.base[0] + e, r);
 }

@@ -10,13 +10,14 @@
 // accumulate = 1 adds to y (a later chunk of rows).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const int MODE = 0;
 
-layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
-layout(std430, set = 0, binding = 1) buffer X { float x[]; };    // MODE 0: x; MODE 1: dy
-layout(std430, set = 0, binding = 2) buffer X2 { float x2[]; };  // MODE 1: x
-layout(std430, set = 0, binding = 3) buffer Stats { float stats[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, x)    // MODE 0: x; MODE 1: dy
+KILN_BUFFER(2, x2)  // MODE 1: x
+KILN_BUFFER(3, stats)
 
 layout(push_constant) uniform Push {
   uint base[4];
@@ -36,9 +37,10 @@ void main() {
     for (uint r = lane; r < p.rows; r += lanes) {
       uint at = r * p.cols + c;
       if (MODE == 0)
-        s += x[p.base[1] + at];
+        s += x_ld(p.base[1] + at);
       else
-        s += x[p.base[1] + at] * ((x2[p.base[2] + at] - stats[p.base[3] + 2 * r]) * stats[p.base[3] + 2 * r + 1]);
+        s += x_ld(p.base[1] + at) *
+             ((x2_ld(p.base[2] + at) - stats_ld(p.base[3] + 2 * r)) * stats_ld(p.base[3] + 2 * r + 1));
     }
   }
   partial_[t] = s;
@@ -46,5 +48,5 @@ void main() {
   if (lane != 0 || c >= p.cols) return;
   for (uint l = 1; l < lanes; ++l) s += partial_[l * COLS + t];
   s *= p.scale;
-  y[p.base[0] + c] = p.accumulate != 0 ? y[p.base[0] + c] + s : s;
+  y_st(p.base[0] + c, p.accumulate != 0 ? y_ld(p.base[0] + c) + s : s);
 }

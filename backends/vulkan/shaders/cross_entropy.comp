@@ -5,13 +5,14 @@
 // A target outside [0, V) sets the error flag to this check's index.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const bool GRAD = false;
 
-layout(std430, set = 0, binding = 0) buffer Out { float outv[]; };
-layout(std430, set = 0, binding = 1) buffer Logits { float x[]; };
+KILN_BUFFER(0, outv)
+KILN_BUFFER(1, x)
 layout(std430, set = 0, binding = 2) buffer Targets { int targets[]; };
-layout(std430, set = 0, binding = 3) buffer Dloss { float dloss[]; };
+KILN_BUFFER(3, dloss)
 layout(std430, set = 0, binding = 4) buffer Flag { int flag; };
 
 layout(push_constant) uniform Push {
@@ -32,16 +33,16 @@ void main() {
     return;
   }
   float m = -1.0 / 0.0;
-  for (uint j = t; j < p.cols; j += n) m = max(m, x[p.base[1] + row + j]);
+  for (uint j = t; j < p.cols; j += n) m = max(m, x_ld(p.base[1] + row + j));
   m = group_max(m);
   float s = 0.0;
-  for (uint j = t; j < p.cols; j += n) s += exp(x[p.base[1] + row + j] - m);
+  for (uint j = t; j < p.cols; j += n) s += exp(x_ld(p.base[1] + row + j) - m);
   float lse = m + log(group_sum(s));
   if (!GRAD) {
-    if (t == 0) outv[p.base[0] + r] = lse - x[p.base[1] + row + uint(target)];
+    if (t == 0) outv_st(p.base[0] + r, lse - x_ld(p.base[1] + row + uint(target)));
     return;
   }
-  float k = dloss[p.base[3]] * p.inv_n;
+  float k = dloss_ld(p.base[3]) * p.inv_n;
   for (uint j = t; j < p.cols; j += n)
-    outv[p.base[0] + row + j] = k * (exp(x[p.base[1] + row + j] - lse) - (j == uint(target) ? 1.0 : 0.0));
+    outv_st(p.base[0] + row + j, k * (exp(x_ld(p.base[1] + row + j) - lse) - (j == uint(target) ? 1.0 : 0.0)));
 }

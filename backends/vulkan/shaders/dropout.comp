@@ -9,9 +9,10 @@
 // In place safe: x[i] is read before y[i] is written; the key is read whole.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
-layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
-layout(std430, set = 0, binding = 1) buffer X { float x[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, x)
 layout(std430, set = 0, binding = 2) buffer K { uint key[]; };  // seed, step, offset_lo, offset_hi
 
 layout(push_constant) uniform Push {
@@ -76,5 +77,5 @@ void main() {
   uvec4 r = philox4x32_10(uvec4((g_lo >> 2) | (g_hi << 30), g_hi >> 2, step, 0u), uvec2(seed, p.site));
   uint w = g_lo & 3u;
   uint bits = w == 0u ? r.x : w == 1u ? r.y : w == 2u ? r.z : r.w;
-  y[p.base[0] + i] = x[p.base[1] + i] * ((bits >> 8) >= p.threshold ? p.scale : 0.0);
+  y_st(p.base[0] + i, x_ld(p.base[1] + i) * ((bits >> 8) >= p.threshold ? p.scale : 0.0));
 }

@@ -4,6 +4,7 @@
 // In place safe: element i of every input is read before y[i] is written.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 #include "kiln_ops.glsl"
 
 // The node's op code in kiln's op table (kiln_ops.glsl is generated from
@@ -11,9 +12,9 @@
 // it; a code without one writes NaN, never another op's result.
 layout(constant_id = 1) const int OP = KILN_OP_FILL;
 
-layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
-layout(std430, set = 0, binding = 1) buffer A { float a[]; };
-layout(std430, set = 0, binding = 2) buffer B { float b[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, a)
+KILN_BUFFER(2, b)
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -78,11 +79,11 @@ void main() {
   if (OP == KILN_OP_FILL) {
     r = p.f;
   } else {
-    float x = a[p.base[1] + i];
+    float x = a_ld(p.base[1] + i);
     if (OP == KILN_OP_ADD) {
-      r = x + b[p.base[2] + i % p.bcast];
+      r = x + b_ld(p.base[2] + i % p.bcast);
     } else if (OP == KILN_OP_MUL) {
-      r = x * b[p.base[2] + i % p.bcast];
+      r = x * b_ld(p.base[2] + i % p.bcast);
     } else if (OP == KILN_OP_SCALE) {
       r = x * p.f;
     } else if (OP == KILN_OP_GELU) {
@@ -90,7 +91,7 @@ void main() {
     } else if (OP == KILN_OP_GELU_GRAD) {
       float t = stable_tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
       float du = kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
-      r = b[p.base[2] + i] * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
+      r = b_ld(p.base[2] + i) * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
     } else if (OP == KILN_OP_SILU || OP == KILN_OP_SILU_GRAD) {
       // sigmoid(x) and 1 - sigmoid(x) around exp(-|x|), which never
       // overflows; at x = -inf, x * s = -inf * 0 = NaN as the formula gives.
@@ -100,7 +101,7 @@ void main() {
         r = x * s;
       } else {
         float t = (x >= 0.0 ? e : 1.0) / (1.0 + e);
-        r = b[p.base[2] + i] * (s * (1.0 + x * t));
+        r = b_ld(p.base[2] + i) * (s * (1.0 + x * t));
       }
     } else if (OP == KILN_OP_GELU_ERF || OP == KILN_OP_GELU_ERF_GRAD) {
       // The normal CDF as 0.5 erfc(-x / sqrt 2): no cancellation at negative x.
@@ -108,7 +109,7 @@ void main() {
       if (OP == KILN_OP_GELU_ERF) {
         r = x * cdf;
       } else {
-        r = b[p.base[2] + i] * (cdf + x * kInvSqrt2Pi * exp(-0.5 * x * x));
+        r = b_ld(p.base[2] + i) * (cdf + x * kInvSqrt2Pi * exp(-0.5 * x * x));
       }
     } else if (OP == KILN_OP_CLAMP) {
       // A NaN x stays NaN. Tested on its bits: NVIDIA's compiler turns
@@ -116,7 +117,7 @@ void main() {
       r = is_nan(x) ? x : (x < p.f ? p.f : (x > p.f2 ? p.f2 : x));
     } else if (OP == KILN_OP_CLAMP_GRAD) {
       // Inclusive bounds; a NaN x fails both and gets 0.
-      r = x >= p.f && x <= p.f2 ? b[p.base[2] + i] : 0.0;
+      r = x >= p.f && x <= p.f2 ? b_ld(p.base[2] + i) : 0.0;
     } else if (OP == KILN_OP_EXP) {
       r = exp(x);
     } else if (OP == KILN_OP_LOG) {
@@ -127,11 +128,11 @@ void main() {
       r = erf_nr(x);
     } else if (OP == KILN_OP_MAXIMUM) {
       // A NaN in either gives NaN; a tie gives x. Tested on bits, as CLAMP.
-      float m = b[p.base[2] + i % p.bcast];
+      float m = b_ld(p.base[2] + i % p.bcast);
       r = is_nan(x) || is_nan(m) ? uintBitsToFloat(0x7FC00000u) : (x < m ? m : x);
     } else {
       r = uintBitsToFloat(0x7FC00000u);  // an op without a branch: NaN, which conformance fails
     }
   }
-  y[p.base[0] + i] = r;
+  y_st(p.base[0] + i, r);
 }

@@ -5,9 +5,10 @@
 // [0, vocab) sets the error flag (checked by the first band).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
-layout(std430, set = 0, binding = 0) buffer Y { float y[]; };
-layout(std430, set = 0, binding = 1) buffer Table { float table[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, table)
 layout(std430, set = 0, binding = 2) buffer Ids { int ids[]; };
 layout(std430, set = 0, binding = 3) buffer Flag { int flag; };
 
@@ -28,5 +29,5 @@ void main() {
   }
   uint v = uint(id);
   if (v < p.v0 || v >= p.v0 + p.vrows) return;
-  y[p.base[0] + e] = table[p.base[1] + (v - p.v0) * p.cols + c];
+  y_st(p.base[0] + e, table_ld(p.base[1] + (v - p.v0) * p.cols + c));
 }

@@ -6,9 +6,10 @@
 // dtable may be bound in bands of vocabulary rows, as in embedding.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
-layout(std430, set = 0, binding = 0) buffer Dtable { float dtable[]; };
-layout(std430, set = 0, binding = 1) buffer Dy { float dy[]; };
+KILN_BUFFER(0, dtable)
+KILN_BUFFER(1, dy)
 layout(std430, set = 0, binding = 2) buffer Ids { int ids[]; };
 layout(std430, set = 0, binding = 3) buffer Flag { int flag; };
 
@@ -33,6 +34,6 @@ void main() {
     if (ids[p.base[2] + j] == id) return;  // not the first occurrence
   float s = 0.0;
   for (uint j = i; j < p.rows; ++j)
-    if (ids[p.base[2] + j] == id) s += dy[p.base[1] + j * p.cols + c];
-  dtable[p.base[0] + (v - p.v0) * p.cols + c] = s;
+    if (ids[p.base[2] + j] == id) s += dy_ld(p.base[1] + j * p.cols + c);
+  dtable_st(p.base[0] + (v - p.v0) * p.cols + c, s);
 }

@@ -6,6 +6,7 @@
 // the batch.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const uint BM = 64;
 layout(constant_id = 2) const uint BN = 64;
@@ -15,9 +16,9 @@ layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const bool TRANS_A = false;
 layout(constant_id = 7) const bool TRANS_B = false;
 
-layout(std430, set = 0, binding = 0) buffer C { float c[]; };
-layout(std430, set = 0, binding = 1) buffer A { float a[]; };
-layout(std430, set = 0, binding = 2) buffer B { float b[]; };
+KILN_BUFFER(0, c)
+KILN_BUFFER(1, a)
+KILN_BUFFER(2, b)
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -48,7 +49,7 @@ void main() {
       uint mm = TRANS_A ? e % BM : e / BK;
       uint gm = m0 + mm, gk = k0 + kk;
       float v = 0.0;
-      if (gm < p.M && gk < p.K) v = TRANS_A ? a[abase + gk * p.lda + gm] : a[abase + gm * p.lda + gk];
+      if (gm < p.M && gk < p.K) v = TRANS_A ? a_ld(abase + gk * p.lda + gm) : a_ld(abase + gm * p.lda + gk);
       As[kk * BM + mm] = v;
     }
     for (uint e = tid; e < BK * BN; e += threads) {
@@ -56,7 +57,7 @@ void main() {
       uint nn = TRANS_B ? e / BK : e % BN;
       uint gn = n0 + nn, gk = k0 + kk;
       float v = 0.0;
-      if (gn < p.N && gk < p.K) v = TRANS_B ? b[bbase + gn * p.ldb + gk] : b[bbase + gk * p.ldb + gn];
+      if (gn < p.N && gk < p.K) v = TRANS_B ? b_ld(bbase + gn * p.ldb + gk) : b_ld(bbase + gk * p.ldb + gn);
       Bs[kk * BN + nn] = v;
     }
     barrier();
@@ -77,7 +78,7 @@ void main() {
       uint gn = n0 + tx * TN + j;
       if (gn >= p.N) continue;
       uint at = cbase + gm * p.ldc + gn;
-      c[at] = p.accumulate != 0 ? c[at] + acc[i * TN + j] : acc[i * TN + j];
+      c_st(at, p.accumulate != 0 ? c_ld(at) + acc[i * TN + j] : acc[i * TN + j]);
     }
   }
 }

@@ -16,6 +16,7 @@
 // H100: 2 TFLOP/s instead of 15 for gemm.comp).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const bool TRANS_A = false;
 layout(constant_id = 2) const bool TRANS_B = false;
@@ -25,9 +26,9 @@ const uint BK = 16;        // slice depth
 const uint LDS = BM + 4;   // shared row stride in floats: a multiple of 4
 const uint LOADS = BM * BK / 256;  // elements of each operand per invocation
 
-layout(std430, set = 0, binding = 0) buffer C { float c[]; };
-layout(std430, set = 0, binding = 1) buffer A { float a[]; };
-layout(std430, set = 0, binding = 2) buffer B { float b[]; };
+KILN_BUFFER(0, c)
+KILN_BUFFER(1, a)
+KILN_BUFFER(2, b)
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -42,7 +43,7 @@ shared vec4 As[BK * LDS / 4];
 shared vec4 Bs[BK * LDS / 4];
 
 
-void store1(uint at, float v) { c[at] = p.accumulate != 0 ? c[at] + v : v; }
+void store1(uint at, float v) { c_st(at, p.accumulate != 0 ? c_ld(at) + v : v); }
 
 void store4(uint row_at, uint gn, vec4 v) {
   if (gn < p.N) store1(row_at + gn, v.x);
@@ -89,9 +90,9 @@ void main() {
 #define LOAD(r)                                                                          \
   {                                                                                      \
     const uint gm = m0 + A_M(r), gk = k1 + A_K(r);                                       \
-    pa[r] = (gm < p.M && gk < p.K) ? a[abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)] : 0.0; \
+    pa[r] = (gm < p.M && gk < p.K) ? a_ld(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0.0; \
     const uint gn = n0 + B_N(r), gkb = k1 + B_K(r);                                      \
-    pb[r] = (gn < p.N && gkb < p.K) ? b[bbase + (TRANS_B ? gn * p.ldb + gkb : gkb * p.ldb + gn)] : 0.0; \
+    pb[r] = (gn < p.N && gkb < p.K) ? b_ld(bbase + (TRANS_B ? gn * p.ldb + gkb : gkb * p.ldb + gn)) : 0.0; \
   }
 #define STAGE(r)                                             \
   As[(A_K(r) * LDS + A_M(r)) / 4][A_M(r) % 4] = pa[r];       \

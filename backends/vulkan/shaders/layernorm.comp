@@ -8,15 +8,16 @@
 // dgamma column sum then uses unchanged.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const bool GRAD = false;
 layout(constant_id = 2) const bool RMS = false;
 
-layout(std430, set = 0, binding = 0) buffer Out { float outv[]; };    // y or dx
-layout(std430, set = 0, binding = 1) buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) buffer Gamma { float gamma[]; };
-layout(std430, set = 0, binding = 3) buffer BetaDy { float bd[]; };   // beta (unused if RMS) or dy
-layout(std430, set = 0, binding = 4) buffer Stats { float stats[]; }; // GRAD: [rows][2]
+KILN_BUFFER(0, outv)    // y or dx
+KILN_BUFFER(1, x)
+KILN_BUFFER(2, gamma)
+KILN_BUFFER(3, bd)   // beta (unused if RMS) or dy
+KILN_BUFFER(4, stats) // GRAD: [rows][2]
 
 layout(push_constant) uniform Push {
   uint base[5];
@@ -36,39 +37,39 @@ void main() {
   float mean = 0.0;
   if (!RMS) {  // a specialization constant: the whole workgroup agrees
     float s = 0.0;
-    for (uint j = t; j < p.cols; j += n) s += x[p.base[1] + row + j];
+    for (uint j = t; j < p.cols; j += n) s += x_ld(p.base[1] + row + j);
     mean = group_sum(s) * inv_cols;
   }
   float v = 0.0;
   for (uint j = t; j < p.cols; j += n) {
-    float d = x[p.base[1] + row + j] - mean;
+    float d = x_ld(p.base[1] + row + j) - mean;
     v += d * d;
   }
   float rstd = 1.0 / sqrt(group_sum(v) * inv_cols + p.eps);
   if (!GRAD) {
     for (uint j = t; j < p.cols; j += n)
-      outv[p.base[0] + row + j] =
-          (x[p.base[1] + row + j] - mean) * rstd * gamma[p.base[2] + j] + (RMS ? 0.0 : bd[p.base[3] + j]);
+      outv_st(p.base[0] + row + j,
+              (x_ld(p.base[1] + row + j) - mean) * rstd * gamma_ld(p.base[2] + j) + (RMS ? 0.0 : bd_ld(p.base[3] + j)));
     return;
   }
   float sg = 0.0, sgx = 0.0;
   for (uint j = t; j < p.cols; j += n) {
-    float xh = (x[p.base[1] + row + j] - mean) * rstd;
+    float xh = (x_ld(p.base[1] + row + j) - mean) * rstd;
     // precise: no fused multiply-add may absorb this product, so both loops
     // see the same rounded g and a one-column row gives g - mean_g = 0.
-    precise float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
+    precise float g = bd_ld(p.base[3] + row + j) * gamma_ld(p.base[2] + j);
     sg += g;
     sgx += g * xh;
   }
   float mean_g = RMS ? 0.0 : group_sum(sg) * inv_cols;
   float mean_gx = group_sum(sgx) * inv_cols;
   for (uint j = t; j < p.cols; j += n) {
-    float xh = (x[p.base[1] + row + j] - mean) * rstd;
-    precise float g = bd[p.base[3] + row + j] * gamma[p.base[2] + j];
-    outv[p.base[0] + row + j] = rstd * (g - mean_g - xh * mean_gx);
+    float xh = (x_ld(p.base[1] + row + j) - mean) * rstd;
+    precise float g = bd_ld(p.base[3] + row + j) * gamma_ld(p.base[2] + j);
+    outv_st(p.base[0] + row + j, rstd * (g - mean_g - xh * mean_gx));
   }
   if (t == 0) {
-    stats[p.base[4] + 2 * r] = mean;
-    stats[p.base[4] + 2 * r + 1] = rstd;
+    stats_st(p.base[4] + 2 * r, mean);
+    stats_st(p.base[4] + 2 * r + 1, rstd);
   }
 }

@@ -4,9 +4,14 @@
 // merged plan (size-1 dims dropped, adjacent dims fused), rank <= 6.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(std430, set = 0, binding = 0) buffer Dst { uint dst[]; };
 layout(std430, set = 0, binding = 1) buffer Src { uint src[]; };
+#ifdef KILN_16BIT
+layout(std430, set = 0, binding = 0) buffer Dst16 { uint16_t dst16[]; };
+layout(std430, set = 0, binding = 1) buffer Src16 { uint16_t src16[]; };
+#endif
 
 layout(push_constant) uniform Push {
   uint base[2];
@@ -15,6 +20,10 @@ layout(push_constant) uniform Push {
   uint dims[6];
   uint strides[6];
 } p;
+
+#ifdef KILN_16BIT
+#include "copy16.glsl"
+#endif
 
 void main() {
   uint i = global_index();
@@ -25,5 +34,10 @@ void main() {
     rest /= p.dims[d];
     from += idx * p.strides[d];
   }
-  dst[p.base[0] + i] = src[p.base[1] + from];
+  const uint to = p.base[0] + i, from_at = p.base[1] + from;
+#ifdef KILN_16BIT
+  copy_element(to, from_at);
+#else
+  dst[to] = src[from_at];
+#endif
 }

@@ -8,14 +8,15 @@
 // of the chunk's first row.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
 layout(constant_id = 1) const bool INTERLEAVED = false;
 layout(constant_id = 2) const bool GRAD = false;
 
-layout(std430, set = 0, binding = 0) buffer Out { float y[]; };
-layout(std430, set = 0, binding = 1) buffer In { float x[]; };
-layout(std430, set = 0, binding = 2) buffer Cos { float cos_table[]; };
-layout(std430, set = 0, binding = 3) buffer Sin { float sin_table[]; };
+KILN_BUFFER(0, y)
+KILN_BUFFER(1, x)
+KILN_BUFFER(2, cos_table)
+KILN_BUFFER(3, sin_table)
 
 layout(push_constant) uniform Push {
   uint base[4];
@@ -27,7 +28,7 @@ void main() {
   if (g >= p.count) return;
   uint r = g / p.cols, j = g % p.cols;
   if (j >= 2u * p.pairs) {
-    y[p.base[0] + g] = x[p.base[1] + g];
+    y_st(p.base[0] + g, x_ld(p.base[1] + g));
     return;
   }
   bool first;
@@ -42,8 +43,8 @@ void main() {
     partner = first ? g + p.pairs : g - p.pairs;
   }
   uint at = ((p.pos0 + r) % p.positions) * p.pairs + i;
-  float c = cos_table[p.base[2] + at], s = sin_table[p.base[3] + at];
+  float c = cos_table_ld(p.base[2] + at), s = sin_table_ld(p.base[3] + at);
   if (GRAD) s = -s;
-  float a = x[p.base[1] + g], b = x[p.base[1] + partner];
-  y[p.base[0] + g] = first ? a * c - b * s : a * c + b * s;
+  float a = x_ld(p.base[1] + g), b = x_ld(p.base[1] + partner);
+  y_st(p.base[0] + g, first ? a * c - b * s : a * c + b * s);
 }

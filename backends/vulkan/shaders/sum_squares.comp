@@ -4,9 +4,10 @@
 // partials in order, so the result does not depend on timing.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "io.glsl"
 
-layout(std430, set = 0, binding = 0) buffer Partial { float partial[]; };
-layout(std430, set = 0, binding = 1) buffer X { float x[]; };
+KILN_BUFFER(0, partial)
+KILN_BUFFER(1, x)
 
 layout(push_constant) uniform Push {
   uint base[2];
@@ -17,9 +18,9 @@ void main() {
   uint g = gl_WorkGroupID.x, groups = gl_NumWorkGroups.x, n = gl_WorkGroupSize.x;
   float s = 0.0;
   for (uint i = g * n + gl_LocalInvocationID.x; i < p.count; i += groups * n) {
-    float v = x[p.base[1] + i];
+    float v = x_ld(p.base[1] + i);
     s += v * v;
   }
   s = group_sum(s);
-  if (gl_LocalInvocationID.x == 0) partial[p.base[0] + g] = s;
+  if (gl_LocalInvocationID.x == 0) partial_st(p.base[0] + g, s);
 }
