@@ -272,7 +272,10 @@ std::string Flags::help() const {
       if (s.kind == Kind::List || s.kind == Kind::Repeatable) left += " ...";
       o << left;
       o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
-      if (!s.default_text.empty()) o << " (default " << s.default_text << ")";
+      // A help text that states its default ("(default: --train-iters)")
+      // says it better than the stored value (0).
+      if (!s.default_text.empty() && s.help.find("(default") == std::string::npos)
+        o << " (default " << s.default_text << ")";
       o << "\n";
     }
   }
