@@ -221,7 +221,7 @@ const std::vector<CompatFlag>& megatron_compat_flags() {
   static const std::vector<CompatFlag> rows = [] {
     std::vector<CompatFlag> all = make_rows();
     for (auto* topic : {compat_perf_rows, compat_model_rows, compat_parallel_rows, compat_data_rows,
-                        compat_runtime_rows, compat_scripts_rows}) {
+                        compat_runtime_rows, compat_scripts_rows, compat_legacy_rows}) {
       std::vector<CompatFlag> more = topic();
       all.insert(all.end(), more.begin(), more.end());
     }

@@ -107,9 +107,13 @@ void TrainConfig::register_checkpoint_flags(Flags& f) {
   f.add("--no-load-rng", &no_load_rng, "do not load the RNG state (the dropout seed) from --load; use --seed");
   f.add("--no-save-optim", &no_save_optim, "save checkpoints without the optimizer state");
   f.add("--no-save-rng", &no_save_rng, "save checkpoints without the RNG state");
-  for (const char* name : {"--override-opt_param-scheduler", "--override-opt-param-scheduler"})
+  // With their names before Megatron's 04ecc83465 (2022-01-28), --override-lr-scheduler and
+  // --use-checkpoint-lr-scheduler, which scripts of that time pass.
+  for (const char* name :
+       {"--override-opt_param-scheduler", "--override-opt-param-scheduler", "--override-lr-scheduler"})
     f.add(name, &override_opt_param_scheduler, "on resume, use the command line's lr schedule over the checkpoint's");
-  for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler"})
+  for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler",
+                           "--use-checkpoint-lr-scheduler"})
     f.add(name, &use_checkpoint_opt_param_scheduler, "on resume, use the checkpoint's lr schedule over the flags'");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
 }
