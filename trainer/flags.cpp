@@ -119,8 +119,8 @@ bool Flags::given(const std::string& name) const {
 bool Flags::parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(help().c_str(), stdout);
+    if (arg == "--help" || arg == "-h" || arg == "--help-all") {
+      std::fputs(help(arg == "--help-all").c_str(), stdout);
       return false;
     }
     if (arg.rfind("--", 0) != 0)
@@ -255,7 +255,7 @@ std::vector<std::pair<std::string, std::string>> Flags::values() const {
   return out;
 }
 
-std::string Flags::help() const {
+std::string Flags::help(bool all) const {
   std::ostringstream o;
   o << "usage: kiln " << command_ << " [flags]\n\n";
   std::vector<std::string> sections = {""};
@@ -263,6 +263,12 @@ std::string Flags::help() const {
     if (std::find(sections.begin(), sections.end(), s.section) == sections.end()) sections.push_back(s.section);
   for (const std::string& section : sections) {
     if (!section.empty()) o << "\n" << section << ":\n";
+    const auto folded = std::find_if(summaries_.begin(), summaries_.end(),
+                                     [&](const auto& title_summary) { return title_summary.first == section; });
+    if (!all && folded != summaries_.end()) {
+      o << folded->second << "\n";
+      continue;
+    }
     for (const auto& s : specs_) {
       if (s.section != section) continue;
       std::string left = "  " + s.name;
@@ -272,7 +278,10 @@ std::string Flags::help() const {
       if (s.kind == Kind::List || s.kind == Kind::Repeatable) left += " ...";
       o << left;
       o << std::string(left.size() < 36 ? 36 - left.size() : 1, ' ') << s.help;
-      if (!s.default_text.empty()) o << " (default " << s.default_text << ")";
+      // A help text that states its default ("(default: --train-iters)")
+      // says it better than the stored value (0).
+      if (!s.default_text.empty() && s.help.find("(default") == std::string::npos)
+        o << " (default " << s.default_text << ")";
       o << "\n";
     }
   }

@@ -58,15 +58,23 @@ class Flags {
   void add_repeatable(const std::string& name, std::vector<std::string>* target, const std::string& help);
   // The flags added from now on belong to a titled section, which --help
   // lists after the untitled flags; section("") returns to the untitled list.
-  void section(const std::string& title) { section_ = title; }
+  // A section with a summary is folded: --help prints the summary in place
+  // of its flags, and only --help-all lists them (kiln train's hundreds of
+  // Megatron compatibility rows would bury its own flags).
+  void section(const std::string& title, const std::string& summary = "") {
+    section_ = title;
+    if (!summary.empty()) summaries_.emplace_back(title, summary);
+  }
 
-  // Parses args; returns false if --help was given (help already printed).
+  // Parses args; returns false if --help or --help-all was given (the help
+  // already printed).
   bool parse(const std::vector<std::string>& args);
   // True if the flag appeared on the command line.
   bool given(const std::string& name) const;
   // True if the flag is registered (tests/unit/test_megatron_flag_list.cpp).
   bool knows(const std::string& name) const { return find(name) != nullptr; }
-  std::string help() const;
+  // --help's text; with all, every folded section's flags too (--help-all).
+  std::string help(bool all = false) const;
   // Every flag's name and current value as text (switches "true"/"false",
   // lists joined by spaces), in declaration order: what a run was told.
   std::vector<std::pair<std::string, std::string>> values() const;
@@ -89,7 +97,8 @@ class Flags {
 
   std::string command_;
   std::vector<Spec> specs_;
-  std::string section_;  // of the flags being added
+  std::string section_;                                         // of the flags being added
+  std::vector<std::pair<std::string, std::string>> summaries_;  // folded sections: title, summary
   std::vector<std::string> given_;
 };
 

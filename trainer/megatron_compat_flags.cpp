@@ -1,5 +1,7 @@
 #include "trainer/megatron_compat_flags.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -219,7 +221,7 @@ const std::vector<CompatFlag>& megatron_compat_flags() {
   static const std::vector<CompatFlag> rows = [] {
     std::vector<CompatFlag> all = make_rows();
     for (auto* topic : {compat_perf_rows, compat_model_rows, compat_parallel_rows, compat_data_rows,
-                        compat_runtime_rows, compat_scripts_rows}) {
+                        compat_runtime_rows, compat_scripts_rows, compat_legacy_rows}) {
       std::vector<CompatFlag> more = topic();
       all.insert(all.end(), more.begin(), more.end());
     }
@@ -274,10 +276,26 @@ std::string compat_flags_markdown() {
   return out;
 }
 
+namespace {
+// --help's stand-in for the rows: how many of each kind, and where they are listed.
+std::string compat_summary() {
+  int counts[4] = {0, 0, 0, 0};
+  for (const CompatFlag& row : megatron_compat_flags()) ++counts[static_cast<int>(row.kind)];
+  return fmt::format(
+      "  {} rows: {} no effect (an implementation detail kiln has one of), {} only the value kiln implements,\n"
+      "  {} warn (an output kiln does not produce), {} refused (a feature kiln lacks).\n"
+      "  kiln train --help-all lists each with its reason; docs/MEGATRON_FLAGS.md is the same table.",
+      megatron_compat_flags().size(), counts[static_cast<int>(Kind::NoEffect)],
+      counts[static_cast<int>(Kind::KilnValue)], counts[static_cast<int>(Kind::NotProvided)],
+      counts[static_cast<int>(Kind::Refused)]);
+}
+}  // namespace
+
 void MegatronCompatFlags::register_flags(Flags& f) {
   f.section(
       "Megatron flags accepted for compatibility (no effect, only the value kiln implements, warned, or refused; "
-      "docs/CLI.md)");
+      "docs/MEGATRON_FLAGS.md)",
+      compat_summary());
   for (const CompatFlag& row : megatron_compat_flags()) {
     Slot& slot = slots_[row.name];
     std::string help = "[";

@@ -1,6 +1,6 @@
 // The bulk of the Megatron compatibility table (trainer/megatron_compat_flags.h),
 // split by topic into trainer/megatron_compat_{model,perf,parallel,data,
-// runtime,scripts}.cpp: every flag of Megatron's argument list
+// runtime,scripts,legacy}.cpp: every flag of Megatron's argument list
 // (tests/data/megatron_flags.txt) that `kiln train` does not implement has a
 // row there or in megatron_compat_flags.cpp. Each file is a constant table of
 // CompatRowSpec, so adding a flag is adding a line.
@@ -44,5 +44,6 @@ std::vector<CompatFlag> compat_parallel_rows();  // parallelism and memory layou
 std::vector<CompatFlag> compat_data_rows();      // data, tokenizer and checkpoint options
 std::vector<CompatFlag> compat_runtime_rows();   // training loop, logging, resilience
 std::vector<CompatFlag> compat_scripts_rows();   // Megatron's other scripts, optimizers, inference
+std::vector<CompatFlag> compat_legacy_rows();    // gone from Megatron before tests/data/megatron_flags.txt's commit
 
 }  // namespace kiln::trainer

@@ -43,7 +43,8 @@ void TrainConfig::register_architecture_flags(Flags& f) {
 
 // Batch sizes, training length and the parallel layout.
 void TrainConfig::register_batch_and_layout_flags(Flags& f) {
-  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch", Bounds::closed(1, kMaxBatch));
+  f.add("--micro-batch-size", &micro_batch_size, "sequences per micro-batch (kiln's default: Megatron requires it)",
+        Bounds::closed(1, kMaxBatch));
   f.add("--global-batch-size", &global_batch_size, "sequences per optimizer step (default: micro batch x DP)",
         Bounds::closed(0, kMaxBatch));
   f.add("--rampup-batch-size", &rampup_batch_size,
@@ -54,7 +55,7 @@ void TrainConfig::register_batch_and_layout_flags(Flags& f) {
         "\"THRESHOLD:BS ...\": Megatron's step schedule, the global batch is BS from THRESHOLD consumed tokens on "
         "(suffixes K M B T, e.g. \"0:16 2.4B:320\"); kiln extension: --global-batch-size may be given if it is the "
         "last BS (Megatron refuses both); with --train-iters the lr schedule counts steps");
-  f.add("--train-iters", &train_iters, "optimizer steps to train for");
+  f.add("--train-iters", &train_iters, "optimizer steps to train for (kiln's default: Megatron requires it)");
   f.add("--tensor-model-parallel-size", &tensor_model_parallel_size, "tensor-parallel ranks");
   f.add("--sequence-parallel", &sequence_parallel,
         "with --tensor-model-parallel-size > 1: norms, dropout and residual adds on each rank's slice of the "
@@ -73,17 +74,18 @@ void TrainConfig::register_batch_and_layout_flags(Flags& f) {
 
 // The learning-rate schedule, AdamW and the seed.
 void TrainConfig::register_optimizer_flags(Flags& f) {
-  f.add("--lr", &lr, "peak learning rate", Bounds::at_least(0));
+  f.add("--lr", &lr, "peak learning rate (kiln's default: Megatron requires it)", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
-  f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps (overrides --lr-warmup-fraction)");
-  f.add("--lr-warmup-fraction", &lr_warmup_fraction, "warmup as a fraction of --lr-decay-iters",
+  f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps from lr 0");
+  f.add("--lr-warmup-fraction", &lr_warmup_fraction,
+        "warmup as a fraction of --lr-decay-iters (or --lr-decay-samples); not with --lr-warmup-iters / "
+        "--lr-warmup-samples (default: not given, no warmup)",
         Bounds::half_open(0, 1));
   f.add("--lr-decay-iters", &lr_decay_iters, "decay steps (default: --train-iters)");
-  f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine");
+  f.add("--lr-decay-style", &lr_decay_style, "constant | linear | cosine | inverse-square-root");
   f.add("--train-samples", &train_samples,
         "train for this many samples instead of --train-iters (iterations = samples / global batch size)");
-  f.add("--lr-warmup-samples", &lr_warmup_samples,
-        "with --train-samples: linear warmup samples (overrides --lr-warmup-fraction)");
+  f.add("--lr-warmup-samples", &lr_warmup_samples, "with --train-samples: linear warmup samples from lr 0");
   f.add("--lr-decay-samples", &lr_decay_samples, "with --train-samples: decay samples (default: --train-samples)");
   f.add("--weight-decay", &weight_decay, "AdamW decoupled weight decay (not on biases/LayerNorm)", Bounds::at_least(0));
   f.add("--clip-grad", &clip_grad, "clip the global gradient norm to this (0: off)", Bounds::at_least(0));
@@ -105,9 +107,13 @@ void TrainConfig::register_checkpoint_flags(Flags& f) {
   f.add("--no-load-rng", &no_load_rng, "do not load the RNG state (the dropout seed) from --load; use --seed");
   f.add("--no-save-optim", &no_save_optim, "save checkpoints without the optimizer state");
   f.add("--no-save-rng", &no_save_rng, "save checkpoints without the RNG state");
-  for (const char* name : {"--override-opt_param-scheduler", "--override-opt-param-scheduler"})
+  // With their names before Megatron's 04ecc83465 (2022-01-28), --override-lr-scheduler and
+  // --use-checkpoint-lr-scheduler, which scripts of that time pass.
+  for (const char* name :
+       {"--override-opt_param-scheduler", "--override-opt-param-scheduler", "--override-lr-scheduler"})
     f.add(name, &override_opt_param_scheduler, "on resume, use the command line's lr schedule over the checkpoint's");
-  for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler"})
+  for (const char* name : {"--use-checkpoint-opt_param-scheduler", "--use-checkpoint-opt-param-scheduler",
+                           "--use-checkpoint-lr-scheduler"})
     f.add(name, &use_checkpoint_opt_param_scheduler, "on resume, use the checkpoint's lr schedule over the flags'");
   f.add("--save-interval", &save_interval, "save every N steps (0: only at the end when --save is set)");
 }
@@ -274,8 +280,10 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
     throw Error(
         "--lr-warmup-iters needs --train-iters (Megatron: expected sample-based learning rate warmup); with "
         "--train-samples use --lr-warmup-samples");
-  if (f.given("--lr-warmup-fraction") && f.given("--lr-warmup-samples"))
-    throw Error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup; give one of them");
+  if (f.given("--lr-warmup-fraction") && lr_warmup_samples != 0)
+    throw Error(
+        "--lr-warmup-fraction and --lr-warmup-samples both set the warmup (Megatron: can only specify one of "
+        "lr-warmup-fraction and lr-warmup-samples); give one of them");
   if (step_schedule.active())
     train_iters = step_schedule.train_iters(train_samples);
   else
@@ -284,10 +292,8 @@ void TrainConfig::finalize_train_samples(const Flags& f) {
     throw Error("--train-samples " + std::to_string(train_samples) + " is less than one global batch (" +
                 std::to_string(global_batch_at(0)) + "): nothing to train; give at least that many samples");
   if (lr_decay_samples == 0) lr_decay_samples = train_samples;
-  if (!f.given("--lr-warmup-samples")) {
-    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
+  if (f.given("--lr-warmup-fraction"))
     lr_warmup_samples = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_samples));
-  }
   if (lr_warmup_samples >= lr_decay_samples)
     throw Error("--lr-warmup-samples (" + std::to_string(lr_warmup_samples) +
                 ") must be less than --lr-decay-samples (" + std::to_string(lr_decay_samples) +
@@ -346,8 +352,12 @@ void TrainConfig::finalize(const Flags& f) {
   finalize_batch_schedule(f);
   finalize_train_samples(f);
   if (!sample_based() && lr_decay_iters == 0) lr_decay_iters = train_iters;
-  if (!sample_based() && !f.given("--lr-warmup-iters")) {
-    if (lr_warmup_fraction < 0 || lr_warmup_fraction >= 1) throw Error("--lr-warmup-fraction must be in [0, 1)");
+  // Megatron: no warmup unless one is given, and one way to give it.
+  if (!sample_based() && f.given("--lr-warmup-fraction")) {
+    if (lr_warmup_iters != 0)
+      throw Error(
+          "--lr-warmup-fraction and --lr-warmup-iters both set the warmup (Megatron: can only specify one of "
+          "lr-warmup-fraction and lr-warmup-iters); give one of them");
     lr_warmup_iters = static_cast<int64_t>(lr_warmup_fraction * static_cast<double>(lr_decay_iters));
   }
   // F3: the schedule would blame --lr-decay-iters for what --train-iters 0 did.

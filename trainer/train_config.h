@@ -62,7 +62,7 @@ struct TrainConfig {
   // from the checkpoint's (trainer/checkpoint/schedule_check.h).
   bool override_opt_param_scheduler = false, use_checkpoint_opt_param_scheduler = false;
 
-  // Defaults are those of the embedded default job (`kiln train` alone).
+  // The embedded default job's (`kiln train` alone; Megatron has none).
   int64_t micro_batch_size = 32;
   int64_t global_batch_size = 0;               // 0: micro batch x data-parallel size
   std::vector<std::string> rampup_batch_size;  // --rampup-batch-size START INCREMENT SAMPLES
@@ -83,11 +83,18 @@ struct TrainConfig {
   int64_t num_layers_per_virtual_pipeline_stage = 0;
   int64_t num_virtual_stages_per_pipeline_rank = 0;
 
-  double lr = 3e-3;
-  double min_lr = 3e-4;
+  // Megatron-LM's defaults wherever it has one (arguments.py and its
+  // training config at the commit of tests/data/megatron_flags.txt), so a
+  // script that leaves a flag out trains as it would there; kiln's own only
+  // where Megatron has none: --lr (Megatron requires it), the model shape,
+  // --micro-batch-size, --train-iters and the embedded corpus (docs/CLI.md).
+  double lr = 3e-3;  // kiln's
+  double min_lr = 0.0;
   int64_t lr_warmup_iters = 0;
-  double lr_warmup_fraction = 0.1;  // used when --lr-warmup-iters is not given
-  int64_t lr_decay_iters = 0;       // 0: --train-iters
+  // Used only when given (Megatron's None): then the warmup is this fraction
+  // of the decay, and a non-zero --lr-warmup-iters is refused beside it.
+  double lr_warmup_fraction = 0;
+  int64_t lr_decay_iters = 0;  // 0: --train-iters
   // Megatron's sample-based training: --train-samples instead of
   // --train-iters (which becomes train_samples / global batch), and the lr
   // schedule in samples, evaluated at the consumed-samples count.
@@ -98,11 +105,11 @@ struct TrainConfig {
   // The lr schedule in iterations, or in samples when sample_based(); it is
   // evaluated at the iteration or the consumed-samples count.
   LrSchedule lr_schedule() const;
-  std::string lr_decay_style = "cosine";
-  double weight_decay = 0.1;
+  std::string lr_decay_style = "linear";
+  double weight_decay = 0.01;
   double clip_grad = 1.0;
   double adam_beta1 = 0.9;
-  double adam_beta2 = 0.95;
+  double adam_beta2 = 0.999;
   double adam_eps = 1e-8;
   int64_t seed = 1234;
   MixedPrecision precision;  // --bf16, --fp16 and loss scaling
@@ -119,9 +126,14 @@ struct TrainConfig {
   // `--save X --load X` script), so the run starts from random as Megatron's.
   bool load_missing = false;
   int64_t save_interval = 0;
-  int64_t eval_interval = 100;
-  int64_t eval_iters = 10;
-  int64_t log_interval = 10;
+  // Megatron's 1000 of 2019 to 2025 (arguments.py until 72230d25ca). Its
+  // training config since has None ("no evaluation during training"), but
+  // get_train_valid_test_num_samples divides --train-iters by it, so a run
+  // with validation data that leaves it out stops with a TypeError there;
+  // kiln keeps the last default that ran.
+  int64_t eval_interval = 1000;
+  int64_t eval_iters = 100;
+  int64_t log_interval = 100;
 
   bool mock_data = false;
   std::vector<std::string> data_path;

@@ -77,7 +77,16 @@ refused '--calculate-per-token-loss: kiln averages the loss' --calculate-per-tok
 refused "--attention-backend fuse: not one of Megatron's choices" --attention-backend fuse
 refused '--context-parallel-size 2: kiln has no context parallelism' --context-parallel-size 2
 
-# --help lists them in their own section.
+# --help counts them in their own section, and --help-all lists them there.
 "$kiln" train --help >"$tmp/help"
 grep -q '^Megatron flags accepted for compatibility' "$tmp/help" || { echo "no compat section in --help"; exit 1; }
+grep -qE '^  [0-9]+ rows: [0-9]+ no effect .*, [0-9]+ only the value kiln implements' "$tmp/help" ||
+  { echo "no row counts in --help"; exit 1; }
+grep -q 'kiln train --help-all lists each' "$tmp/help" || { echo "--help does not name --help-all"; exit 1; }
+if grep -q '^  --attention-backend' "$tmp/help"; then echo "--help lists the rows"; exit 1; fi
+[ "$(wc -l <"$tmp/help")" -lt 200 ] || { echo "--help is $(wc -l <"$tmp/help") lines"; exit 1; }
+grep -q '^  --lr-decay-style' "$tmp/help" || { echo "--help lacks kiln's own flags"; exit 1; }
+"$kiln" train --help-all >"$tmp/help-all"
+grep -q '^  --attention-backend S  *\[no effect\]' "$tmp/help-all" || { echo "--help-all lacks the rows"; exit 1; }
+grep -q '^  --lr-decay-style' "$tmp/help-all" || { echo "--help-all lacks kiln's own flags"; exit 1; }
 echo "llama3 flags: trained 2 steps; refusals in one line"

@@ -136,12 +136,13 @@ TEST(MegatronCompatFlags, NoPositionEmbeddingOnlyWithRope) {
   EXPECT_EQ(check({"--no-position-embedding", "--position-embedding-type", "rope"}), "");
 }
 
+// --help-all's listing (--help counts the rows: tests/unit/test_flags_help.cpp).
 TEST(MegatronCompatFlags, HelpListsThemInTheirOwnSectionAfterKilnsFlags) {
   TrainConfig cfg;
   Flags flags("train");
   cfg.register_flags(flags);
   flags.add("--after", &cfg.save, "a flag registered after the table stays in the main list");
-  const std::string help = flags.help();
+  const std::string help = flags.help(true);
   const size_t section = help.find("\nMegatron flags accepted for compatibility");
   ASSERT_NE(section, std::string::npos);
   EXPECT_LT(help.find("  --tensorboard-dir"), section);
