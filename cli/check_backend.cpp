@@ -253,8 +253,8 @@ int run_check_backend(const std::vector<std::string>& args) {
     return Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
   };
   auto print_header = [](const Device& device) {
-    fmt::print("check-backend: backend {} ({}), device {}: {}\n", device.backend(), device.plugin().path,
-               device.index(), device.properties().name);
+    fmt::print("check-backend: backend {} ({}, {}), device {}: {}\n", device.backend(), device.plugin().path,
+               device.plugin().binary_identity(), device.index(), device.properties().name);
     std::fflush(stdout);
   };
   if (perf)

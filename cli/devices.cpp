@@ -70,6 +70,23 @@ void print_devices(const Plugin& p) {
   }
 }
 
+// Every file on the path named for the backend, marking the one
+// --backend uses (the first): when that one cannot load, the backend listed
+// here from a later file is not what --backend gets.
+void print_claimants(Registry& registry, const Plugin& p) {
+  const std::vector<std::string> files = registry.files_named_for(p.name);
+  if (files.size() < 2 && (files.empty() || files.front() == p.path)) return;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::string state = files[i] == p.path ? "loaded" : "";
+    for (const PluginRecord& r : registry.records())
+      if (r.path == files[i] && !r.loaded) state = "not loaded: " + r.reason;
+    fmt::print("  file {}: {}{}\n", files[i], state.empty() ? "not loaded" : state,
+               i == 0 ? (files[i] == p.path ? " (used by --backend " + p.name + ")"
+                                            : " (--backend " + p.name + " uses this file, so it fails)")
+                      : "");
+  }
+}
+
 }  // namespace
 
 int run_devices(const std::vector<std::string>& args) {
@@ -87,6 +104,7 @@ int run_devices(const std::vector<std::string>& args) {
   for (const auto& p : plugins) {
     fmt::print("backend {}  (ABI {}.{}, compiler {})  {}\n", p->name, p->abi_major(), p->abi_minor(),
                or_unknown(p->compiler_version().c_str()), p->path);
+    print_claimants(registry, *p);
     // One broken backend must not hide the others from the listing.
     try {
       print_devices(*p);

@@ -315,18 +315,33 @@ std::shared_ptr<const Plugin> Registry::loaded(const std::string& backend) const
   return nullptr;
 }
 
+// The first file on the path named for the backend is the one used. If it
+// cannot load, the backend is not found (open() names that file and why):
+// a later file never stands in for it, since the usual later file is an
+// installed copy silently replacing the broken build its author is testing.
+// A first file whose table names another backend does not claim this one,
+// so the next file named for it is tried.
 std::shared_ptr<const Plugin> Registry::find(const std::string& backend) {
   const std::lock_guard lock(mutex_);
-  if (auto p = loaded(backend)) return p;
   if (auto it = candidates_by_backend_.find(backend); it != candidates_by_backend_.end()) {
     for (const std::string& file : it->second) {
-      load_file(file);
-      if (auto p = loaded(backend)) return p;
+      const PluginRecord r = load_file(file);
+      if (r.loaded && r.plugin->name == backend) return r.plugin;
+      if (r.loaded) continue;
+      // Refused as a second copy of a backend already loaded (by an
+      // explicit path, say): that backend is the one in use.
+      if (r.reason.rfind("backend '" + backend + "' already loaded from ", 0) == 0) return loaded(backend);
+      return nullptr;
     }
   }
   // A plugin file may name its backend differently from its file name.
   load_all();
   return loaded(backend);
+}
+
+std::vector<std::string> Registry::files_named_for(const std::string& backend) const {
+  auto it = candidates_by_backend_.find(backend);
+  return it == candidates_by_backend_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::unique_ptr<Device> Registry::open(const std::string& backend, int index, int num_threads) {
@@ -344,7 +359,10 @@ std::unique_ptr<Device> Registry::open(const std::string& backend, int index, in
     const std::string file = kPrefix + backend + kSuffix;
     for (const PluginRecord& r : records_) {
       if (!r.loaded && fs::path(r.path).filename() == file) {
-        throw Error(fmt::format("backend '{}' found at {} but not loaded: {}", backend, r.path, r.reason));
+        const std::vector<std::string> named = files_named_for(backend);
+        const std::string later =
+            named.size() > 1 ? fmt::format(" (kiln does not fall back to the later {})", named[1]) : "";
+        throw Error(fmt::format("backend '{}' found at {} but not loaded: {}{}", backend, r.path, r.reason, later));
       }
     }
     // The file is on the path but its table names another backend: the

@@ -39,9 +39,13 @@ class Registry {
   // Records are only ever appended, so the reference stays valid.
   const std::vector<PluginRecord>& records();
   std::vector<std::shared_ptr<const Plugin>> plugins();
-  // The plugin with this backend name, loading the files named
-  // libkiln-backend-<backend>.so on the search path, or nullptr.
+  // The plugin with this backend name: the first file on the search path
+  // named libkiln-backend-<backend>.so whose table names that backend, or
+  // nullptr. A first file that cannot load is never replaced by a later one.
   std::shared_ptr<const Plugin> find(const std::string& backend);
+  // Every file on the search path named for `backend`, in search order
+  // (the first is the one --backend uses).
+  std::vector<std::string> files_named_for(const std::string& backend) const;
 
   // Opens device `index` of `backend`. `backend` may also be a path to a
   // plugin .so. Throws kiln::Error naming what is missing and how to fix it.

@@ -208,7 +208,8 @@ void Setup::open_data() {
 void Setup::log_run() const {
   const GptConfig& model = cfg.model;
   const int64_t pp = at.pp;
-  logger().info("backend {} device {}: {}", device->backend(), device->index(), device->properties().name);
+  logger().info("backend {} device {}: {} (plugin {}, {})", device->backend(), device->index(),
+                device->properties().name, device->plugin().path, device->plugin().binary_identity());
   logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
                 model.hidden_size, model.num_attention_heads, model.seq_length, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
