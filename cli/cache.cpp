@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "cli/cache_load_check.h"
@@ -107,8 +110,26 @@ double parse_age(const std::string& s) {
   return v * mult;
 }
 
-void remove_file(const std::string& path, int* count) {
-  if (::unlink(path.c_str()) == 0) ++*count;
+// Files a command could not remove (a read-only cache): counted and the first
+// named, so the command fails instead of reporting fewer files removed.
+struct NotRemoved {
+  int count = 0;
+  std::string first;  // "path: reason"
+  void add(const std::string& path, int err) {
+    if (count++ == 0) first = path + ": " + std::strerror(err);
+  }
+  void throw_if_any(const std::string& root) const {
+    if (count == 0) return;
+    throw Error("could not remove " + std::to_string(count) + " file" + (count == 1 ? "" : "s") + " from " + root +
+                " (" + first + "); make the cache writable, or run this where it is");
+  }
+};
+
+void remove_file(const std::string& path, int* count, NotRemoved* failed = nullptr) {
+  if (::unlink(path.c_str()) == 0)
+    ++*count;
+  else if (failed && errno != ENOENT)  // ENOENT: another process removed it first
+    failed->add(path, errno);
 }
 
 int cmd_ls(const compiler_cache::Store& store) {
@@ -227,6 +248,7 @@ int cmd_verify(const compiler_cache::Store& store, bool fix) {
 // --cache-dir must not cost the user files), and says what it kept.
 int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   int n = 0;
+  NotRemoved not_removed;
   std::vector<std::string> foreign;
   const bool all = !failed && !locks;
   for (const std::string& path : store.files("")) {
@@ -235,7 +257,7 @@ int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
       continue;
     }
     const bool is_failed = path.ends_with(".failed"), is_lock = path.ends_with(".lock");
-    if (all || (failed && is_failed) || (locks && is_lock)) remove_file(path, &n);
+    if (all || (failed && is_failed) || (locks && is_lock)) remove_file(path, &n, &not_removed);
   }
   if (all) {
     std::error_code ec;
@@ -244,7 +266,7 @@ int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
          !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec)) continue;
       if (compiler_cache::is_quarantine_file_name(it->path().filename().string()))
-        remove_file(it->path().string(), &n);
+        remove_file(it->path().string(), &n, &not_removed);
       else
         foreign.push_back(it->path().string());
     }
@@ -254,6 +276,7 @@ int cmd_clear(const compiler_cache::Store& store, bool failed, bool locks) {
   if (!foreign.empty())
     std::printf("kept %zu file%s that kiln did not write (e.g. %s); is --cache-dir right?\n", foreign.size(),
                 foreign.size() == 1 ? "" : "s", foreign.front().c_str());
+  not_removed.throw_if_any(store.root());
   return 0;
 }
 
@@ -276,6 +299,7 @@ int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, cons
   uint64_t total = 0;
   for (const Listed& e : entries) total += e.file.bytes;
   int removed = 0, in_use = 0;
+  NotRemoved not_removed;
   uint64_t freed = 0;
   const double age_limit = max_age.empty() ? -1 : parse_age(max_age);
   const uint64_t size_limit = max_size.empty() ? UINT64_MAX : parse_size(max_size);
@@ -290,16 +314,18 @@ int cmd_gc(const compiler_cache::Store& store, const std::string& max_size, cons
       case compiler_cache::Eviction::Gone: freed += e.file.bytes; break;  // another gc was first
       case compiler_cache::Eviction::InUse:
       case compiler_cache::Eviction::Changed: ++in_use; break;
+      case compiler_cache::Eviction::Failed: not_removed.add(e.file.path, errno); break;
     }
   }
   int temps = 0;
   for (const std::string& path : store.files(""))
-    if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps);
+    if (compiler_cache::is_temp_file(path) && info(path).age_s > 3600) remove_file(path, &temps, &not_removed);
   std::printf("removed %d entries (%s) and %d abandoned temp files; %s left in %s\n", removed,
               human_bytes(freed).c_str(), temps, human_bytes(total - freed).c_str(), store.root().c_str());
   if (in_use > 0)
     std::printf("kept %d entr%s in use (being read, compiled or used since listing); run gc again later\n", in_use,
                 in_use == 1 ? "y" : "ies");
+  not_removed.throw_if_any(store.root());
   return 0;
 }
 

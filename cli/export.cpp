@@ -36,8 +36,9 @@ int run_export(const std::vector<std::string>& args) {
     throw Error("--dtype '" + dtype + "' is not supported; use f32, f16 or bf16");
   const int64_t shard_bytes = trainer::parse_shard_size(max_shard_size);
 
-  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
-  const trainer::GptConfig cfg(trainer::model_config_from_json(ck.meta.value("config", nlohmann::json())));
+  // The model only: an HF directory holds no optimizer state.
+  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load, trainer::CheckpointParts::Model);
+  const trainer::GptConfig cfg(trainer::checkpoint_architecture(ck));
   trainer::HfModel model = trainer::kiln_to_hf(cfg, ck.model);
   trainer::HfDir hf;
   hf.config = model.config;

@@ -134,8 +134,9 @@ int run_generate(const std::vector<std::string>& args) {
   // checkpoint is read.
   auto device = Registry::instance().open(backend, static_cast<int>(device_index), static_cast<int>(num_threads));
   FallbackDevice fallback;
-  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load);
-  trainer::GptConfig cfg(trainer::model_config_from_json(ck.meta.value("config", nlohmann::json())));
+  // The model only: sampling never reads the optimizer state.
+  trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load, trainer::CheckpointParts::Model);
+  trainer::GptConfig cfg(trainer::checkpoint_architecture(ck));
   const auto tokenizer = generate_tokenizer(tokenizer_flags, ck);
   if (!tokenizer && cfg.vocab_size != 256)
     throw Error("checkpoint " + ck.dir + " has vocab " + std::to_string(cfg.vocab_size) +

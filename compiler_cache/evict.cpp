@@ -33,6 +33,7 @@ Eviction evict_entry(const std::string& entry_path, int64_t listed_mtime_ns) {
   const int fd = ::open(entry_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // not an input: flock
   if (fd < 0) return errno == ENOENT ? Eviction::Gone : Eviction::InUse;
   Eviction result = Eviction::InUse;
+  int unlink_errno = 0;
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     struct stat held {
     }, now{};
@@ -40,11 +41,17 @@ Eviction evict_entry(const std::string& entry_path, int64_t listed_mtime_ns) {
                            held.st_ino == now.st_ino && held.st_dev == now.st_dev;
     if (!same_file || nanoseconds(held.st_mtim) != listed_mtime_ns)
       result = Eviction::Changed;
-    else
-      result =
-          ::unlink(entry_path.c_str()) == 0 ? Eviction::Removed : (errno == ENOENT ? Eviction::Gone : Eviction::InUse);
+    else if (::unlink(entry_path.c_str()) == 0)
+      result = Eviction::Removed;
+    else if (errno == ENOENT)
+      result = Eviction::Gone;
+    else {
+      result = Eviction::Failed;
+      unlink_errno = errno;
+    }
   }
-  ::close(fd);  // releases the flock
+  ::close(fd);                                           // releases the flock
+  if (result == Eviction::Failed) errno = unlink_errno;  // close may have changed it
   return result;
 }
 

@@ -17,7 +17,9 @@
 
 namespace kiln::compiler_cache {
 
-enum class Eviction { Removed, InUse, Changed, Gone };
+// Failed: the unlink itself was refused (a read-only cache: EROFS, EACCES),
+// with errno set to why, so gc does not call a cache it cannot change "in use".
+enum class Eviction { Removed, InUse, Changed, Gone, Failed };
 
 // `listed_mtime_ns`: the entry's mtime when gc chose it (nanoseconds).
 Eviction evict_entry(const std::string& entry_path, int64_t listed_mtime_ns);

@@ -246,7 +246,15 @@ PluginRecord Registry::load_file(const std::string& path, bool probe_in_child) {
   };
 
   std::error_code ec;
-  if (!fs::exists(path, ec)) return finish("no such file");
+  // exists() reports an error other than "not found" (a symbolic link loop,
+  // a directory that cannot be searched) through ec: that is the reason to
+  // show, not "no such file".
+  if (!fs::exists(path, ec)) {
+    if (!ec) return finish("no such file");
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      return finish("a symbolic link loop (" + ec.message() + "); fix or remove the link in " + dir_of(path));
+    return finish("cannot be read (" + ec.message() + "); fix its permissions or remove it from " + dir_of(path));
+  }
   if (fs::is_directory(path, ec)) return finish("is a directory, not a plugin file");
 
   // dlopen of a FIFO blocks until a writer appears: only regular files go on.

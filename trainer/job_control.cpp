@@ -7,6 +7,7 @@
 #include <fstream>
 #include <utility>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "trainer/exit_flags.h"
 
@@ -44,6 +45,30 @@ bool file_exists(const std::string& path) {
   return !path.empty() && std::filesystem::exists(path, ec);
 }
 
+// A trigger the run removes once it acts on it must be removable: a
+// non-empty directory (or anything but a file) of that name would stop
+// every run, and every resume, at the first check with status 0.
+void check_removable_trigger(const std::string& path, const char* flag) {
+  std::error_code ec;
+  if (path.empty()) return;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || !std::filesystem::exists(st) || std::filesystem::is_regular_file(st)) return;
+  const char* kind = std::filesystem::is_directory(st) ? "a directory" : "not a regular file";
+  throw Error(std::string(flag) + " " + path + " is " + kind +
+              ": kiln removes a trigger once it acts on it and cannot remove this one, so every run would stop "
+              "there; remove it (a trigger is an empty file: touch it to ask)");
+}
+
+// A trigger left in place (its directory turned read-only since the start)
+// would act again at every check and on every resume: say so.
+void remove_trigger(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::remove(path, ec) && ec)
+    logger().warn(
+        "could not remove the trigger file {} ({}): remove it, or every run from this --save acts on it again", path,
+        ec.message());
+}
+
 }  // namespace
 
 JobControl::JobControl(const TrainConfig& cfg, int rank)
@@ -61,6 +86,10 @@ JobControl::JobControl(const TrainConfig& cfg, int rank)
   // first checkpoint for a user to create them.
   std::error_code ec;
   if (rank == 0 && !cfg.save.empty()) std::filesystem::create_directories(cfg.save, ec);
+  // Every rank checks (a stat), so that a refusal ends all of them alike.
+  check_removable_trigger(exit_trigger_, "exit trigger file (--exit-trigger-file)");
+  check_removable_trigger(save_trigger_, cfg.exit.triggers_on() ? "save trigger file (--trigger-path DIR/save)"
+                                                                : "save trigger file (--save-trigger-file)");
   g_signal.store(0);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -96,7 +125,6 @@ void JobControl::local_requests(int64_t iteration, std::span<double, kSlots> slo
 
 JobControl::Decision JobControl::decide(std::span<const double, kSlots> summed) const {
   Decision d;
-  std::error_code ec;
   if (summed[kSignal] > 0) {
     d = {true, true,
          "received " + signal_list(signals_) + " (on " + std::to_string(static_cast<long>(summed[kSignal])) +
@@ -109,7 +137,7 @@ JobControl::Decision JobControl::decide(std::span<const double, kSlots> summed) 
     d = {true, true, "reached --exit-interval " + std::to_string(exit_interval_)};
   } else if (summed[kExitTrigger] > 0) {
     d = {true, true, "found the exit trigger file " + exit_trigger_};
-    if (rank_ == 0) std::filesystem::remove(exit_trigger_, ec);
+    if (rank_ == 0) remove_trigger(exit_trigger_);
   } else if (summed[kStopTrigger] > 0) {
     // swiss-ai's exit trigger: exit without a checkpoint of its own (a save
     // trigger or --save-interval at this iteration still saves); the file stays.
@@ -118,7 +146,7 @@ JobControl::Decision JobControl::decide(std::span<const double, kSlots> summed) 
     d = {true, false, "found the save trigger file " + save_trigger_};
   }
   // A save trigger is consumed even when an exit also saves.
-  if (summed[kSaveTrigger] > 0 && rank_ == 0) std::filesystem::remove(save_trigger_, ec);
+  if (summed[kSaveTrigger] > 0 && rank_ == 0) remove_trigger(save_trigger_);
   return d;
 }
 

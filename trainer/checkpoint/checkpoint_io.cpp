@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -95,15 +96,21 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-// Strict non-negative decimal: "12x", "-3", "" and "release" are all refused.
-bool parse_iteration(std::string s, int64_t& out) {
+enum class Parsed { Ok, NotANumber, TooLarge };
+
+// Strict non-negative decimal: "12x", "-3", "" and "release" are all refused;
+// digits past what int64_t holds are TooLarge, not silently another number.
+Parsed parse_iteration_text(std::string s, int64_t& out) {
   const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return false;
+  if (first == std::string::npos) return Parsed::NotANumber;
   s = s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
-  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return Parsed::NotANumber;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size();
+  if (ec == std::errc::result_out_of_range) return Parsed::TooLarge;
+  return ec == std::errc() && ptr == s.data() + s.size() ? Parsed::Ok : Parsed::NotANumber;
 }
+
+bool parse_iteration(const std::string& s, int64_t& out) { return parse_iteration_text(s, out) == Parsed::Ok; }
 
 bool iteration_from_dir_name(const std::string& name, int64_t& out) {
   return name.rfind("iter_", 0) == 0 && name.size() > 5 && parse_iteration(name.substr(5), out) &&
@@ -126,13 +133,50 @@ std::string list_iter_dirs(const fs::path& root) {
 }
 
 std::map<std::string, SafeTensor> load_tensors(const fs::path& file, const ExpectedTensors* expected) {
+  std::map<std::string, SafeTensor> tensors;
   try {
-    return read_safetensors(file.string(), expected).tensors;
+    tensors = read_safetensors(file.string(), expected).tensors;
   } catch (const SafetensorsError& e) {
     throw Error("checkpoint " + file.string() + " is corrupt: " + e.problem() + kLoadFix);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + kLoadFix);
   }
+  // kiln saves the tensors of its model as F32 only (ModelState): another
+  // dtype in a known model's file was edited or written by another tool,
+  // and would otherwise fail later naming neither tensor nor file.
+  if (expected)
+    for (const auto& [name, t] : tensors)
+      if (t.dtype != "F32")
+        throw Error("checkpoint " + file.string() + " tensor '" + name + "' has dtype " + t.dtype +
+                    ", but kiln saves F32" + kLoadFix);
+  return tensors;
+}
+
+// Model parameters that are NaN or infinite: a save refuses them
+// (Checkpointer), so they come from a damaged or hand-made file, and would
+// surface only as skipped steps or as garbage output (generate) much later.
+void check_finite(const fs::path& file, const std::map<std::string, SafeTensor>& tensors) {
+  std::string found;
+  size_t tensors_bad = 0;
+  for (const auto& [name, t] : tensors) {
+    if (t.dtype != "F32") continue;
+    // Read in place, not through to_f32(): no second copy of a large model.
+    const size_t values = t.data.size() / sizeof(float);
+    size_t bad = 0;
+    for (size_t i = 0; i < values; ++i) {
+      float x = 0;
+      std::memcpy(&x, t.data.data() + i * sizeof(float), sizeof(float));
+      bad += std::isfinite(x) ? 0 : 1;
+    }
+    if (bad == 0) continue;
+    if (++tensors_bad <= 3)
+      found += (found.empty() ? "" : ", ") +
+               ("'" + name + "' (" + std::to_string(bad) + " of " + std::to_string(values) + " values)");
+  }
+  if (tensors_bad == 0) return;
+  if (tensors_bad > 3) found += " and " + std::to_string(tensors_bad - 3) + " more tensors";
+  throw Error("checkpoint " + file.string() + " holds NaN or infinite parameters: " + found +
+              "; nothing can be trained or sampled from them: point --load at an earlier checkpoint");
 }
 
 // The model and optimizer tensors of the model in meta.json's "config",
@@ -235,7 +279,13 @@ bool holds_no_checkpoint(const std::string& load_path) {
   return list_iter_dirs(p).empty();
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors) {
+ModelArchitecture checkpoint_architecture(const LoadedCheckpoint& ck) {
+  const auto config = ck.meta.find("config");
+  return model_config_from_json(config == ck.meta.end() ? nlohmann::json() : *config,
+                                "checkpoint " + (fs::path(ck.dir) / kMetaFileName).string());
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& load_path, CheckpointParts parts) {
   const fs::path p(load_path);
   std::error_code ec;
   if (!fs::exists(p, ec))
@@ -252,8 +302,19 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   bool have_iteration = false;
   const fs::path latest = p / kLatestFileName;
   if (fs::exists(latest, ec)) {
+    // Megatron writes a file there; a directory of that name cannot be
+    // "written into", so its fix is different.
+    if (fs::is_directory(latest, ec))
+      throw Error(latest.string() +
+                  " is a directory, not the file holding the latest iteration number; remove it and write the "
+                  "number into a file of that name, or point --load at an iter_XXXXXXX directory");
     const std::string text = read_input({latest.string(), "checkpoint pointer", kPointerFix, kMaxPointerFileBytes});
-    if (!parse_iteration(text, out.iteration))
+    const Parsed parsed = parse_iteration_text(text, out.iteration);
+    if (parsed == Parsed::TooLarge)
+      throw Error(latest.string() + " names iteration '" + printable(text) +
+                  "', more than kiln can count (at most 9223372036854775807); write the number of an existing "
+                  "iter_XXXXXXX directory into it or point --load at one");
+    if (parsed != Parsed::Ok)
       throw Error(latest.string() + " should hold an iteration number but holds '" + printable(text) +
                   "'; fix it or point --load at an iter_XXXXXXX directory");
     dir = p / checkpoint_dir_name(out.iteration);
@@ -315,15 +376,20 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors
   // without optimizer.safetensors lost it.
   const bool saved_without_optimizer = out.meta.contains("optimizer") && out.meta["optimizer"].is_object() &&
                                        out.meta["optimizer"].value("state_saved", true) == false;
-  if (!saved_without_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
+  // Only generate and export (Model) do without it; a Meta read checks it so
+  // that a resume hears of the lost optimizer state first.
+  const bool with_optimizer = parts != CheckpointParts::Model && !saved_without_optimizer;
+  if (with_optimizer && !fs::exists(dir / kOptimizerFileName, ec))
     throw Error("checkpoint " + out.dir + " is incomplete: " + kOptimizerFileName + " is missing" + kLoadFix);
-  if (!with_tensors) return out;
+  if (parts == CheckpointParts::Meta) return out;
   // The tensors meta.json's model has, checked against each file's header
   // before its payload is read (a header may claim any size).
   ExpectedTensors model, optimizer;
   const bool known = expected_tensors(out.meta, model, optimizer);
   out.model = load_tensors(dir / kModelFileName, known ? &model : nullptr);
-  if (!saved_without_optimizer) out.optimizer = load_tensors(dir / kOptimizerFileName, known ? &optimizer : nullptr);
+  check_finite(dir / kModelFileName, out.model);
+  if (with_optimizer && parts == CheckpointParts::ModelAndOptimizer)
+    out.optimizer = load_tensors(dir / kOptimizerFileName, known ? &optimizer : nullptr);
   return out;
 }
 

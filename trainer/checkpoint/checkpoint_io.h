@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "trainer/checkpoint/model_config.h"
 #include "trainer/checkpoint/safetensors.h"
 
 namespace kiln::trainer {
@@ -47,12 +48,24 @@ struct LoadedCheckpoint {
   std::string dir;  // the iteration directory actually read
 };
 
+// What a caller needs of a checkpoint: meta.json only (checks made before
+// the run loads it), the model (generate, export: they never read the
+// optimizer, so a checkpoint without optimizer.safetensors serves them),
+// or everything a resumed run restores.
+enum class CheckpointParts { Meta, Model, ModelAndOptimizer };
+
 // load_path is either a --save root (the iteration comes from its latest
 // file) or one iteration directory (the iteration comes from its iter_N
 // name, or, for a renamed copy, from an integer "iteration" in meta.json).
-// Every failure is a one-line kiln::Error naming the path and the fix.
-// with_tensors false reads meta.json only (checks made before the run loads it).
-LoadedCheckpoint load_checkpoint(const std::string& load_path, bool with_tensors = true);
+// Every failure is a one-line kiln::Error naming the path and the fix,
+// among them model parameters that are NaN or infinite (nothing can be
+// trained or sampled from them) and tensors of a dtype kiln does not save.
+LoadedCheckpoint load_checkpoint(const std::string& load_path,
+                                 CheckpointParts parts = CheckpointParts::ModelAndOptimizer);
+
+// The model architecture in ck's meta.json; a missing or bad "config" is
+// a kiln::Error naming that meta.json, the key and what it expected.
+ModelArchitecture checkpoint_architecture(const LoadedCheckpoint& ck);
 
 // True when load_path is a first launch's --load (Megatron's "could not find
 // the metadata file"): it does not exist, or is a directory with no latest

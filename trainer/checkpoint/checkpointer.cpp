@@ -54,8 +54,7 @@ LoadedCheckpoint load_and_check(const TrainConfig& cfg) {
 }
 
 void check_same_model(const LoadedCheckpoint& ck, const TrainConfig& cfg) {
-  const ModelArchitecture saved =
-      model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json());
+  const ModelArchitecture saved = checkpoint_architecture(ck);
   if (const std::vector<std::string> differ = model_config_differences(saved, cfg.model); !differ.empty()) {
     std::string list;
     for (const std::string& d : differ) list += (list.empty() ? "" : ", ") + d;

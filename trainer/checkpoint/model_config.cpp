@@ -1,6 +1,7 @@
 #include "trainer/checkpoint/model_config.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.h"
@@ -22,9 +23,14 @@ namespace {
 
 using namespace model_option;
 
-Error bad_value(const char* key, const nlohmann::json& v, const char* expected) {
-  return Error(std::string("checkpoint meta.json has no valid model config ('") + key + "' is " + v.dump() + ", not " +
-               expected + ")");
+// Thrown at the first bad key and caught in model_config_from_json, which
+// names the file (a caller may know its path) around it.
+struct BadKey : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+BadKey bad_value(const char* key, const nlohmann::json& v, const char* expected) {
+  return BadKey(std::string("'") + key + "' is " + v.dump() + ", not " + expected);
 }
 
 // The key a row is kept under: its field's name, or "activation" for an
@@ -107,7 +113,7 @@ void read(const nlohmann::json& j, Codec codec, const char* field, T& v, Saved s
   if (j.contains(key))
     v = from_json(codec, key, j.at(key));
   else if (saved == Saved::Required)
-    throw Error(std::string("checkpoint meta.json has no valid model config ('") + key + "' is missing)");
+    throw BadKey(std::string("'") + key + "' is missing");
 }
 
 }  // namespace
@@ -127,13 +133,22 @@ nlohmann::json model_config_json(const ModelArchitecture& arch) {
 
 // Rows absent from an older checkpoint's meta.json keep their defaults: the
 // model those checkpoints were trained with.
-ModelArchitecture model_config_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw Error("checkpoint meta.json has no valid model config (its \"config\" is not an object)");
+ModelArchitecture model_config_from_json(const nlohmann::json& j, const std::string& file) {
+  const std::string fix = "; re-save the checkpoint or point --load at another one";
+  if (j.is_null())
+    throw Error(file + " has no \"config\" (the model's architecture, which every kiln checkpoint records)" + fix);
+  if (!j.is_object())
+    throw Error(file + " has no valid model config: \"config\" is " + j.dump().substr(0, 80) + ", not a JSON object" +
+                fix);
   ModelArchitecture c;
+  try {
 #define KILN_READ_OPTION(codec, field, default_value, flag, saved, hf, help) \
   read(j, model_option::codec{}, #field, c.field, Saved::saved);
-  KILN_MODEL_OPTIONS(KILN_READ_OPTION)
+    KILN_MODEL_OPTIONS(KILN_READ_OPTION)
 #undef KILN_READ_OPTION
+  } catch (const BadKey& e) {
+    throw Error(file + " has no valid model config: \"config\" key " + e.what() + fix);
+  }
   GptConfig(c).validate();
   return c;
 }

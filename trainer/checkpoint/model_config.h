@@ -17,10 +17,11 @@ namespace kiln::trainer {
 nlohmann::json model_config_json(const ModelArchitecture& arch);
 // The inverse. A key an older kiln did not write takes GPT-2's value
 // (learned positions, LayerNorm, tied output layer, biases), so its
-// checkpoints load as they always did. Throws kiln::Error naming the key
-// for a value of the wrong type or outside its choices, or for an
-// architecture GptConfig::validate refuses.
-ModelArchitecture model_config_from_json(const nlohmann::json& j);
+// checkpoints load as they always did. Throws kiln::Error naming `file`
+// (the meta.json path where the caller knows it), the key and what it
+// expected for a missing config, a value of the wrong type or outside its
+// choices, or for an architecture GptConfig::validate refuses.
+ModelArchitecture model_config_from_json(const nlohmann::json& j, const std::string& file = "checkpoint meta.json");
 // What keeps a run from loading a checkpoint of `saved`'s model: each key
 // whose value differs, as `"key":saved (this run: wanted)`; empty when it
 // can. init_method_std is left out: it only draws the initial weights,

@@ -99,7 +99,7 @@ void check_resume_schedule(TrainConfig& cfg) {
         "override and use-checkpoint are set.); give one of them");
   // Megatron loads the scheduler with the optimizer, and not under --finetune.
   if (!cfg.resumes() || cfg.finetune || cfg.no_load_optim) return;
-  const LoadedCheckpoint ck = load_checkpoint(cfg.load, /*with_tensors=*/false);
+  const LoadedCheckpoint ck = load_checkpoint(cfg.load, CheckpointParts::Meta);
   // Megatron fails on the missing optimizer state first; kiln's message for
   // it comes from load_and_check.
   const auto optimizer = ck.meta.find("optimizer");

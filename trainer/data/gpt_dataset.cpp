@@ -197,6 +197,10 @@ Blend parse_blend(const std::vector<std::string>& list) {
   double s = 0;
   for (double w : b.weights) s += w;
   if (!(s > 0)) throw Error("--data-path weights must not all be zero");
+  // Weights are normalised by their sum: a sum past what a double holds
+  // would make every weight 0 (and the blend look empty, or unweighted).
+  if (!std::isfinite(s))
+    throw Error("--data-path weights add up to more than a double holds; give relative weights such as 0.5 0.5");
   return b;
 }
 

@@ -195,11 +195,15 @@ ChunkResult process_chunk(const Chunk& chunk, const PreprocessOptions& opt, cons
         for (auto k = doc.begin(); k != doc.end(); ++k) keys += (keys.empty() ? "" : ", ") + ("'" + k.key() + "'");
         problem = "has no key '" + key + "' (it has " + (keys.empty() ? std::string("no keys") : clipped(keys)) +
                   "); choose the key with --json-keys";
-      } else if (!it->is_string()) {
-        bool list_of_strings = it->is_array();
-        if (list_of_strings)
-          for (const auto& s : *it) list_of_strings = list_of_strings && s.is_string();
-        if (!list_of_strings) problem = "has '" + key + "' as a JSON " + json_type(*it) + ", not a string";
+      } else if (!it->is_array()) {
+        if (!it->is_string()) problem = "has '" + key + "' as a JSON " + json_type(*it) + ", not a string";
+      } else {
+        // A list of strings is accepted (one sentence each): name the first
+        // element that is not one, which the line as a whole is not to blame for.
+        for (size_t i = 0; i < it->size() && problem.empty(); ++i)
+          if (!(*it)[i].is_string())
+            problem = "has '" + key + "' as a JSON array whose element " + std::to_string(i + 1) + " is a JSON " +
+                      json_type((*it)[i]) + ", not a string; give a string or a list of strings";
       }
       if (!problem.empty()) {
         r.fatal = "line " + std::to_string(line_no) + " of " + opt.input + " " + problem;
