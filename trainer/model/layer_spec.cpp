@@ -4,11 +4,13 @@
 
 namespace kiln::trainer {
 
+// An activation's name is its op's (the op table is the one place op names
+// are spelled); SwiGLU is no single op.
 const char* to_string(MlpKind m) {
   switch (m) {
-    case MlpKind::Gelu: return "gelu";
-    case MlpKind::GeluErf: return "gelu_erf";
-    case MlpKind::SquaredRelu: return "squared_relu";
+    case MlpKind::Gelu: return kiln_op_name(KILN_OP_GELU);
+    case MlpKind::GeluErf: return kiln_op_name(KILN_OP_GELU_ERF);
+    case MlpKind::SquaredRelu: return kiln_op_name(KILN_OP_SQUARED_RELU);
     case MlpKind::SwiGlu: return "swiglu";
   }
   return "?";
