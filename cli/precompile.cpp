@@ -72,8 +72,9 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
                                               ExtractCounts* counts) {
   std::unique_ptr<Device> device =
       Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
-  logger().info("precompile: backend {} (plugin {}, {})", device->backend(), device->plugin().path,
-                device->plugin().binary_identity());
+  // On stdout with the run's other status lines: stderr carries only what went wrong.
+  std::printf("precompile: backend %s (plugin %s, %s)\n", device->backend().c_str(), device->plugin().path.c_str(),
+              device->plugin().binary_identity().c_str());
   FallbackDevice fallback;
   const int64_t tp = cfg.model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   std::map<int64_t, std::pair<trainer::Layout, int64_t>> ranks_of_stage;  // pp_rank -> (first rank, count)
