@@ -87,6 +87,20 @@ std::string read_input(const InputFile& file) {
 }
 
 InputFd open_input_stream(const InputFile& file) {
+  // A named FIFO (or /dev/stdin of `zcat x.gz | kiln ...`, a pipe) is a
+  // stream, waited for: one blocking open, which returns once it has a
+  // writer, and that one descriptor reads all it writes. Opening it first
+  // without blocking and then again lost the input: a writer that came
+  // between the two wrote into the pipe of the first descriptor, whose close
+  // dropped the data, and the second open then waited for a writer forever.
+  struct stat named {};
+  if (::stat(file.path.c_str(), &named) == 0 && S_ISFIFO(named.st_mode)) {
+    const int stream = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (stream < 0) throw Error(input_error(file, std::strerror(errno), "open"));
+    struct stat st {};
+    if (::fstat(stream, &st) == 0 && S_ISFIFO(st.st_mode)) return InputFd(stream, 0);
+    ::close(stream);  // replaced by something else since the stat: look again below
+  }
   const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(input_error(file, std::strerror(errno), "open"));
   struct stat st {};
@@ -100,13 +114,9 @@ InputFd open_input_stream(const InputFile& file) {
     return open_input(file);
   }
   if (S_ISFIFO(st.st_mode)) {
-    // A pipe (/dev/stdin of `zcat x.gz | kiln ...`) or a named FIFO: a
-    // stream, waited for. Reopening blocks until a named FIFO has a writer;
-    // a pipe already has one.
-    ::close(fd);
-    const int blocking = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (blocking < 0) throw Error(input_error(file, std::strerror(errno), "open"));
-    return InputFd(blocking, 0);
+    // Became a FIFO after the stat above: read this descriptor, blocking.
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return InputFd(fd, 0);
   }
   if (S_ISCHR(st.st_mode) && ::isatty(fd)) {
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);

@@ -165,9 +165,14 @@ timeout 60 "$kiln" preprocess --input /dev/stdin --output-prefix "$tmp/p" "${tok
 cat "$tmp/ids.jsonl" | timeout 60 "$kiln" preprocess --input /dev/stdin --output-prefix "$tmp/q" "${tok[@]}" \
   --workers 1 2>"$tmp/err" || { cat "$tmp/err"; fail "preprocess from a pipe failed"; }
 mkfifo "$tmp/named.jsonl"
+# The writer is already waiting when kiln opens the FIFO: kiln once opened
+# it twice, and a writer served by the first descriptor lost its data to
+# that descriptor's close, so the second open waited forever (about half of
+# these runs hung). -k: a stalled read outlives SIGTERM (N109).
 cat "$tmp/ids.jsonl" >"$tmp/named.jsonl" &
-timeout 60 "$kiln" preprocess --input "$tmp/named.jsonl" --output-prefix "$tmp/n" "${tok[@]}" --workers 1 \
-  2>"$tmp/err" || { cat "$tmp/err"; fail "preprocess from a named FIFO failed"; }
+sleep 0.5
+timeout -k 5 60 "$kiln" preprocess --input "$tmp/named.jsonl" --output-prefix "$tmp/n" "${tok[@]}" --workers 1 \
+  2>"$tmp/err" || { cat "$tmp/err"; kill %1 2>/dev/null; fail "preprocess from a named FIFO failed or hung"; }
 wait
 cmp "$tmp/q_text_document.bin" "$tmp/d_text_document.bin" && cmp "$tmp/n_text_document.bin" "$tmp/d_text_document.bin" ||
   fail "preprocess from a pipe wrote other tokens"
