@@ -7,6 +7,14 @@
 # - Megatron's invalid combinations are refused with one line.
 set -uo pipefail
 kiln=$1
+# Bitwise comparisons need each run to pick the same GEMM kernel per shape.
+# The cpu backend's default choice between its own GEMM and oneDNN's is
+# timed per shape at compile (backends/cpu/gemm_choice.h), and a recomputing
+# step's pieces are other executables, so in bf16 (where the two kernels
+# round differently) a run can pick otherwise than the one it is compared
+# with. kiln's own GEMM everywhere is what --deterministic-mode selects;
+# replay is bitwise with oneDNN's too (KILN_CPU_GEMM=library).
+export KILN_CPU_GEMM=kiln
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 common=(--num-layers 3 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2
