@@ -148,6 +148,9 @@ class Graph {
   // stride = numel(x)).
   ValueId dropout(ValueId x, ValueId key, float p, int64_t site, int64_t period, int64_t stride);
   ValueId dropout(ValueId x, ValueId key, float p, int64_t site);
+  // DROPOUT_KEYED: the site is word 4 of the key [5] (layers share units).
+  ValueId dropout_keyed(ValueId x, ValueId key, float p, int64_t period, int64_t stride);
+  ValueId dropout_keyed(ValueId x, ValueId key, float p);
   // x converted to another float dtype (f32, bf16, f16): narrowing rounds
   // to nearest even (kiln/ops.h's CAST).
   ValueId cast(ValueId x, kiln_dtype dtype);

@@ -173,6 +173,12 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->period = n.iattrs[1];
       p->stride = n.iattrs[2];
       return;
+    case KILN_RULE_DROPOUT_KEYED:  // its site is in the key, read at run time
+      p->count = in(0).numel();
+      p->site = -1;
+      p->period = n.iattrs[0];
+      p->stride = n.iattrs[1];
+      return;
   }
 }
 

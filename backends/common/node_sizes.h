@@ -36,6 +36,7 @@ struct NodeInfo {
   //   CONCAT:                                      rows (outer), inners (per input), inner (output)
   //   ROPE(_GRAD):                                 rows, cols (D), positions (T), pairs (R), interleaved
   //   DROPOUT:                                     count, site, period, stride
+  //   DROPOUT_KEYED:                               count, period, stride (site -1: key word 4)
   //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
   //   CAST:                                        count
   // Every node: x_dtype, y_dtype (its first input's and first output's, f32

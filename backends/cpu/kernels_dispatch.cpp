@@ -57,6 +57,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_ERF,
     KILN_OP_MAXIMUM,
     KILN_OP_SELECT,
+    KILN_OP_DROPOUT_KEYED,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -169,9 +170,13 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_ROPE_GRAD:
       return rope_grad(ctx, fin(0), fin(1), fin(2), fout(0), nd.rows, nd.cols, nd.positions, nd.pairs, nd.interleaved);
     case KILN_OP_DROPOUT:
+    case KILN_OP_DROPOUT_KEYED: {
+      // DROPOUT_KEYED's site is its key's word 4, a uint32 bit pattern.
+      const int64_t site = nd.op == KILN_OP_DROPOUT ? nd.site : static_cast<uint32_t>(iin(1)[4]);
       if (low)
-        return dropout_16bit(ctx, nd.x_dtype, hin(0), iin(1), hout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
-      return dropout(ctx, fin(0), iin(1), fout(0), nd.count, nd.site, nd.period, nd.stride, fa(0));
+        return dropout_16bit(ctx, nd.x_dtype, hin(0), iin(1), hout(0), nd.count, site, nd.period, nd.stride, fa(0));
+      return dropout(ctx, fin(0), iin(1), fout(0), nd.count, site, nd.period, nd.stride, fa(0));
+    }
     case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_CAST: return cast(ctx, values[nd.in[0]], nd.x_dtype, values[nd.out[0]], nd.y_dtype, nd.count);
     case KILN_OP_ALL_REDUCE:  // host collectives: not in the support list, compile refuses them

@@ -23,6 +23,7 @@ bool converts_itself(kiln_op op) {
     case KILN_OP_CAUSAL_SOFTMAX:
     case KILN_OP_SOFTMAX_GRAD:
     case KILN_OP_DROPOUT:
+    case KILN_OP_DROPOUT_KEYED:
     case KILN_OP_EMBEDDING:
     case KILN_OP_EMBEDDING_GRAD: return true;
     default: return converts_elementwise(op) || kiln_op_has(op, KILN_OPP_LAYOUT) != 0;

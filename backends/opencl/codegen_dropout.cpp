@@ -1,4 +1,4 @@
-// DROPOUT's per-element lines for the fused elementwise kernels: the mask of
+// DROPOUT's (and DROPOUT_KEYED's) per-element lines for the fused elementwise kernels: the mask of
 // kiln/philox.h in OpenCL C. The rounds mirror kiln_philox4x32_10 line for
 // line (and backends/vulkan/shaders/dropout.comp mirrors both); the
 // conformance cases compare all of them bit for bit with the C one. The
@@ -20,6 +20,10 @@ std::vector<std::string> dropout_lines(const std::string& y, const std::string& 
     return std::string(buf);
   };
   auto u64 = [](int64_t v) { return std::to_string(static_cast<uint64_t>(v)) + "ul"; };
+  // DROPOUT's site is a constant of the kernel; DROPOUT_KEYED's is the
+  // key's word 4, so one kernel serves every layer.
+  const std::string site =
+      n.op == KILN_OP_DROPOUT_KEYED ? "(uint)" + key + "[4]" : hex(static_cast<uint32_t>(inf.site));
   return {
       "float " + y + ";",
       "{",
@@ -28,7 +32,7 @@ std::vector<std::string> dropout_lines(const std::string& y, const std::string& 
       "  const ulong g = e / " + u64(inf.period) + " * " + u64(inf.stride) + " + e % " + u64(inf.period) + " + off;",
       "  const ulong block = g >> 2;",
       "  uint c0 = (uint)block, c1 = (uint)(block >> 32), c2 = (uint)" + key + "[1], c3 = 0u;",
-      "  uint k0 = (uint)" + key + "[0], k1 = " + hex(static_cast<uint32_t>(inf.site)) + ";",
+      "  uint k0 = (uint)" + key + "[0], k1 = " + site + ";",
       "  for (int round = 0; round < " + std::to_string(KILN_PHILOX_ROUNDS) + "; ++round) {",
       "    if (round > 0) {",
       "      k0 += " + hex(KILN_PHILOX_W0) + ";",

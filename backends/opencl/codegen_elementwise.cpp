@@ -29,10 +29,11 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 
 // Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
 constexpr kiln_op kElementwiseOpsList[] = {
-    KILN_OP_FILL,       KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
-    KILN_OP_GELU_GRAD,  KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
-    KILN_OP_CLAMP_GRAD, KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
-    KILN_OP_LOG,        KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAXIMUM,       KILN_OP_SELECT,
+    KILN_OP_FILL,          KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,     KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
+    KILN_OP_CLAMP_GRAD,    KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
+    KILN_OP_LOG,           KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAXIMUM,       KILN_OP_SELECT,
+    KILN_OP_DROPOUT_KEYED,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -188,8 +189,9 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
         body.push_back("const float " + y + " = " + p + " - " + hp + "[0] * (" + upd + ");");
         break;
       }
-      case KILN_OP_DROPOUT: {
-        // The key [4] is read whole by every work item (fusion.cpp: not at index).
+      case KILN_OP_DROPOUT:
+      case KILN_OP_DROPOUT_KEYED: {
+        // The key ([4], or [5] with the site) is read whole by every work item (fusion.cpp: not at index).
         auto it = loaded.find(n.inputs[1]);
         if (it == loaded.end()) it = loaded.emplace(n.inputs[1], k.param(value(n.inputs[1]), "const int")).first;
         for (std::string& l : dropout_lines(y, in(0), it->second, "i", n, inf)) body.push_back(std::move(l));

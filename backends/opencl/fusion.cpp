@@ -95,7 +95,7 @@ bool reads_at_index(const ir::DecodedNode& n, const NodeInfo& info, size_t input
   // b of ADD, MUL and MAXIMUM repeats as a suffix of a.
   if (kiln_op_table[n.op].rule == KILN_RULE_BROADCAST && input == 1) return info.bcast == info.count;
   if (n.op == KILN_OP_ADAMW && input == 4) return false;
-  if (n.op == KILN_OP_DROPOUT && input == 1) return false;  // the key, read whole
+  if ((n.op == KILN_OP_DROPOUT || n.op == KILN_OP_DROPOUT_KEYED) && input == 1) return false;  // the key, read whole
   return true;
 }
 

@@ -620,17 +620,18 @@ void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
   const auto stride = static_cast<uint64_t>(p.stride);
   const double prob = n.fattrs[0];
   const Val y = val(n.outputs[0]), x = val(n.inputs[0]);
-  const uint32_t pipe = pipeline(kiln_op_name(n.op), {group_}, pack({y.dt, x.dt}));
+  const bool keyed = n.op == KILN_OP_DROPOUT_KEYED;  // its site is the key's word 4
+  const uint32_t pipe = pipeline(kiln_op_name(KILN_OP_DROPOUT), {group_}, pack({y.dt, x.dt}));
   const uint64_t chunk = chunk_elems();
   for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
     const uint64_t m = std::min(chunk, count - e0), row0 = e0 / period;
     emit_1d(pipe,
             {window(plus(y.ref, e0 * y.es()), m * y.es(), true), window(plus(x.ref, e0 * x.es()), m * x.es(), false),
-             window(at(n.inputs[1]), 16, false)},
+             window(at(n.inputs[1]), keyed ? 20 : 16, false)},
             {u32(m, "count"), static_cast<uint32_t>(e0 % period), static_cast<uint32_t>(row0),
              static_cast<uint32_t>(row0 >> 32), static_cast<uint32_t>(period), static_cast<uint32_t>(stride),
-             static_cast<uint32_t>(stride >> 32), static_cast<uint32_t>(p.site), kiln_dropout_threshold(prob),
-             fbits(kiln_dropout_scale(prob))},
+             static_cast<uint32_t>(stride >> 32), keyed ? 0u : static_cast<uint32_t>(p.site),
+             kiln_dropout_threshold(prob), fbits(kiln_dropout_scale(prob)), keyed ? 1u : 0u},
             m);
   }
 }
@@ -823,7 +824,8 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     }
     case KILN_OP_SUM_SQUARES: return sum_squares(n, p);
     case KILN_OP_ADAMW: return adamw(n, p);
-    case KILN_OP_DROPOUT: return dropout(n, p);
+    case KILN_OP_DROPOUT:
+    case KILN_OP_DROPOUT_KEYED: return dropout(n, p);
     // A copy, converting between dtypes (copy2d's 16-bit build), or between
     // f32 copies where node() stages the 16-bit side.
     case KILN_OP_CAST:
@@ -936,6 +938,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_ROPE,
     KILN_OP_ROPE_GRAD,
     KILN_OP_DROPOUT,
+    KILN_OP_DROPOUT_KEYED,
     KILN_OP_ALIBI,
     KILN_OP_GELU_ERF,
     KILN_OP_GELU_ERF_GRAD,

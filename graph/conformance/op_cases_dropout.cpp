@@ -1,8 +1,10 @@
-// Built-in cases for DROPOUT. Its tolerance is EXACT: the mask is integer
+// Built-in cases for DROPOUT and DROPOUT_KEYED. Their tolerance is EXACT: the mask is integer
 // arithmetic and the product one fp32 multiply, so every backend must match
 // the reference (kiln/philox.h) bit for bit, and hence every other backend.
 // Keys cover the 64-bit index arithmetic a backend may do in 32-bit words:
 // offsets across 2^32 and wrapping at 2^64, and all-ones seeds and sites.
+// Every DROPOUT case has a DROPOUT_KEYED twin with the site in its key: the
+// reference gives both the same bits, so a backend must too.
 #include <cmath>
 #include <cstdint>
 
@@ -23,17 +25,29 @@ graph::HostTensor key(uint32_t seed, uint32_t step, uint64_t offset) {
   return t;
 }
 
+// DROPOUT_KEYED's key: DROPOUT's with the site as word 4.
+graph::HostTensor with_site(graph::HostTensor k, int64_t site) {
+  k.shape = {5};
+  k.i32.push_back(static_cast<int32_t>(static_cast<uint32_t>(site)));
+  return k;
+}
+
 struct Block {
   int64_t period = 0, stride = 0;  // 0: the whole tensor
 };
 
 void add_case(CaseMaker& m, const std::string& what, const Shape& s, float p, int64_t site, Block b,
               const graph::HostTensor& k, bool in_place = false) {
-  const int64_t n = graph::numel(s);
+  const int64_t n = graph::numel(s), period = b.period ? b.period : n, stride = b.stride ? b.stride : n;
+  const graph::HostTensor x = m.rng.uniform(s, -4.0f, 4.0f);
   Graph g;
-  ValueId x = g.input("x", KILN_F32, s), kv = g.input("key", KILN_I32, {4});
-  g.output("y", g.dropout(x, kv, p, site, b.period ? b.period : n, b.stride ? b.stride : n), in_place ? "x" : "");
-  m.add(KILN_OP_DROPOUT, what, std::move(g), {{"x", m.rng.uniform(s, -4.0f, 4.0f)}, {"key", k}});
+  ValueId xv = g.input("x", KILN_F32, s), kv = g.input("key", KILN_I32, {4});
+  g.output("y", g.dropout(xv, kv, p, site, period, stride), in_place ? "x" : "");
+  m.add(KILN_OP_DROPOUT, what, std::move(g), {{"x", x}, {"key", k}});
+  Graph keyed;
+  xv = keyed.input("x", KILN_F32, s), kv = keyed.input("key", KILN_I32, {5});
+  keyed.output("y", keyed.dropout_keyed(xv, kv, p, period, stride), in_place ? "x" : "");
+  m.add(KILN_OP_DROPOUT_KEYED, what, std::move(keyed), {{"x", x}, {"key", with_site(k, site)}});
 }
 
 void size_cases(CaseMaker& m) {
@@ -67,10 +81,13 @@ void special_value_cases(CaseMaker& m) {
   x.f32[3] = 0.0f;
   x.f32[4] = -0.0f;
   x.f32[6] = 1.5e38f;  // twice it still fits a float
+  const char* what = "[3, 33] with NaN, infinities, signed zeros and large values";
   Graph g;
   g.output("y", g.dropout(g.input("x", KILN_F32, {3, 33}), g.input("key", KILN_I32, {4}), 0.5f, 11));
-  m.add(KILN_OP_DROPOUT, "[3, 33] with NaN, infinities, signed zeros and large values", std::move(g),
-        {{"x", x}, {"key", key(41, 42, 0)}});
+  m.add(KILN_OP_DROPOUT, what, std::move(g), {{"x", x}, {"key", key(41, 42, 0)}});
+  Graph keyed;
+  keyed.output("y", keyed.dropout_keyed(keyed.input("x", KILN_F32, {3, 33}), keyed.input("key", KILN_I32, {5}), 0.5f));
+  m.add(KILN_OP_DROPOUT_KEYED, what, std::move(keyed), {{"x", x}, {"key", with_site(key(41, 42, 0), 11)}});
 }
 
 // Dropout between other elementwise ops, as in a layer's epilogue (a fusing
@@ -84,11 +101,22 @@ void chain_cases(CaseMaker& m) {
   ValueId dropped = g.dropout(g.add(h, bias), kv, 0.1f, 12);
   g.output("y", g.add(dropped, res));
   g.output("attn", g.dropout(g.scale(h, 0.5f), kv, 0.1f, 13));
+  const graph::HostTensor hv = m.rng.uniform({37, 96}), biasv = m.rng.uniform({96}), resv = m.rng.uniform({37, 96});
   m.add(KILN_OP_DROPOUT, "in an epilogue chain, two sites", std::move(g),
-        {{"h", m.rng.uniform({37, 96})},
-         {"bias", m.rng.uniform({96})},
-         {"res", m.rng.uniform({37, 96})},
-         {"key", key(51, 52, 0)}});
+        {{"h", hv}, {"bias", biasv}, {"res", resv}, {"key", key(51, 52, 0)}});
+  // The keyed form: two keys that differ only in their site, as a layer's.
+  Graph keyed;
+  h = keyed.input("h", KILN_F32, {37, 96}), bias = keyed.input("bias", KILN_F32, {96});
+  res = keyed.input("res", KILN_F32, {37, 96});
+  const ValueId k12 = keyed.input("key12", KILN_I32, {5}), k13 = keyed.input("key13", KILN_I32, {5});
+  keyed.output("y", keyed.add(keyed.dropout_keyed(keyed.add(h, bias), k12, 0.1f), res));
+  keyed.output("attn", keyed.dropout_keyed(keyed.scale(h, 0.5f), k13, 0.1f));
+  m.add(KILN_OP_DROPOUT_KEYED, "in an epilogue chain, two sites", std::move(keyed),
+        {{"h", hv},
+         {"bias", biasv},
+         {"res", resv},
+         {"key12", with_site(key(51, 52, 0), 12)},
+         {"key13", with_site(key(51, 52, 0), 13)}});
 }
 
 }  // namespace

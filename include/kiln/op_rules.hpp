@@ -144,6 +144,16 @@ struct RuleInput {
   const std::vector<float>* fa = nullptr;  // the float attributes (counted already)
 };
 
+// DROPOUT's and DROPOUT_KEYED's common checks, on x's dims: p in [0, 1),
+// and a period no longer than the stride, which would give two elements one
+// global index, hence one mask bit.
+inline std::vector<Dims> dropout_block(const Dims& x, float p, int64_t period, int64_t stride) {
+  if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
+  if (period < 1) throw "period must be >= 1, got " + std::to_string(period);
+  if (stride < period) throw "stride must be >= period " + std::to_string(period) + ", got " + std::to_string(stride);
+  return {x};
+}
+
 // The output shapes of one node; an error is thrown as a std::string.
 inline std::vector<Dims> apply_rule(const RuleInput& r) {
   const auto& in = r.in;
@@ -359,16 +369,15 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     }
     case KILN_RULE_DROPOUT: {
       // iattrs {site, period, stride}, fattrs {p} (kiln/philox.h). The site
-      // is Philox's second key word; a period longer than the stride would
-      // give two elements one global index, hence one mask bit.
+      // is Philox's second key word.
       must_be(1, {4});
-      const float p = r.fa->at(0);
-      if (!(p >= 0.0f && p < 1.0f)) throw "p must be in [0, 1), got " + std::to_string(p);
       if (ia[0] < 0 || ia[0] > int64_t{UINT32_MAX}) throw "site must be in [0, 2^32), got " + std::to_string(ia[0]);
-      if (ia[1] < 1) throw "period must be >= 1, got " + std::to_string(ia[1]);
-      if (ia[2] < ia[1]) throw "stride must be >= period " + std::to_string(ia[1]) + ", got " + std::to_string(ia[2]);
-      return {d(0)};
+      return dropout_block(d(0), r.fa->at(0), ia[1], ia[2]);
     }
+    case KILN_RULE_DROPOUT_KEYED:
+      // iattrs {period, stride}, fattrs {p}; the site is the key's word 4.
+      must_be(1, {5});
+      return dropout_block(d(0), r.fa->at(0), ia[0], ia[1]);
   }
   throw std::string("op has no shape rule");
 }

@@ -119,7 +119,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_ALIBI = 26,           /* (x [..., H, T, T], slopes [H]) -> x */
   KILN_RULE_CAST = 27,            /* x -> x's shape in the float dtype iattrs[0] names */
   KILN_RULE_GATHER = 28,          /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
-  KILN_RULE_SCATTER = 29          /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
+  KILN_RULE_SCATTER = 29,         /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
+  KILN_RULE_DROPOUT_KEYED = 30    /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -306,7 +307,12 @@ typedef enum kiln_shape_rule {
   X(MAXIMUM, 51, "maximum", 2, 1, 0, 0, KILN_E, EXACT, BROADCAST, "a:f b:f", "y:f")                                           \
   /* (a, b, x, y) -> a <= b ? x : y elementwise, all of one shape; a NaN in a or b picks y. A comparison and a         \
    * choice in one op: the IR has no boolean dtype. */                                                                 \
-  X(SELECT, 52, "select", 4, 1, 0, 0, KILN_E, EXACT, SAME, "a:f b:f x:f y:f", "z:f")
+  X(SELECT, 52, "select", 4, 1, 0, 0, KILN_E, EXACT, SAME, "a:f b:f x:f y:f", "z:f")                                \
+  /* (x, key [5] i32) -> y; iattrs = {period, stride}, fattrs = {p}. DROPOUT with its site read at run time, as       \
+   * the key's fifth word: key = {seed, step, offset_lo, offset_hi, site}, and y is DROPOUT's with that site, bit for \
+   * bit. A layer's dropouts then differ only in their key inputs, so identical layers make identical graphs and    \
+   * share one compile unit (graph/compile_units.h); DROPOUT, whose site is an attribute, made one per layer. */      \
+  X(DROPOUT_KEYED, 53, "dropout_keyed", 2, 1, 2, 1, KILN_E, EXACT, DROPOUT_KEYED, "x:f key:i", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

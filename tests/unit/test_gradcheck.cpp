@@ -346,6 +346,14 @@ TEST(GradCheck, Dropout) {
   c.check(c.weighted_sum(c.g.dropout(x, key, 0.3f, 1, 6, 18)), {"x"});
 }
 
+// The keyed form's site is the key's word 4.
+TEST(GradCheck, KeyedDropout) {
+  GradCheck c;
+  ValueId x = c.input("x", {4, 6}, -2.0, 2.0);
+  ValueId key = c.ids("key", {5}, {5, 9, 12, 0, 7});
+  c.check(c.weighted_sum(c.g.dropout_keyed(x, key, 0.3f, 6, 18)), {"x"});
+}
+
 TEST(GradCheck, CausalSoftmax) {
   for (auto [s, scale] :
        {std::pair{Shape{2, 5, 5}, 0.7f}, std::pair{Shape{2, 2, 4, 4}, 1.3f}, std::pair{Shape{1, 1}, 2.0f}}) {

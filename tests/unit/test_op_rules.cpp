@@ -209,6 +209,21 @@ TEST(OpRules, DropoutKeepsTheShapeAndChecksItsAttributes) {
   EXPECT_EQ(run(KILN_OP_DROPOUT, in, &out, {0, 15, 15}), "expects 1 float attributes, got 0");
 }
 
+// The keyed form: a key of 5 words (the site last), period and stride only.
+TEST(OpRules, KeyedDropoutTakesItsSiteFromAFiveWordKey) {
+  std::vector<TensorType> out;
+  const std::vector<TensorType> in{f32({3, 5}), i32({5})};
+  ASSERT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {15, 15}, {0.1f}), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], f32({3, 5}));
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {5, 20}, {0.0f}), "");
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, {f32({3, 5}), i32({4})}, &out, {15, 15}, {0.1f}), "key must be [5], got [4]");
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {15, 15}, {1.0f}), "p must be in [0, 1), got 1.000000");
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {0, 15}, {0.1f}), "period must be >= 1, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {15, 0}, {0.1f}), "stride must be >= period 15, got 0");
+  EXPECT_EQ(run(KILN_OP_DROPOUT_KEYED, in, &out, {7, 15, 15}, {0.1f}), "expects 2 int attributes, got 3");
+}
+
 kiln::ir::DecodedGraph one_matmul(Dims y) {
   kiln::ir::DecodedGraph g;
   g.num_slots = 4;

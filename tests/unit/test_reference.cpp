@@ -481,6 +481,19 @@ TEST(Reference, DropoutMaskFromThePublishedPhiloxWords) {
   EXPECT_EQ(y, (std::vector<float>{0.0f, -6.0f, 1.5f, 4.0f}));
 }
 
+// DROPOUT_KEYED draws DROPOUT's mask with the site its key's word 4 holds:
+// the same bits at the same site, other bits at another.
+TEST(Reference, KeyedDropoutIsDropoutWithTheSiteFromItsKey) {
+  const HostTensor x = F({64}, std::vector<float>(64, 1.0f));
+  Graph plain;
+  plain.output("y", plain.dropout(plain.input("x", KILN_F32, {64}), plain.input("key", KILN_I32, {4}), 0.5f, 9));
+  const std::vector<float> at_nine = run_y(plain, {{"x", x}, {"key", I({4}, {3, 4, 5, 0})}});
+  Graph keyed;
+  keyed.output("y", keyed.dropout_keyed(keyed.input("x", KILN_F32, {64}), keyed.input("key", KILN_I32, {5}), 0.5f));
+  EXPECT_EQ(run_y(keyed, {{"x", x}, {"key", I({5}, {3, 4, 5, 0, 9})}}), at_nine);
+  EXPECT_NE(run_y(keyed, {{"x", x}, {"key", I({5}, {3, 4, 5, 0, 10})}}), at_nine);
+}
+
 TEST(Reference, LayernormGradMatchesExplicitJacobian) {
   const int C = 4, R = 2;
   const double eps = 1e-5;

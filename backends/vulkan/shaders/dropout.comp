@@ -1,5 +1,5 @@
 #version 450
-// DROPOUT (kiln/ops.h): the mask of kiln/philox.h. The Philox rounds mirror
+// DROPOUT and DROPOUT_KEYED (kiln/ops.h): the mask of kiln/philox.h. The Philox rounds mirror
 // kiln_philox4x32_10 line for line (and the OpenCL backend's
 // codegen_dropout.cpp mirrors both); the conformance cases compare them bit
 // for bit. No 64-bit integers (lavapipe and many devices lack shaderInt64):
@@ -13,7 +13,8 @@
 
 KILN_BUFFER(0, y)
 KILN_BUFFER(1, x)
-layout(std430, set = 0, binding = 2) buffer K { uint key[]; };  // seed, step, offset_lo, offset_hi
+// seed, step, offset_lo, offset_hi (and DROPOUT_KEYED's site)
+layout(std430, set = 0, binding = 2) buffer K { uint key[]; };
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -24,9 +25,10 @@ layout(push_constant) uniform Push {
   uint period;    // < 2^31 (the host checks)
   uint stride_lo; // 64-bit
   uint stride_hi;
-  uint site;
-  uint threshold; // llround(p * 2^24)
-  float scale;    // (float)(1 / (1 - p))
+  uint site;       // DROPOUT's
+  uint threshold;  // llround(p * 2^24)
+  float scale;     // (float)(1 / (1 - p))
+  uint site_in_key; // DROPOUT_KEYED: the site is key word 4, so one pipeline serves every layer
 } p;
 
 const uint kM0 = 0xD2511F53u;
@@ -74,7 +76,7 @@ void main() {
   g_lo = uaddCarry(g_lo, off_lo, carry);
   g_hi += off_hi + carry;
   // Philox block g / 4, word g % 4.
-  uvec4 r = philox4x32_10(uvec4((g_lo >> 2) | (g_hi << 30), g_hi >> 2, step, 0u), uvec2(seed, p.site));
+  uvec4 r = philox4x32_10(uvec4((g_lo >> 2) | (g_hi << 30), g_hi >> 2, step, 0u), uvec2(seed, p.site_in_key != 0u ? key[kb + 4] : p.site));
   uint w = g_lo & 3u;
   uint bits = w == 0u ? r.x : w == 1u ? r.y : w == 2u ? r.z : r.w;
   y_st(p.base[0] + i, x_ld(p.base[1] + i) * ((bits >> 8) >= p.threshold ? p.scale : 0.0));
