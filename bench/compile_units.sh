@@ -7,8 +7,10 @@
 #   - cold precompile wall time (--num-parallel 2, a fresh --cache-dir) of the
 #     same small model (hidden 64) with 2 and with 24 layers, and its units;
 #   - cold precompile with --num-parallel 1 against 2 on the 8-layer model.
+# The small model has dropout 0.1 unless DROPOUT says otherwise.
 # PoCL's own program cache is off (POCL_KERNEL_CACHE=0) so that cold is cold.
-# usage: bench/compile_units.sh [build-dir] [backend...]   (default: cpu opencl)
+# usage: [ROUNDS=3] [DROPOUT=0.1] [SKIP_STEP=1] bench/compile_units.sh [build-dir] [backend...]
+#        (default backends: cpu opencl)
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -20,10 +22,13 @@ rounds=${ROUNDS:-3}
 step_model=(--num-layers 4 --hidden-size 128 --num-attention-heads 4 --seq-length 64 --micro-batch-size 4
             --global-batch-size 8 --eval-iters 1 --eval-interval 1000 --log-interval 1
             --mock-data --vocab-size 512)
+# DROPOUT: the small model's --hidden-dropout and --attention-dropout
+# (default Megatron's 0.1, what users train with; issue 32's figures).
+dropout=${DROPOUT:-0.1}
 small() {  # layers: the hidden-64 model of the precompile figures
   echo --num-layers "$1" --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2 \
     --global-batch-size 4 --train-iters 1 --eval-iters 1 --eval-interval 1 --mock-data --vocab-size 512 \
-    --hidden-dropout 0 --attention-dropout 0
+    --hidden-dropout "$dropout" --attention-dropout "$dropout"
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -47,6 +52,7 @@ for b in "${backends[@]}"; do
   # or the first round): step time, not compile time, is measured.
   step_cache=(--cache-dir "$tmp/step-$b")
   KILN_COMPILE_UNITS=whole "$kiln" train "${step_model[@]}" "${step_cache[@]}" --train-iters 1 --backend "$b" >"$tmp/probe.log" 2>&1 || { echo "$b: unavailable"; continue; }
+  if [ -z "${SKIP_STEP:-}" ]; then  # SKIP_STEP=1: the precompile figures alone
   layers_ms=() whole_ms=()
   for _ in $(seq "$rounds"); do
     for mode in layers whole; do
@@ -59,6 +65,7 @@ for b in "${backends[@]}"; do
   l=$(med "${layers_ms[@]}") w=$(med "${whole_ms[@]}")
   printf '%s step ms (median of %d rounds): layers %s, whole %s, layers/whole %.3f  [rounds: layers %s; whole %s]\n' \
     "$b" "$rounds" "$l" "$w" "$(echo "$l / $w" | bc -l)" "${layers_ms[*]}" "${whole_ms[*]}"
+  fi
 
   for n in 2 24; do
     # shellcheck disable=SC2046

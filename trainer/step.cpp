@@ -1,5 +1,6 @@
 #include "trainer/step.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -153,9 +154,12 @@ void Step::feed_dropout_keys(graph::Executable& train_step, int64_t first_sample
   if (model.hidden_dropout <= 0.0f && model.attention_dropout <= 0.0f) return;
   const DropoutKeys keys = dropout_keys(model, static_cast<uint64_t>(run_.progress.rng_seed),
                                         run_.progress.iteration + 1, first_sample, run_.at.tp_rank);
-  if (model.hidden_dropout > 0.0f) train_step.buffer(kHiddenDropoutKey)->write(keys.hidden.data(), sizeof keys.hidden);
-  if (model.attention_dropout > 0.0f)
-    train_step.buffer(kAttentionDropoutKey)->write(keys.attention.data(), sizeof keys.attention);
+  for (const auto& port : train_step.graph().inputs()) {
+    const int64_t site = dropout_key_site(port.name);
+    if (site < 0) continue;
+    const std::array<int32_t, 5> key = keys.at_site(site);
+    train_step.buffer(port.name)->write(key.data(), sizeof key);
+  }
 }
 
 void Step::sum_across_ranks(double loss_sum, StepResult& result) {

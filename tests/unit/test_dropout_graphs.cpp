@@ -5,6 +5,9 @@
 // tensor-parallel rank draw the single-process masks of its heads.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <map>
+
 #include "trainer/model/dropout_keys.h"
 #include "trainer/model/step_graphs.h"
 
@@ -22,11 +25,20 @@ GptConfig with_dropout(float hidden, float attention) {
   return c;
 }
 
-// DROPOUT nodes by site, and their probability.
+// Dropout nodes by site, and their probability. Every one is a
+// DROPOUT_KEYED whose key is its site's input (a forward node and its
+// gradient share it), so no layer's graph holds its site as a number.
 std::map<int64_t, float> dropout_sites(const graph::Graph& g) {
+  std::map<graph::ValueId, int64_t> site_of_key;
+  for (const graph::Port& p : g.inputs())
+    if (dropout_key_site(p.name) >= 0) site_of_key[p.value] = dropout_key_site(p.name);
   std::map<int64_t, float> sites;
-  for (const graph::Node& n : g.nodes())
-    if (n.op == KILN_OP_DROPOUT) sites[n.iattrs.at(0)] = n.fattrs.at(0);
+  for (const graph::Node& n : g.nodes()) {
+    EXPECT_NE(n.op, KILN_OP_DROPOUT) << "a site as an attribute makes each layer's unit its own";
+    if (n.op != KILN_OP_DROPOUT_KEYED) continue;
+    EXPECT_TRUE(site_of_key.count(n.inputs.at(1))) << "a dropout's key is not a site's input";
+    sites[site_of_key[n.inputs.at(1)]] = n.fattrs.at(0);
+  }
   return sites;
 }
 
@@ -67,6 +79,26 @@ TEST(DropoutGraphs, KeysPlaceEachSampleAndHeadAsOneProcessWould) {
   const uint64_t offset = (uint64_t{1} << 30) * 8u * 32u;
   EXPECT_EQ(word(far.hidden[2]), static_cast<uint32_t>(offset));
   EXPECT_EQ(word(far.hidden[3]), static_cast<uint32_t>(offset >> 32));
+}
+
+TEST(DropoutGraphs, EachSiteHasAKeyInputWithItsSite) {
+  EXPECT_EQ(dropout_key_input(7), "dropout.site7.key");
+  EXPECT_EQ(dropout_key_site("dropout.site7.key"), 7);
+  EXPECT_EQ(dropout_key_site(dropout_key_input(0)), 0);
+  for (const char* other : {"tokens", "dropout.site.key", "dropout.site7x.key", "dropout.site-1.key", "dropout.site7"})
+    EXPECT_EQ(dropout_key_site(other), -1) << other;
+  GptConfig c = with_dropout(0.1f, 0.1f);
+  const DropoutKeys k = dropout_keys(c, 99, 3, 2, 0);
+  // Word 4 is the site; words 0-3 are its kind's key.
+  const std::array<int32_t, 5> probs = k.at_site(attention_probs_dropout_site(1));
+  const std::array<int32_t, 5> mlp = k.at_site(mlp_output_dropout_site(1));
+  EXPECT_EQ(probs[4], attention_probs_dropout_site(1));
+  EXPECT_EQ(mlp[4], mlp_output_dropout_site(1));
+  for (int w = 0; w < 4; ++w) {
+    EXPECT_EQ(probs[w], k.attention[w]);
+    EXPECT_EQ(mlp[w], k.hidden[w]);
+  }
+  EXPECT_EQ(k.at_site(embedding_dropout_site())[2], k.hidden[2]);
 }
 
 }  // namespace

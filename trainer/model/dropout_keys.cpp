@@ -1,5 +1,8 @@
 #include "trainer/model/dropout_keys.h"
 
+#include <charconv>
+#include <string_view>
+
 namespace kiln::trainer {
 
 namespace {
@@ -10,6 +13,23 @@ std::array<int32_t, 4> key(uint64_t seed, int64_t iteration, uint64_t offset) {
           static_cast<int32_t>(static_cast<uint32_t>(offset >> 32))};
 }
 }  // namespace
+
+std::string dropout_key_input(int64_t site) { return "dropout.site" + std::to_string(site) + ".key"; }
+
+int64_t dropout_key_site(const std::string& input) {
+  static constexpr std::string_view kPrefix = "dropout.site", kSuffix = ".key";
+  const std::string_view s = input;
+  if (s.size() <= kPrefix.size() + kSuffix.size() || !s.starts_with(kPrefix) || !s.ends_with(kSuffix)) return -1;
+  const std::string_view digits = s.substr(kPrefix.size(), s.size() - kPrefix.size() - kSuffix.size());
+  int64_t site = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), site);
+  return ec == std::errc() && end == digits.data() + digits.size() && site >= 0 ? site : -1;
+}
+
+std::array<int32_t, 5> DropoutKeys::at_site(int64_t site) const {
+  const std::array<int32_t, 4>& k = is_attention_dropout_site(site) ? attention : hidden;
+  return {k[0], k[1], k[2], k[3], static_cast<int32_t>(static_cast<uint32_t>(site))};
+}
 
 DropoutKeys dropout_keys(const GptConfig& c, uint64_t seed, int64_t iteration, int64_t first_sample, int64_t tp_rank) {
   const auto T = static_cast<uint64_t>(c.seq_length), C = static_cast<uint64_t>(c.hidden_size);

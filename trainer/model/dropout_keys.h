@@ -16,22 +16,32 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "trainer/model/gpt.h"
 
 namespace kiln::trainer {
 
-inline constexpr const char* kHiddenDropoutKey = "dropout.hidden_key";        // i32 [4]
-inline constexpr const char* kAttentionDropoutKey = "dropout.attention_key";  // i32 [4]
-
-// DROPOUT's `site` attribute: one per place in the model.
+// A dropout site: one per place in the model, Philox's second key word.
 inline int64_t embedding_dropout_site() { return 0; }
 inline int64_t attention_probs_dropout_site(int64_t layer) { return 1 + 3 * layer; }
 inline int64_t attention_output_dropout_site(int64_t layer) { return 2 + 3 * layer; }
 inline int64_t mlp_output_dropout_site(int64_t layer) { return 3 + 3 * layer; }
+// Whether a site drops attention probabilities (--attention-dropout) or
+// hidden states (--hidden-dropout): their keys count different elements.
+inline bool is_attention_dropout_site(int64_t site) { return site % 3 == 1; }
+
+// The graph input holding a site's DROPOUT_KEYED key, i32 [5]. Each site
+// has its own, so a layer's graph holds no number of its own (its site
+// arrives at run time) and identical layers share one compile unit.
+std::string dropout_key_input(int64_t site);
+// The site of a dropout_key_input name, or -1 for any other name.
+int64_t dropout_key_site(const std::string& input);
 
 struct DropoutKeys {
   std::array<int32_t, 4> hidden{}, attention{};
+  // The key of one site: its kind's key with the site as word 4.
+  std::array<int32_t, 5> at_site(int64_t site) const;
 };
 
 // The keys of a micro-batch whose first sample is `first_sample` of the

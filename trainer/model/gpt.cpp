@@ -387,8 +387,7 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
     probs = g.causal_softmax(scores, scale);
   }
   if (c.attention_dropout > 0.0f)
-    probs = g.dropout(probs, dropout_key, c.attention_dropout, attention_probs_dropout_site(layer), H * T * T,
-                      c.num_attention_heads * T * T);
+    probs = g.dropout_keyed(probs, dropout_key, c.attention_dropout, H * T * T, c.num_attention_heads * T * T);
   ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
   if (c.recompute_granularity == RecomputeGranularity::Selective)
     recompute_segments.push_back({core_begin, static_cast<int>(g.nodes().size())});
@@ -463,9 +462,8 @@ class ForwardBuilder {
   // The first stage's embedding of "tokens", or a later stage's "hidden_in":
   // [B*T, C] (this rank's slice of the sequence with sequence parallelism).
   ValueId embed();
-  // Dropout keys are inputs the trainer fills per micro-batch, so the graph
-  // stays the same from step to step; the first stage drops out its embedding.
-  ValueId declare_dropout(ValueId x);
+  // The first stage drops out its embedding.
+  ValueId embedding_dropout(ValueId x);
   void declare_position_inputs();
   ValueId layer(ValueId x, int64_t l);
   // The last stage: the final norm and the LM head's logits. Any other: the
@@ -475,6 +473,7 @@ class ForwardBuilder {
  private:
   ValueId column_parallel_input(ValueId v);
   ValueId hidden_dropout(ValueId v, int64_t site);
+  ValueId dropout_key(int64_t site);
 
   Graph& g_;
   const GptConfig& c_;
@@ -482,7 +481,6 @@ class ForwardBuilder {
   const int64_t B_;
   GptForward f_;
   ValueId words_ = -1;
-  ValueId hidden_key_ = -1, attention_key_ = -1;
   PositionValues pos_;
   int unit_begin_ = 0;  // the first node of the layers recomputed together (full granularity)
 };
@@ -509,9 +507,14 @@ ValueId ForwardBuilder::hidden_dropout(ValueId v, int64_t site) {
   if (c_.hidden_dropout <= 0.0f) return v;
   const int64_t C = c_.hidden_size;
   if (c_.splits_sequence())
-    return g_.dropout(v, hidden_key_, c_.hidden_dropout, site, c_.local_seq_length() * C, c_.seq_length * C);
-  return g_.dropout(v, hidden_key_, c_.hidden_dropout, site);
+    return g_.dropout_keyed(v, dropout_key(site), c_.hidden_dropout, c_.local_seq_length() * C, c_.seq_length * C);
+  return g_.dropout_keyed(v, dropout_key(site), c_.hidden_dropout);
 }
+
+// A site's key is an input the trainer fills per micro-batch, so the graph
+// stays the same from step to step, and the site is in the key, not the
+// graph, so every layer's graph is the same (trainer/model/dropout_keys.h).
+ValueId ForwardBuilder::dropout_key(int64_t site) { return g_.input(dropout_key_input(site), KILN_I32, {5}); }
 
 ValueId ForwardBuilder::embed() {
   const int64_t T = c_.seq_length, C = c_.hidden_size;
@@ -552,9 +555,7 @@ ValueId ForwardBuilder::embed() {
   return c_.splits_sequence() ? scatter_sequence(g_, c_, B_, x) : x;
 }
 
-ValueId ForwardBuilder::declare_dropout(ValueId x) {
-  if (c_.hidden_dropout > 0.0f) hidden_key_ = g_.input(kHiddenDropoutKey, KILN_I32, {4});
-  if (c_.attention_dropout > 0.0f) attention_key_ = g_.input(kAttentionDropoutKey, KILN_I32, {4});
+ValueId ForwardBuilder::embedding_dropout(ValueId x) {
   return c_.pre_process ? hidden_dropout(x, embedding_dropout_site()) : x;
 }
 
@@ -580,8 +581,9 @@ ValueId ForwardBuilder::layer(ValueId x, int64_t l) {
   g_.set_unit(graph::layer_forward_unit(l));
   ValueId h = norm(g_, c_, spec_.norm, x, f_.params, L + "input_layernorm", c_.splits_sequence());
   const bool post_norm = c_.apply_residual_connection_post_layernorm;
-  ValueId out = attention(g_, c_, spec_, B_, column_parallel_input(h), f_.params, L, pos_, attention_key_, l,
-                          f_.recompute_segments);
+  const ValueId probs_key = c_.attention_dropout > 0.0f ? dropout_key(attention_probs_dropout_site(l)) : -1;
+  ValueId out =
+      attention(g_, c_, spec_, B_, column_parallel_input(h), f_.params, L, pos_, probs_key, l, f_.recompute_segments);
   x = g_.add(post_norm ? h : x, hidden_dropout(out, attention_output_dropout_site(l)));
   h = norm(g_, c_, spec_.norm, x, f_.params, L + "pre_mlp_layernorm", c_.splits_sequence());
   out = mlp(g_, c_, spec_.mlp, B_, column_parallel_input(h), f_.params, L);
@@ -618,7 +620,7 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
     throw Error(std::string("internal: the model's compute dtype must be a float, got ") +
                 kiln_dtype_name(c.compute_dtype));
   ForwardBuilder forward(g, c, B);
-  ValueId x = forward.declare_dropout(forward.embed());
+  ValueId x = forward.embedding_dropout(forward.embed());
   forward.declare_position_inputs();
   for (int64_t l = c.first_layer; l < c.stage_end(); ++l) x = forward.layer(x, l);
   return forward.finish(x);
