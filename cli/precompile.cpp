@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
@@ -23,6 +24,7 @@
 #include "core/log.h"
 #include "core/registry.h"
 #include "graph/executor.h"
+#include "kiln/ir_decode.hpp"
 #include "trainer/model/run_graphs.h"
 #include "trainer/parallel_layout.h"
 
@@ -122,6 +124,16 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
   return unique;
 }
 
+// The names of the ops in serialized IR (none if it does not decode: the
+// workers report that).
+std::set<std::string> ops_of(const std::vector<uint8_t>& ir) {
+  ir::DecodedGraph g;
+  std::set<std::string> ops;
+  if (!ir::decode(ir.data(), ir.size(), &g).empty()) return ops;
+  for (const ir::DecodedNode& n : g.nodes) ops.insert(kiln_op_name(n.op));
+  return ops;
+}
+
 // More workers than this many per core only thrash (compiles are CPU-bound)
 // and multiply the memory they hold.
 constexpr int kMaxWorkersPerCore = 4;
@@ -217,10 +229,16 @@ int run_parent(const trainer::TrainConfig& cfg, int64_t world_size, const CacheF
   summary.failed = result.count(compiler_cache::TaskResult::Failed);
   // Units placed on the fallback device at extraction, and units the plugin
   // refused at compile (UNSUPPORTED: they run on the cpu fallback).
-  summary.fell_back = static_cast<int>(std::count_if(
-                          tasks.begin(), tasks.end(),
-                          [&](const compiler_cache::PoolTask& t) { return t.work.backend != cfg.backend; })) +
-                      result.count(compiler_cache::TaskResult::Fallback);
+  std::set<std::string> fallback_ops;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const bool placed = tasks[i].work.backend != cfg.backend;
+    const bool refused = result.results.at(i) == compiler_cache::TaskResult::Fallback;
+    if (!placed && !refused) continue;
+    ++summary.fell_back;
+    summary.refused += refused ? 1 : 0;
+    for (const std::string& op : ops_of(tasks[i].work.ir)) fallback_ops.insert(op);
+  }
+  summary.fallback_ops.assign(fallback_ops.begin(), fallback_ops.end());
   summary.retried_for_memory = result.retried_for_memory;
   summary.workers = result.max_running;
   summary.stored = compiler_cache::writable();

@@ -12,6 +12,8 @@ nlohmann::json summary_json(const PrecompileSummary& s) {
           {"compiled", s.compiled},
           {"failed", s.failed},
           {"fell_back", s.fell_back},
+          {"refused", s.refused},
+          {"fallback_ops", s.fallback_ops},
           {"retried_for_memory", s.retried_for_memory},
           {"workers", s.workers},
           {"stored", s.stored},
@@ -30,8 +32,15 @@ std::string summary_text(const PrecompileSummary& s) {
   out += "Total successful compilations: " + std::to_string(s.compiled) + "\n";
   out += "Total failed compilations: " + std::to_string(s.failed) + "\n";
   // Ops the backend lacks and graphs its compile refused: not failures.
-  if (s.fell_back > 0)
-    out += "Unsupported by the backend (run on the cpu fallback): " + std::to_string(s.fell_back) + "\n";
+  if (s.fell_back > 0) {
+    out += "Unsupported by the backend (run on the cpu fallback): " + std::to_string(s.fell_back);
+    if (s.refused > 0) out += " (" + std::to_string(s.refused) + " refused at compile)";
+    if (!s.fallback_ops.empty()) {
+      out += "; ops:";
+      for (const std::string& op : s.fallback_ops) out += " " + op;
+    }
+    out += "\n";
+  }
   return out;
 }
 

@@ -76,6 +76,23 @@ TEST(PrecompileSummary, TextIsNpcsBlock) {
             "Total graphs: 6\nAlready cached: 2\nTotal successful compilations: 3\nTotal failed compilations: 1\n");
 }
 
+// Units on the cpu fallback are not failures: their own line, with the ones
+// the plugin refused at compile counted apart and the ops that ran there.
+TEST(PrecompileSummary, FallbacksNameTheirOps) {
+  PrecompileSummary s;
+  s.unique_units = 6;
+  s.compiled = 3;
+  s.fell_back = 3;
+  s.refused = 1;
+  s.fallback_ops = {"matmul", "rope"};
+  EXPECT_EQ(summary_text(s),
+            "Total graphs: 6\nAlready cached: 0\nTotal successful compilations: 3\nTotal failed compilations: 0\n"
+            "Unsupported by the backend (run on the cpu fallback): 3 (1 refused at compile); ops: matmul rope\n");
+  const nlohmann::json j = nlohmann::json::parse(summary_json(s).dump());
+  EXPECT_EQ(j.at("refused"), 1);
+  EXPECT_EQ(j.at("fallback_ops"), nlohmann::json::array({"matmul", "rope"}));
+}
+
 // "precompile: N/3 done, 0 failed, 0 running, 0 locked, T s" with an optional
 // ", ETA T s" or ", ETA ?". Matched by hand: GCC 12's <regex> trips
 // -Wmaybe-uninitialized under the ASan preset's -O2.
