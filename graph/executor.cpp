@@ -128,11 +128,15 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
       const std::string lacks = op_list(split_.fallback_ops);
       if (device_.backend() == "cpu")
         throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
+      // The backend's own support answers refused these nodes: to a caller
+      // the same as a compile that returns KILN_ERR_UNSUPPORTED (check-backend
+      // reports a 16-bit case, which gets no fallback, unsupported).
       if (fallback == nullptr)
-        throw Error(
+        throw PluginError(
             fmt::format("backend {} does not support {}, and this graph was given no fallback device to run "
                         "them on",
-                        device_.backend(), lacks));
+                        device_.backend(), lacks),
+            KILN_ERR_UNSUPPORTED);
       try {
         fallback_ = &fallback->get();
       } catch (const Error& e) {
