@@ -100,8 +100,10 @@ std::string RunProfile::report(const std::string& title, int top) const {
     if (t.calls == 0) continue;  // ran only before a restart
     const std::string mib =
         at.first == Where::kCopy ? fmt::format("{:.2f}", static_cast<double>(t.bytes) / (1 << 20)) : "";
-    out += fmt::format("  {:<34} {:>10.2f} {:>6.1f}% {:>8} {:>10}\n", place(at.first, at.second), 1e3 * t.seconds,
-                       share(t.seconds, wall), t.calls, mib);
+    std::string line = fmt::format("  {:<34} {:>10.2f} {:>6.1f}% {:>8} {:>10}", place(at.first, at.second),
+                                   1e3 * t.seconds, share(t.seconds, wall), t.calls, mib);
+    line.erase(line.find_last_not_of(' ') + 1);  // no MiB column but for copies
+    out += line + "\n";
   }
   const double rest = std::max(0.0, wall - timed);
   out += fmt::format("  {:<34} {:>10.2f} {:>6.1f}%   (feeding inputs, reading results, host-side work)\n",
