@@ -181,8 +181,11 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
     pieces = extract_segments(graph_, segments);
   }
 
+  // A graph of one unit (any graph but the trainer's) gets no unit names.
+  const bool several_units = has_several_units(graph_);
   segment_kinds_.clear();
-  for (const Segment& segment : segments) segment_kinds_.push_back(segment_kind(graph_, segment));
+  for (const Segment& segment : segments)
+    segment_kinds_.push_back(several_units ? segment_kind(graph_, segment) : nullptr);
   for (size_t s = 0; s < pieces.size(); ++s) {
     const int where = segments[s].device;
     if (where == kHostCollective) {

@@ -93,20 +93,20 @@ std::string RunProfile::report(const std::string& title, int top) const {
     t.bytes += r.bytes;
     timed += r.seconds;
   }
-  // Milliseconds: a short test run's pieces take well under one.
+  // Milliseconds to the microsecond: a small piece takes well under one.
   std::string out = fmt::format("{}, {:.1f} ms of wall time\n", title, 1e3 * wall);
   out += fmt::format("  {:<34} {:>10} {:>7} {:>8} {:>10}\n", "time in", "ms", "share", "calls", "MiB");
   for (const auto& [at, t] : totals) {
     if (t.calls == 0) continue;  // ran only before a restart
     const std::string mib =
         at.first == Where::kCopy ? fmt::format("{:.2f}", static_cast<double>(t.bytes) / (1 << 20)) : "";
-    std::string line = fmt::format("  {:<34} {:>10.2f} {:>6.1f}% {:>8} {:>10}", place(at.first, at.second),
+    std::string line = fmt::format("  {:<34} {:>10.3f} {:>6.1f}% {:>8} {:>10}", place(at.first, at.second),
                                    1e3 * t.seconds, share(t.seconds, wall), t.calls, mib);
     line.erase(line.find_last_not_of(' ') + 1);  // no MiB column but for copies
     out += line + "\n";
   }
   const double rest = std::max(0.0, wall - timed);
-  out += fmt::format("  {:<34} {:>10.2f} {:>6.1f}%   (feeding inputs, reading results, host-side work)\n",
+  out += fmt::format("  {:<34} {:>10.3f} {:>6.1f}%   (feeding inputs, reading results, host-side work)\n",
                      "host, outside the graphs", 1e3 * rest, share(rest, wall));
 
   std::vector<const Row*> pieces;
@@ -121,7 +121,7 @@ std::string RunProfile::report(const std::string& title, int top) const {
                      "ops");
   for (const Row* r : pieces)
     out +=
-        fmt::format("  {:>10.2f} {:>6.1f}% {:>7} {:>6}  {:<16} {:<40} {}\n", 1e3 * r->seconds, share(r->seconds, wall),
+        fmt::format("  {:>10.3f} {:>6.1f}% {:>7} {:>6}  {:<16} {:<40} {}\n", 1e3 * r->seconds, share(r->seconds, wall),
                     r->calls, r->steps.size(), place(r->key.where, r->key.device), r->key.graph, r->key.ops);
   return out;
 }
