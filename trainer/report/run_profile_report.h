@@ -4,7 +4,7 @@
 //
 // The first iteration is left out of the table when more follow, and its
 // time is stated in the title: it carries one-time costs (the first execute
-// of each piece: 147 ms against 50 ms for later iterations on PoCL, 8.9 s
+// of each piece: 136 ms against 39 ms for later iterations on PoCL, 8.9 s
 // right after a fresh compile) that would swamp a short run's steady state.
 //
 // The cpu backend's per-op table (KILN_CPU_PROFILE) is turned on with it,
