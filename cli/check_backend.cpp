@@ -35,9 +35,12 @@ constexpr const char* kUsage =
     "softmax, exact for data movement. Guard bytes after every buffer catch writes past\n"
     "the end; outputs start as NaN to catch unwritten elements.\n"
     "\n"
-    "Prints PASS, FAIL or UNSUPPORTED per op (an op the plugin's op_supported denies is\n"
+    "Prints PASS, FAIL, UNSUPPORTED or FALLBACK per op (an op the plugin's op_supported denies is\n"
     "unsupported, not failed; the model cases run such ops on the cpu backend), then a\n"
-    "summary. Exit status: the number of failed ops and models.\n"
+    "summary. A case whose nodes the plugin refused (op_supported_node, or KILN_ERR_UNSUPPORTED\n"
+    "at compile) runs on the cpu fallback and is no pass: the op's line counts the cases the\n"
+    "plugin ran, \"PASS matmul 36/44 cases (8 on the fallback)\", and an op whose every case\n"
+    "ran there is FALLBACK. Exit status: the number of failed ops and models.\n"
     "\n"
     "The cases run in a child process: a case that crashes it (SIGSEGV, abort(), exit())\n"
     "or hangs past --case-timeout fails with the signal and the plugin call that was\n"
@@ -50,6 +53,8 @@ constexpr const char* kUsage =
     "  --verbose         a line per case with the NMSE of each output\n"
     "  --num-threads N   threads for host-CPU backends (0: all cores)\n"
     "  --repeat          run every graph twice; outputs must be bitwise identical\n"
+    "  --strict          a case with any node on the cpu fallback fails (model cases too):\n"
+    "                    for a plugin that claims to run everything it is given\n"
     "  --batch N         up to N op cases per graph, one compile each (0: all in one)\n"
     "  --hint NAME=VALUE an environment variable the plugin reads, set while it opens\n"
     "                    and runs (repeatable), e.g. KILN_CPU_DISABLE_AVX2=1\n"
@@ -207,7 +212,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   int64_t device_index = 0, num_threads = 0, batch = 1;
   std::string filter;
   std::vector<std::string> hints;
-  bool list = false, verbose = false, repeat = false, in_process = false, perf = false, large = false;
+  bool list = false, verbose = false, repeat = false, in_process = false, perf = false, large = false, strict = false;
   int64_t perf_runs = 10;
   double case_timeout_s = 120;
   trainer::Flags flags("check-backend");
@@ -218,6 +223,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   flags.add("--num-threads", &num_threads, "threads for host-CPU backends (0: all cores; capped at the CPUs)",
             trainer::Bounds::closed(0, kMaxThreadsFlag));
   flags.add("--repeat", &repeat, "run every graph twice and require bitwise-identical outputs");
+  flags.add("--strict", &strict, "fail every case with a node on the cpu fallback");
   flags.add("--batch", &batch, "op cases per graph (0: all in one)");
   flags.add_repeatable("--hint", &hints, "NAME=VALUE environment variable for the plugin (repeatable)");
   flags.add("--case-timeout", &case_timeout_s, "seconds a case may run before it fails as hung (0: no limit)",
@@ -263,6 +269,7 @@ int run_check_backend(const std::vector<std::string>& args) {
   options.filters = filters;
   options.verbose = verbose;
   options.repeat = repeat;
+  options.strict = strict;
   options.batch = static_cast<size_t>(batch);
   FallbackDevice fallback;  // whole-model cases run the ops a backend lacks on cpu
   options.fallback = &fallback;

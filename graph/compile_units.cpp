@@ -25,6 +25,12 @@ int32_t layer_parameter_unit(int64_t layer) {
   return kParameterUnitBase + static_cast<int32_t>(layer);
 }
 
+const char* unit_kind(int32_t unit) {
+  if (unit == kRestUnit) return "outside the layers";
+  if (unit >= kParameterUnitBase) return "layer parameters";
+  return unit > 0 ? "layer forward" : "layer backward";
+}
+
 int64_t parameter_layer(const std::string& name) {
   static const std::string kPrefix = "decoder.layers.";
   if (name.rfind(kPrefix, 0) != 0) return -1;

@@ -46,6 +46,11 @@ int32_t backward_unit(int32_t forward_unit);
 // so the optimizer and norm graphs do not grow in unique units with depth.
 int32_t layer_parameter_unit(int64_t layer);
 
+// What a unit label stands for, without its layer: "layer forward", "layer
+// backward", "layer parameters" or "outside the layers" (the run profile
+// names pieces by it; identical layers' pieces then share a row).
+const char* unit_kind(int32_t unit);
+
 // The layer (0-based) of a parameter named "decoder.layers.<n>.<...>", or
 // -1 for a parameter outside the layers (embedding, final norm, head).
 int64_t parameter_layer(const std::string& name);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -31,6 +32,31 @@ bool is_read(const Graph& g, ValueId v) {
   for (const Node& n : g.nodes())
     if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
   return false;
+}
+
+// A piece's ops for the run profile, most nodes first: "matmul x4, add x2".
+std::string op_mix(const Graph& g) {
+  std::map<std::string, int> count;
+  for (const Node& n : g.nodes()) ++count[op_name(n.op)];
+  std::vector<std::pair<std::string, int>> ops(count.begin(), count.end());
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  constexpr size_t kShown = 6;
+  std::string s;
+  for (size_t i = 0; i < std::min(ops.size(), kShown); ++i)
+    s += fmt::format("{}{} x{}", i == 0 ? "" : ", ", ops[i].first, ops[i].second);
+  if (ops.size() > kShown)
+    s += fmt::format(", {} other op{}", ops.size() - kShown, ops.size() == kShown + 1 ? "" : "s");
+  return s;
+}
+
+// What the nodes of a segment are for the run profile: their compile unit's
+// kind (graph/compile_units.h), or null when they mix units.
+const char* segment_kind(const Graph& g, const Segment& segment) {
+  if (segment.nodes.empty()) return nullptr;
+  const int32_t unit = g.nodes()[static_cast<size_t>(segment.nodes.front())].unit;
+  for (int i : segment.nodes)
+    if (g.nodes()[static_cast<size_t>(i)].unit != unit) return nullptr;
+  return unit_kind(unit);
 }
 
 std::vector<TensorDesc> tensors(const Graph& g, const std::vector<ValueId>& values) {
@@ -128,11 +154,15 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
       const std::string lacks = op_list(split_.fallback_ops);
       if (device_.backend() == "cpu")
         throw Error("backend cpu does not support " + lacks + ", and there is no other backend to run them on");
+      // The backend's own support answers refused these nodes: to a caller
+      // the same as a compile that returns KILN_ERR_UNSUPPORTED (check-backend
+      // reports a 16-bit case, which gets no fallback, unsupported).
       if (fallback == nullptr)
-        throw Error(
+        throw PluginError(
             fmt::format("backend {} does not support {}, and this graph was given no fallback device to run "
                         "them on",
-                        device_.backend(), lacks));
+                        device_.backend(), lacks),
+            KILN_ERR_UNSUPPORTED);
       try {
         fallback_ = &fallback->get();
       } catch (const Error& e) {
@@ -151,6 +181,11 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
     pieces = extract_segments(graph_, segments);
   }
 
+  // A graph of one unit (any graph but the trainer's) gets no unit names.
+  const bool several_units = has_several_units(graph_);
+  segment_kinds_.clear();
+  for (const Segment& segment : segments)
+    segment_kinds_.push_back(several_units ? segment_kind(graph_, segment) : nullptr);
   for (size_t s = 0; s < pieces.size(); ++s) {
     const int where = segments[s].device;
     if (where == kHostCollective) {
@@ -390,9 +425,14 @@ void Executable::run(const OutputsReady& ready, const InputsNeeded& needed) {
     for (const PortBinding& b : port_bindings_) segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
     ports_dirty_ = false;
   }
+  RunProfile* profile = RunProfile::active();
+  if (profile && profile != profiled_by_) join_profile(*profile);
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (needed && !first_read_before_[i].empty()) needed(first_read_before_[i]);
-    run_step(steps_[i]);
+    if (profile)
+      run_timed(i, *profile);
+    else
+      run_step(steps_[i]);
     // After the last piece nothing runs that the caller could overlap with.
     if (ready && i + 1 < steps_.size() && !final_after_[i].empty()) ready(final_after_[i]);
   }
@@ -421,6 +461,46 @@ void Executable::run_step(Step& step) {
   run_host_collective(graph_, node, *groups_,
                       std::span<float>(reinterpret_cast<float*>(staging_.data()), step.src_bytes / 4), collective_out_);
   resolve(step.dst).write(collective_out_.data(), step.bytes);
+}
+
+void Executable::join_profile(RunProfile& profile) {
+  profile_rows_.clear();
+  for (Step& step : steps_) {
+    RunProfile::Key key;
+    key.graph = name_;
+    if (step.segment >= 0) {
+      const CompiledGraph& piece = *segments_[static_cast<size_t>(step.segment)];
+      key.where = &piece.device() == &device_ ? RunProfile::Where::kPlugin : RunProfile::Where::kFallback;
+      const char* kind = segment_kinds_[static_cast<size_t>(step.segment)];
+      if (kind != nullptr) key.graph += std::string(": ") + kind;
+      key.device = piece.device().backend();
+      key.ops = op_mix(piece.graph());
+    } else if (step.collective >= 0) {
+      key.where = RunProfile::Where::kCollective;
+      key.device = "host";
+      key.ops = op_name(graph_.nodes()[static_cast<size_t>(step.collective)].op);
+    } else {
+      key.where = RunProfile::Where::kCopy;
+      key.device = resolve(step.src).device().backend() + " -> " + resolve(step.dst).device().backend();
+    }
+    profile_rows_.push_back(profile.row(key, &step));
+  }
+  profiled_by_ = &profile;
+}
+
+// Each step timed to its end on the device: execute (and a buffer write) may
+// return before the device is done, and that wait would otherwise land in
+// whichever step reads next.
+void Executable::run_timed(size_t i, RunProfile& profile) {
+  Step& step = steps_[i];
+  const auto t0 = std::chrono::steady_clock::now();
+  run_step(step);
+  if (step.segment >= 0)
+    segments_[static_cast<size_t>(step.segment)]->device().synchronize();
+  else
+    resolve(step.dst).device().synchronize();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  profile.add(profile_rows_[i], seconds, step.segment >= 0 ? 0 : step.bytes);
 }
 
 }  // namespace kiln::graph

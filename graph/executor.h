@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -30,6 +31,7 @@
 #include "graph/compiled_graph.h"
 #include "graph/graph.h"
 #include "graph/partition.h"
+#include "graph/run_profile.h"
 
 namespace kiln::graph {
 
@@ -82,6 +84,10 @@ class Executable {
   using InputsNeeded = std::function<void(const std::vector<std::string>& ports)>;
   void run(const OutputsReady& ready, const InputsNeeded& needed = nullptr);
 
+  // What the run profile (graph/run_profile.h) calls this graph: "optimizer".
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const { return name_; }
+
   // Every output port, by port key (an in-place output by its input's name).
   std::vector<std::string> output_ports() const;
 
@@ -123,6 +129,9 @@ class Executable {
   uint64_t port_bytes(const std::string& key) const;
   DeviceBuffer& resolve(Ref& ref);
   void run_step(Step& step);
+  // With a run profile active: its rows for the steps, then each step timed.
+  void join_profile(RunProfile& profile);
+  void run_timed(size_t i, RunProfile& profile);
 
   Device& device_;
   Device* fallback_ = nullptr;  // set when some ops run on the fallback
@@ -138,6 +147,10 @@ class Executable {
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
   bool ports_dirty_ = true;
   std::vector<uint8_t> staging_;
+  std::string name_ = "graph";
+  RunProfile* profiled_by_ = nullptr;       // the profile profile_rows_ index into
+  std::vector<int> profile_rows_;           // per step
+  std::vector<const char*> segment_kinds_;  // per segment: its nodes' unit_kind, null if mixed
 };
 
 }  // namespace kiln::graph

@@ -46,7 +46,10 @@ const char* const kDecoupledLr =
 const char* const kWandb =
     "kiln has no Weights & Biases client, so nothing is sent to W&B; --tensorboard-dir writes TensorBoard event "
     "files";
-const char* const kProfile = "kiln has no profiler hooks (nsys or PyTorch): no profile is taken";
+// Megatron's --profile is kiln's own flag (TrainConfig): the run profile of
+// every step, on every rank; the flags that steer nsys or PyTorch have no effect.
+const char* const kProfile =
+    "kiln has no nsys or PyTorch profiler hooks; kiln's --profile times every step on every rank";
 const char* const kMoments = "kiln keeps the AdamW moments in fp32";
 
 std::vector<CompatFlag> make_rows() {
@@ -121,7 +124,6 @@ std::vector<CompatFlag> make_rows() {
       value_row("--wandb-exp-name", Value::Text, {}, Kind::NotProvided, kWandb),
       value_row("--wandb-save-dir", Value::Text, {}, Kind::NotProvided, kWandb),
       value_row("--wandb-entity", Value::Text, {}, Kind::NotProvided, kWandb),
-      switch_row("--profile", Kind::NotProvided, kProfile),
       value_row("--profile-step-start", Value::Int, {}, Kind::NotProvided, kProfile),
       value_row("--profile-step-end", Value::Int, {}, Kind::NotProvided, kProfile),
       many_row("--profile-ranks", Value::Int, {}, Kind::NotProvided, kProfile),

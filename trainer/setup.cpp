@@ -252,21 +252,25 @@ void Setup::compile_chunks() {
   graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at));
   const std::vector<GptConfig> chunk_models = cfg.stage_chunks(at.pp_rank);
   int compiled = 0;
-  auto compile = [&](const graph::Graph& graph) {
+  std::string chunk_suffix;  // names a graph by its model chunk when a rank holds several
+  auto compile = [&](const graph::Graph& graph, const std::string& name) {
     ++compiled;
-    return std::make_unique<graph::Executable>(*device, graph, &fallback);
+    auto exe = std::make_unique<graph::Executable>(*device, graph, &fallback);
+    exe->set_name(name + chunk_suffix);  // the --profile table's graph column
+    return exe;
   };
   std::vector<StepGraph> split_graphs;
   for (size_t c = 0; c < chunk_models.size(); ++c) {
     const RunGraphs& g = c == 0 ? *graphs : graphs->later_chunks[c - 1];
     ChunkSteps& chunk = chunks.emplace_back();
     chunk.model = chunk_models[c];
-    chunk.first_micro_batch = compile(g.first_micro_batch);
-    if (g.next_micro_batch) chunk.next_micro_batch = compile(*g.next_micro_batch);
-    chunk.grad_norm = compile(g.grad_norm);
-    chunk.optimizer = compile(g.optimizer);
-    if (g.eval) chunk.eval = compile(*g.eval);
-    if (g.stage_forward) chunk.stage_forward = compile(*g.stage_forward);
+    if (chunk_models.size() > 1) chunk_suffix = " (chunk " + std::to_string(c) + ")";
+    chunk.first_micro_batch = compile(g.first_micro_batch, "first micro-batch");
+    if (g.next_micro_batch) chunk.next_micro_batch = compile(*g.next_micro_batch, "later micro-batches");
+    chunk.grad_norm = compile(g.grad_norm, "grad norm");
+    chunk.optimizer = compile(g.optimizer, "optimizer");
+    if (g.eval) chunk.eval = compile(*g.eval, "eval");
+    if (g.stage_forward) chunk.stage_forward = compile(*g.stage_forward, "stage forward");
     for (graph::Executable* exe : chunk.executables()) exe->set_process_groups(&process_groups);
     split_graphs.push_back({"train step (first micro-batch)", chunk.first_micro_batch.get(), 1});
     split_graphs.push_back({"train step (later micro-batches)", chunk.next_micro_batch.get(), micro_batches - 1});

@@ -188,6 +188,9 @@ void TrainConfig::register_flags(Flags& f) {
   f.add("--tensorboard-dir", &tensorboard_dir, "write TensorBoard event files here");
   f.add("--log-throughput", &log_throughput,
         "add Megatron's 'throughput per GPU (TFLOP/s/GPU)' (its model-FLOPs count) to the iteration line");
+  f.add("--profile", &profile,
+        "at the end, print where the time went per device: plugin, cpu fallback, copies between them, and the "
+        "pieces by time (also KILN_PROFILE=1; docs/PLUGIN_GUIDE.md)");
   megatron_compat.register_flags(f);
 }
 
@@ -376,6 +379,8 @@ void TrainConfig::finalize(const Flags& f) {
   // device and compile (and precompile's workers inherit it); the policy is
   // in the cpu device's fingerprint, so it keys its own cache entries.
   if (deterministic_mode) setenv("KILN_CPU_GEMM", "kiln", 1);
+  if (const char* env = std::getenv("KILN_PROFILE"); env != nullptr && *env != '\0' && std::string(env) != "0")
+    profile = true;
   model.compute_dtype = precision.compute_dtype();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   if (!data_path.empty() || mock_data) data::infer_tokenizer_type(tokenizer_spec);

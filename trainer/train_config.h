@@ -165,6 +165,7 @@ struct TrainConfig {
   ExitFlags exit;                           // Megatron's --exit-signal-handler, --exit-interval; --trigger-path
   std::string tensorboard_dir;
   bool log_throughput = false;  // Megatron's TFLOP/s/GPU field in the iteration line
+  bool profile = false;         // --profile, KILN_PROFILE=1: where the time goes, at the end (graph/run_profile.h)
 
   // --use-distributed-optimizer with more than one data-parallel rank: each
   // rank holds and updates only its part of the optimizer state.

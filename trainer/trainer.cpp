@@ -21,6 +21,7 @@
 #include "trainer/dist/parameter_hash.h"
 #include "trainer/job_control.h"
 #include "trainer/report/reporter.h"
+#include "trainer/report/run_profile_report.h"
 #include "trainer/setup.h"
 #include "trainer/step.h"
 
@@ -29,6 +30,7 @@ namespace kiln::trainer {
 int train(const TrainConfig& cfg) { return train(cfg, *dist::make_single_process_comm()); }
 
 int train(const TrainConfig& cfg, dist::Comm& comm) {
+  RunProfileReport::prepare(cfg);
   Setup run(cfg, comm);
   Reporter reporter(run);
   JobControl control(cfg, comm.rank());
@@ -41,8 +43,10 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
         "to train further",
         run.progress.iteration, cfg.train_iters);
   reporter.restart_clock();
+  RunProfileReport profile(run);  // --profile: the loop's time, per device
   while (run.progress.iteration < cfg.train_iters) {
     const StepResult result = step.run();
+    profile.iteration_done();
     const int64_t iteration = result.iteration;
     reporter.log(result);
     if (run.chunks.front().eval && (iteration % cfg.eval_interval == 0 || iteration == cfg.train_iters))
@@ -56,10 +60,12 @@ int train(const TrainConfig& cfg, dist::Comm& comm) {
     if (result.request.exit) {
       reporter.log_exit(iteration, result.request, saved);
       run.finish_parameter_gather("exit");
+      profile.finish();
       return 0;
     }
   }
   run.finish_parameter_gather("the end of training");
+  profile.finish();
   control.training_finished(run.progress.iteration);
   return 0;
 }

@@ -4,14 +4,12 @@
 // Buffers are plain host memory, compile validates the IR and keeps it as
 // the "executable", and execute interprets the nodes with one plain loop per
 // op. It implements six elementwise ops (FILL, ADD, MUL, SCALE, GELU,
-// GELU_GRAD); op_supported says no to every other op, so kiln runs those on
-// its cpu backend and copies tensors across, and a model still trains.
+// GELU_GRAD) and MATMUL; op_supported says no to every other op, so kiln
+// runs those on its cpu backend and copies tensors across, and a model
+// still trains. Support can also depend on a node's shapes and dtypes:
+// op_supported_node (ABI 1.2) keeps the GEMMs too big for a plain loop, and
+// any 16-bit node, off this backend (kiln runs just those nodes on cpu).
 //
-// The C boundary of kiln/plugin.h (argument checks, errors that never let
-// an exception cross it, the function table, the executable container) is
-// the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
-// the TemplatePlugin class at the end. Nothing trusts the IR bytes until
-// they are decoded and validated.
 // The C boundary of kiln/plugin.h (argument checks, errors that never let
 // an exception cross it, the function table, the executable container) is
 // the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
@@ -65,13 +63,40 @@ void check_device_index(int32_t index) {
 
 // The ops execute implements: the one list op_supported and compile read.
 // Add an op here when run_node gains its loop.
-const kiln_op kSupportedOps[] = {KILN_OP_FILL,  KILN_OP_ADD,  KILN_OP_MUL,
-                                 KILN_OP_SCALE, KILN_OP_GELU, KILN_OP_GELU_GRAD};
+const kiln_op kSupportedOps[] = {KILN_OP_FILL, KILN_OP_ADD,       KILN_OP_MUL,   KILN_OP_SCALE,
+                                 KILN_OP_GELU, KILN_OP_GELU_GRAD, KILN_OP_MATMUL};
 
 bool supported(int32_t op) {
   for (kiln_op s : kSupportedOps)
     if (s == op) return true;
   return false;
+}
+
+// The plain-loop MATMUL runs at well under a GFLOP/s: a GEMM of more
+// multiply-adds than this is faster on kiln's cpu backend, copies included.
+// (A GPU plugin draws the line the other way: GEMMs too small to pay for a
+// launch stay on the host.)
+constexpr int64_t kMaxMatmulMacs = int64_t{1} << 22;
+
+// Why a node of a supported op does not run here, by its tensors' dtypes and
+// shapes; empty when it does. The one answer op_supported_node gives the
+// host and compile enforces (a host before ABI 1.2, or this file built on an
+// older header, never asks per node).
+std::string refusal(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
+                    const std::vector<kiln::plugin_kit::NodeTensor>& outputs) {
+  for (const std::vector<kiln::plugin_kit::NodeTensor>* side : {&inputs, &outputs})
+    for (const kiln::plugin_kit::NodeTensor& t : *side)
+      if (t.dtype != KILN_F32 && t.dtype != KILN_I32)
+        return std::string("a ") + kiln_dtype_name(static_cast<kiln_dtype>(t.dtype)) +
+               " tensor: the template backend stores only f32 and i32";
+  if (op == KILN_OP_MATMUL && !inputs.empty() && !outputs.empty() && !outputs[0].dims.empty()) {
+    // y [.., M, N] = a [.., M, K] @ b: a's elements times N.
+    const int64_t macs = inputs[0].numel() * outputs[0].dims.back();
+    if (macs > kMaxMatmulMacs)
+      return "a matmul of " + std::to_string(macs) + " multiply-adds, above the template's " +
+             std::to_string(kMaxMatmulMacs);
+  }
+  return {};
 }
 
 // GELU with the tanh approximation, as kiln/ir.h defines it.
@@ -91,7 +116,8 @@ double gelu_derivative(double x) {
 // read (they read f32 and i32; bf16 and f16 are 2-byte storage, see
 // kiln/half.h), then checks the graph against the op rules kiln itself uses
 // (kiln/op_rules.hpp: arity, dtypes, shapes, attributes), so malformed IR
-// is an error, never a bad memory access in execute.
+// is an error, never a bad memory access in execute; last, any node
+// op_supported_node would have refused.
 void validate(const kiln::ir::DecodedGraph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!supported(g.nodes[i].op))
@@ -103,10 +129,42 @@ void validate(const kiln::ir::DecodedGraph& g) {
                                      ": the template backend stores only f32 and i32");
   const std::string err = kiln::ir::check_graph(g);
   if (!err.empty()) fail(KILN_ERR_INVALID_ARGUMENT, err);
+  auto tensors = [&](const std::vector<uint32_t>& values) {
+    std::vector<kiln::plugin_kit::NodeTensor> out;
+    for (uint32_t v : values) out.push_back({g.values[v].dtype, g.values[v].dims});
+    return out;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const kiln::ir::DecodedNode& n = g.nodes[i];
+    const std::string why = refusal(n.op, tensors(n.inputs), tensors(n.outputs));
+    if (!why.empty()) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(i) + ": " + why);
+  }
 }
 
-// Every kernel reads element k of its inputs before writing element k of its
-// output, so an output may share memory with an input (in-place updates).
+// y [.., M, N] = op(a) @ op(b) over the leading (batch) dims, summed in
+// double; check_graph has matched the shapes, and y shares no memory with a
+// or b.
+void matmul(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, const float* a, const float* b, float* y) {
+  const std::vector<int64_t>& yd = g.values[n.outputs[0]].dims;
+  const std::vector<int64_t>& ad = g.values[n.inputs[0]].dims;
+  const bool ta = n.iattrs[0] != 0, tb = n.iattrs[1] != 0;
+  const int64_t rows = yd[yd.size() - 2], cols = yd.back(), inner = ta ? ad[ad.size() - 2] : ad.back();
+  if (rows * cols == 0) return;
+  const int64_t batches = g.values[n.outputs[0]].numel() / (rows * cols);
+  for (int64_t t = 0; t < batches; ++t, a += rows * inner, b += inner * cols, y += rows * cols)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < inner; ++k)
+          sum +=
+              static_cast<double>(ta ? a[k * rows + i] : a[i * inner + k]) * (tb ? b[j * inner + k] : b[k * cols + j]);
+        y[i * cols + j] = static_cast<float>(sum);
+      }
+}
+
+// Every elementwise kernel reads element k of its inputs before writing
+// element k of its output, so an output may share memory with an input
+// (in-place updates; kiln updates in place only through elementwise ops).
 void run_node(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, kiln_buffer* const* slots) {
   auto address = [&](uint32_t value) {
     const kiln::ir::DecodedValue& v = g.values[value];
@@ -136,6 +194,7 @@ void run_node(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, k
     case KILN_OP_GELU_GRAD:  // inputs (x, dy)
       for (int64_t k = 0; k < count; ++k) y[k] = static_cast<float>(b[k] * gelu_derivative(a[k]));
       break;
+    case KILN_OP_MATMUL: matmul(g, n, a, b, y); break;
     default: fail(KILN_ERR_UNSUPPORTED, "unsupported op reached execute");  // validate() prevents this
   }
 }
@@ -226,6 +285,11 @@ struct TemplatePlugin {
 
   static void synchronize(kiln_device*) {}  // execute returns when done
   static bool op_supported(int32_t op) { return supported(op); }
+  // Optional (ABI 1.2): asked per node, and only for ops op_supported allows.
+  static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
+                                const std::vector<kiln::plugin_kit::NodeTensor>& outputs) {
+    return refusal(op, inputs, outputs).empty();
+  }
 
   // Optional: cheap, side-effect free. A GPU plugin would check for a driver
   // here and say what to install in `reason`.

@@ -121,7 +121,7 @@ std::vector<CaseResult> get_results(Reader& r) {
   std::vector<CaseResult> results(r.u32());
   for (CaseResult& c : results) {
     const uint8_t status = r.u8();
-    if (status > static_cast<uint8_t>(Status::Unsupported))
+    if (status > static_cast<uint8_t>(Status::Fallback))
       throw Error("check-backend: a case process sent a malformed message");
     c.status = static_cast<Status>(status);
     c.nmse = r.f64();

@@ -186,10 +186,25 @@ void judge(const Case& c, const std::string& prefix, const DeviceRun& run, const
     if (c.threshold == kExact && !cmp.bits_differ.empty())
       fail(fmt::format("'{}': not bit for bit: {}", p.name, cmp.bits_differ));
   }
-  const graph::ExecutionSplit& split = run.split;
-  if (r.status == Status::Pass && !split.fallback.empty())
-    r.detail = fmt::format("{} ops on {}, {} on the {} fallback", split.primary_nodes, split.primary,
-                           split.fallback_nodes, split.fallback);
+}
+
+// Where a passing case ran. An op case with any node on the fallback is
+// FALLBACK: it tests its op's kernel, and that did not run (or not all of
+// it). A whole-model case exists to test the split, so it passes when the
+// backend ran part of it and is FALLBACK when it ran none. Under --strict
+// any node on the fallback fails the case.
+void judge_placement(const Case& c, const graph::ExecutionSplit& split, bool strict, CaseResult& r) {
+  if (r.status != Status::Pass || split.fallback.empty()) return;
+  const std::string where =
+      fmt::format("{} ops on {}, {} on the {} fallback ({})", split.primary_nodes, split.primary, split.fallback_nodes,
+                  split.fallback, op_list({split.fallback_ops.begin(), split.fallback_ops.end()}));
+  if (strict) {
+    r.status = Status::Fail;
+    r.detail = "--strict: " + where;
+    return;
+  }
+  r.detail = where;
+  if (!c.fallback || split.primary_nodes == 0) r.status = Status::Fallback;
 }
 
 // The case's second run, as its composites' decomposition: a failure fails
@@ -285,16 +300,24 @@ Batch merge(const std::vector<const Case*>& cases) {
 }
 
 // The group column fits the longest op name, cross_entropy_from_sums_grad.
+// With cases on the fallback, the count is of those the backend ran:
+// "36/44 cases (8 on the fallback)".
 void print_group(std::FILE* out, const GroupResult& g) {
-  std::string line =
-      fmt::format("{:<12} {:<28} {:>3} case{}", status_name(g.status), g.group, g.cases, g.cases == 1 ? " " : "s");
+  std::string line = fmt::format("{:<12} {:<28} ", status_name(g.status), g.group);
+  if (g.fallback == 0)
+    line += fmt::format("{:>3} case{}", g.cases, g.cases == 1 ? " " : "s");
+  else
+    line += fmt::format("{:>3}/{} cases ({} on the fallback)", g.passed + g.failed, g.cases, g.fallback);
   if (g.status == Status::Unsupported) {
     line += "  " + g.detail;
+  } else if (g.status == Status::Fallback) {
+    line += "  first: " + g.detail;
   } else {
     line += fmt::format("  worst NMSE {:<9} (threshold {})", format_nmse(g.worst_nmse), format_nmse(g.threshold));
     if (g.failed > 0) line += fmt::format("  {} failed; first: {}", g.failed, g.detail);
     if (g.unsupported > 0) line += fmt::format("  {} unsupported", g.unsupported);
     if (g.status == Status::Pass && !g.detail.empty()) line += "  " + g.detail;
+    if (g.status == Status::Pass && g.fallback > 0) line += "  first on the fallback: " + g.fallback_note;
   }
   std::fprintf(out, "%s\n", line.c_str());
   std::fflush(out);
@@ -330,6 +353,7 @@ const char* status_name(Status s) {
     case Status::Pass: return "PASS";
     case Status::Fail: return "FAIL";
     case Status::Unsupported: return "UNSUPPORTED";
+    case Status::Fallback: return "FALLBACK";
   }
   return "?";
 }
@@ -361,12 +385,15 @@ CaseResult run_case(Device& device, const Case& c, const Options& options) {
   try {
     if (c.expect_error)
       run_expecting_error(device, c, r, fallback_for(c, options));
-    else
-      judge(c, "", run_on_device(device, c.graph, c.inputs, options.repeat, fallback_for(c, options)), want, r);
+    else {
+      const DeviceRun run = run_on_device(device, c.graph, c.inputs, options.repeat, fallback_for(c, options));
+      judge(c, "", run, want, r);
+      judge_placement(c, run.split, options.strict, r);
+    }
     FallbackDevice* fallback = fallback_for(c, options);
     const std::optional<graph::Graph> twice =
         c.expect_error ? std::nullopt : as_decomposition(device.plugin(), c.graph, fallback != nullptr);
-    if (twice && r.status == Status::Pass)
+    if (twice && (r.status == Status::Pass || r.status == Status::Fallback))
       judge_decomposition(c, "", run_on_device(device, *twice, c.inputs, options.repeat, fallback), want, r);
   } catch (const PluginError& e) {
     // A backend that does not store bf16/f16 (yet) refuses such a graph at
@@ -401,6 +428,12 @@ std::vector<CaseResult> run_batch(Device& device, const std::vector<const Case*>
   try {
     run = run_on_device(device, b.graph, b.inputs, options.repeat, fall_back ? options.fallback : nullptr);
   } catch (const Error&) {
+    for (size_t k = 0; k < ready.size(); ++k) results[slot[k]] = run_case(device, *ready[k], options);
+    return results;
+  }
+  // Which case's nodes fell back is not kept per node: each case alone says
+  // where it ran.
+  if (!run.split.fallback.empty()) {
     for (size_t k = 0; k < ready.size(); ++k) results[slot[k]] = run_case(device, *ready[k], options);
     return results;
   }
@@ -448,6 +481,10 @@ int Report::unsupported() const {
   return static_cast<int>(
       std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Unsupported; }));
 }
+int Report::fallback() const {
+  return static_cast<int>(
+      std::count_if(groups.begin(), groups.end(), [](auto& g) { return g.status == Status::Fallback; }));
+}
 
 std::vector<CaseResult> run_unit(Device& device, const Unit& unit, const Options& options) {
   if (unit.alone) return {run_case(device, *unit.cases.at(0), options)};
@@ -473,6 +510,9 @@ Report run_units(const Suite& suite, const Options& options, const UnitRunner& r
     } else if (g.passed > 0) {
       g.status = Status::Pass;
       g.detail = g.note;
+    } else if (g.fallback > 0) {
+      g.status = Status::Fallback;
+      g.detail = g.fallback_note;
     } else {
       g.status = Status::Unsupported;
       g.detail = g.unsupported_reason;
@@ -518,6 +558,9 @@ Report run_units(const Suite& suite, const Options& options, const UnitRunner& r
             break;
           case Status::Unsupported:
             if (g.unsupported++ == 0) g.unsupported_reason = r.detail;
+            break;
+          case Status::Fallback:
+            if (g.fallback++ == 0) g.fallback_note = c->name + ": " + r.detail;
             break;
         }
         if (options.out && options.verbose) print_case(options.out, r);
@@ -565,9 +608,10 @@ Report run_units(const Suite& suite, const Options& options, const UnitRunner& r
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (options.out) {
-    std::fprintf(options.out, "summary: %d passed, %d failed, %d unsupported (%zu ops and models, %zu cases, %.1f s)\n",
-                 report.passed(), report.failed(), report.unsupported(), report.groups.size(), report.cases.size(),
-                 report.seconds);
+    std::fprintf(options.out,
+                 "summary: %d passed, %d failed, %d unsupported, %d fallback (%zu ops and models, %zu cases, %.1f s)\n",
+                 report.passed(), report.failed(), report.unsupported(), report.fallback(), report.groups.size(),
+                 report.cases.size(), report.seconds);
     std::fflush(options.out);
   }
   return report;

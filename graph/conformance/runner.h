@@ -24,8 +24,12 @@
 
 namespace kiln::conformance {
 
-enum class Status { Pass, Fail, Unsupported };
-const char* status_name(Status s);  // "PASS", "FAIL", "UNSUPPORTED"
+// Fallback: the case passed, but (some of) it ran on the cpu fallback, not
+// the backend: its op's nodes were refused at placement (op_supported_node)
+// or at compile (KILN_ERR_UNSUPPORTED). Such a case says nothing about the
+// backend's kernels, so it is not a pass; Options::strict makes it a failure.
+enum class Status { Pass, Fail, Unsupported, Fallback };  // Fallback last: isolated.cpp checks the range
+const char* status_name(Status s);                        // "PASS", "FAIL", "UNSUPPORTED", "FALLBACK"
 
 struct CaseResult {
   const Case* c = nullptr;
@@ -39,13 +43,15 @@ struct CaseResult {
 // One report line: every case of a group.
 struct GroupResult {
   std::string group;
-  Status status = Status::Pass;  // FAIL if any case failed, else PASS if any ran
-  int cases = 0, passed = 0, failed = 0, unsupported = 0;
-  double worst_nmse = 0.0;
+  // FAIL if any case failed, else PASS if any passed on the backend, else
+  // FALLBACK if any passed on the fallback, else UNSUPPORTED.
+  Status status = Status::Pass;
+  int cases = 0, passed = 0, failed = 0, unsupported = 0, fallback = 0;
+  double worst_nmse = 0.0;  // over the cases the backend ran
   double threshold = 0.0;
-  std::string detail;  // FAIL: the first failure; UNSUPPORTED: what is missing; PASS: a note
+  std::string detail;  // FAIL: the first failure; UNSUPPORTED: what is missing; PASS: a note; FALLBACK: the split
   // While the cases run:
-  std::string first_failure, unsupported_reason, note;
+  std::string first_failure, unsupported_reason, note, fallback_note;
 };
 
 struct Options {
@@ -66,6 +72,9 @@ struct Options {
   // device, opened on first need); nullptr: such cases fail with a line
   // naming the ops.
   FallbackDevice* fallback = nullptr;
+  // A case with any node on the fallback fails (check-backend --strict: a
+  // plugin that claims to run everything it is given).
+  bool strict = false;
 };
 
 // Sets environment variables ("NAME=VALUE") for its lifetime and restores
@@ -99,6 +108,7 @@ struct Report {
   int passed() const;
   int failed() const;  // groups with a failed case: the exit status
   int unsupported() const;
+  int fallback() const;  // groups whose every case that ran, ran on the fallback
 };
 
 // Runs the selected cases in suite order, printing a line per group as it

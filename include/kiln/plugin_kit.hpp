@@ -14,7 +14,9 @@
 //   - buffer range checks and execute-slot validation;
 //   - the executable container (magic, format, compiler version, device,
 //     tagged sections) and the byte writer/reader for a plugin's sections;
-//   - a per-step profile table for KILN_<NAME>_PROFILE=1.
+//   - a per-step profile table for KILN_<NAME>_PROFILE=1;
+//   - op_supported_node (ABI 1.2) from an optional per-node method, with
+//     the tensor descriptors checked and copied (NodeTensor).
 //
 // Header-only C++17. It compiles against the plugin.h of any ABI 1.x (a
 // plugin built from the 1.0 header still works: tests/abi).
@@ -304,6 +306,51 @@ void check_slots(Buffer* const* slots, int32_t num_slots, const std::vector<uint
   }
 }
 
+// ---------------------------------------------------------------- per-node support
+
+// One input or output of a node, as the device part's optional
+// op_supported_node sees it: the host's kiln_tensor_desc (ABI 1.2), copied
+// out of the caller's array once its sizes and rank are checked.
+struct NodeTensor {
+  int32_t dtype = 0;  // kiln_dtype
+  std::vector<int64_t> dims;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+};
+
+#if KILN_ABI_MINOR >= 2
+// The `count` descriptors at `descs` (elements struct_size bytes apart, as
+// KILN_TENSOR_DESC_AT reads them); `what` names the array in errors.
+inline std::vector<NodeTensor> read_node_tensors(const kiln_tensor_desc* descs, int32_t count, const char* what) {
+  std::vector<NodeTensor> out;
+  if (count < 0) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + ": count " + std::to_string(count) + " < 0");
+  if (count == 0) return out;
+  if (descs == nullptr) fail(KILN_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+  const size_t stride = descs->struct_size;
+  if (stride < offsetof(kiln_tensor_desc, dims))
+    fail(KILN_ERR_INVALID_ARGUMENT,
+         std::string(what) + ": struct_size " + std::to_string(stride) + " does not reach the dims");
+  for (int32_t i = 0; i < count; ++i) {
+    const kiln_tensor_desc* t = KILN_TENSOR_DESC_AT(descs, i);
+    if (t->rank < 0 || t->rank > KILN_TENSOR_DESC_MAX_RANK ||
+        offsetof(kiln_tensor_desc, dims) + static_cast<size_t>(t->rank) * sizeof(int64_t) > stride) {
+      std::string message = what;
+      message += "[" + std::to_string(i) + "]: rank " + std::to_string(t->rank) + " does not fit its struct_size " +
+                 std::to_string(stride) + " (at most " + std::to_string(KILN_TENSOR_DESC_MAX_RANK) + ")";
+      fail(KILN_ERR_INVALID_ARGUMENT, std::move(message));
+    }
+    NodeTensor n;
+    n.dtype = t->dtype;
+    n.dims.assign(t->dims, t->dims + t->rank);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+#endif
+
 // ---------------------------------------------------------------- bytes
 
 // Appends plain values to a byte vector (a plugin's sections).
@@ -531,8 +578,15 @@ class ProfileTable {
 //   void synchronize(kiln_device*);
 //   bool op_supported(int32_t op);
 // and optionally `std::string no_devices_reason()` (asked when device_count
-// is 0: one line naming the fix) and `bool probe(std::string* reason)`
-// (cheap: no driver initialisation). The kit checks every args struct, NULL handle, transfer
+// is 0: one line naming the fix), `bool probe(std::string* reason)`
+// (cheap: no driver initialisation) and
+//   bool op_supported_node(int32_t op, const std::vector<NodeTensor>& inputs,
+//                          const std::vector<NodeTensor>& outputs);
+// (ABI 1.2: whether this node, by its dtypes and shapes, runs here; the kit
+// asks it only for ops op_supported allows, so it narrows that answer, e.g.
+// to the GEMMs large enough to pay for a launch). Built against a header
+// before 1.2 the hook is not exported, and compile must refuse (with
+// KILN_ERR_UNSUPPORTED) what it would have refused. The kit checks every args struct, NULL handle, transfer
 // range and execute slot before calling these, and device_close deletes
 // the device.
 // T, named through P: a type the compiler looks at only where the kit's
@@ -692,9 +746,23 @@ struct PluginApi {
     });
   }
 
+#if KILN_ABI_MINOR >= 2
+  static kiln_error* op_supported_node(kiln_node_supported_args* args) {
+    return guard("op_supported_node", [&] {
+      check_args(args, "op_supported_node");
+      const std::vector<NodeTensor> in = read_node_tensors(args->inputs, args->num_inputs, "op_supported_node inputs");
+      const std::vector<NodeTensor> out =
+          read_node_tensors(args->outputs, args->num_outputs, "op_supported_node outputs");
+      // The host asks this instead of op_supported: an op denied there is
+      // denied at every shape.
+      args->supported = P::op_supported(args->op) && P::op_supported_node(args->op, in, out) ? 1 : 0;
+    });
+  }
+#endif
+
   // Filled by name: fields a newer header appends stay NULL ("not
-  // supported"), e.g. op_supported_node (ABI 1.2), since op_supported's
-  // per-op answer holds for every shape.
+  // supported"), and so does op_supported_node (ABI 1.2) unless the device
+  // part has one: op_supported's per-op answer then holds for every shape.
   static kiln_plugin_api make() {
     kiln_plugin_api api{};
     api.struct_size = sizeof(kiln_plugin_api);
@@ -721,6 +789,9 @@ struct PluginApi {
     api.execute = execute;
     api.synchronize = synchronize;
     api.op_supported = op_supported;
+#if KILN_ABI_MINOR >= 2
+    if constexpr (HasOpSupportedNode<P>::value) api.op_supported_node = op_supported_node;
+#endif
     return api;
   }
 
@@ -738,6 +809,14 @@ struct PluginApi {
   struct HasProbe : std::false_type {};
   template <class Q>
   struct HasProbe<Q, std::void_t<decltype(Q::probe(static_cast<std::string*>(nullptr)))>> : std::true_type {};
+
+  template <class Q, class = void>
+  struct HasOpSupportedNode : std::false_type {};
+  template <class Q>
+  struct HasOpSupportedNode<
+      Q, std::void_t<decltype(Q::op_supported_node(int32_t{}, std::declval<const std::vector<NodeTensor>&>(),
+                                                   std::declval<const std::vector<NodeTensor>&>()))>> : std::true_type {
+  };
 
   static int probe(char* reason, size_t reason_size) noexcept {
     if (reason != nullptr && reason_size > 0) reason[0] = '\0';

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The plugin SDK end to end: install this build into a temporary prefix,
 # build examples/plugin-template out of tree against it (find_package(kiln)),
-# check it with the conformance runner (its six ops pass, every other op is
-# unsupported, the model cases pass through the cpu fallback), and train the
+# check it with the conformance runner (its seven ops pass, every other op
+# is unsupported, the model cases pass through the cpu fallback; the
+# matmuls its op_supported_node refuses, the kit's per-node hook, count as
+# on the fallback, and fail under --strict), and train the
 # default model with it: the split is logged and the loss follows the cpu
 # backend's. Then (issue 19) the compile cache sees the plugin binary: after
 # precompiling and training with the template, it is rebuilt with one kernel
@@ -48,12 +50,37 @@ out=$("$installed" check-backend "$plugin" 2>&1) || status=$?
 echo "$out"
 check "check-backend on the template exits 0 (got $status)" test "$status" -eq 0
 for op in fill add mul scale gelu gelu_grad; do
-  check "the template passes $op" grep -Eq "^PASS +$op " <<<"$out"
+  check "the template passes $op" grep -Eq "^PASS +$op +[0-9]+ cases? " <<<"$out"
 done
-for op in matmul layernorm adamw permute; do
+for op in layernorm adamw permute; do
   check "the template reports $op unsupported" grep -Eq "^UNSUPPORTED +$op " <<<"$out"
 done
 check "the GPT step passes through the fallback" grep -Eq '^PASS +gpt_train_step .* on the cpu fallback' <<<"$out"
+# MATMUL: the cases above kMaxMatmulMacs ran on cpu, and the line counts
+# only the others.
+matmul=$(grep -E '^PASS +matmul ' <<<"$out" || true)
+check "matmul passes on the template for some cases, on the fallback for the rest: $matmul" \
+  grep -Eq '^PASS +matmul +[1-9][0-9]*/[0-9]+ cases \([1-9][0-9]* on the fallback\) .*first on the fallback: matmul .*0 ops on template, 1 on the cpu fallback \(matmul\)' <<<"$matmul"
+read -r ran total fell < <(sed -E 's|^PASS +matmul +([0-9]+)/([0-9]+) cases \(([0-9]+) on.*|\1 \2 \3|' <<<"$matmul")
+lowp=$(grep -Eo '  [0-9]+ unsupported' <<<"$matmul" | tr -dc 0-9 || true)  # its bf16/f16 cases
+check "matmul: $ran on the template + $fell on the fallback + ${lowp:-0} unsupported = $total cases" \
+  test "$((ran + fell + ${lowp:-0}))" -eq "$total"
+check "the summary counts fallback ops" grep -Eq '^summary: [0-9]+ passed, 0 failed, [0-9]+ unsupported, [0-9]+ fallback ' <<<"$out"
+# An op whose every case ran on the fallback is not a pass.
+status=0
+out=$("$installed" check-backend "$plugin" --large --filter "matmul large" 2>&1) || status=$?
+echo "$out"
+check "check-backend --large --filter 'matmul large' exits 0 (got $status)" test "$status" -eq 0
+check "the large matmul alone is FALLBACK" grep -Eq '^FALLBACK +matmul +0/1 cases \(1 on the fallback\)  first: matmul large' <<<"$out"
+check "the summary counts it" grep -Eq '^summary: 0 passed, 0 failed, 0 unsupported, 1 fallback ' <<<"$out"
+# --strict: the fallback fails.
+status=0
+out=$("$installed" check-backend "$plugin" --strict --filter matmul,gelu 2>&1) || status=$?
+echo "$out"
+check "check-backend --strict exits with the one failed op (got $status)" test "$status" -eq 1
+check "--strict fails matmul, naming the fallback" \
+  grep -Eq '^FAIL +matmul +[0-9]+ cases .*failed; first: matmul .*--strict: 0 ops on template, 1 on the cpu fallback \(matmul\)' <<<"$out"
+check "--strict passes gelu, which never falls back" grep -Eq '^PASS +gelu ' <<<"$out"
 
 common=(train --train-iters 5 --log-interval 1 --eval-iters 1)
 status=0

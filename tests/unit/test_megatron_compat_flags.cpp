@@ -125,7 +125,7 @@ TEST(MegatronCompatFlags, RefusedFlagsNameTheMissingFeature) {
 TEST(MegatronCompatFlags, OutputsKilnLacksAreAcceptedButNotListedAsNoEffect) {
   std::vector<std::string> quiet;
   EXPECT_EQ(check({"--wandb-project", "p", "--wandb-exp-name", "e", "--log-throughput", "--ckpt-format", "torch_dist",
-                   "--profile", "--profile-step-start", "4"},
+                   "--profile-step-start", "4"},
                   &quiet),
             "");
   EXPECT_TRUE(quiet.empty());

@@ -20,7 +20,8 @@
 namespace kiln::graph {
 namespace {
 
-// What the example template plugin implements.
+// A partial backend: the example template plugin's elementwise ops (it
+// also runs small MATMULs; these tests want the GEMMs on the other side).
 bool template_ops(kiln_op op) {
   switch (op) {
     case KILN_OP_FILL:

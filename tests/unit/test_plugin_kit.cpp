@@ -3,6 +3,7 @@
 // tests/abi).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir.h"
+#include "kiln/ops.h"
 #include "kiln/plugin_kit.hpp"
 
 namespace kit = kiln::plugin_kit;
@@ -236,6 +239,80 @@ TEST(PluginKit, DeviceListSaysWhyItIsEmpty) {
   g_found = -1;
   kit::DeviceList<int> explained("mine", enumerate_flaky, "found nothing");
   EXPECT_EQ(explained.why_none(), "no driver: install one");
+}
+
+// A device part with the per-node hook: it runs ADD and MATMUL, and only the
+// MATMULs with at most 100 output elements.
+struct SmallGemms {
+  static constexpr const char* kName = "mine";
+  static bool op_supported(int32_t op) { return op == KILN_OP_ADD || op == KILN_OP_MATMUL; }
+  static bool op_supported_node(int32_t op, const std::vector<kit::NodeTensor>&,
+                                const std::vector<kit::NodeTensor>& outputs) {
+    return op != KILN_OP_MATMUL || (outputs.at(0).dtype == KILN_F32 && outputs.at(0).numel() <= 100);
+  }
+};
+struct NoHook {
+  static bool op_supported(int32_t) { return true; }
+};
+
+kiln_tensor_desc desc(std::vector<int64_t> dims) {
+  kiln_tensor_desc d{};
+  d.struct_size = sizeof(d);
+  d.dtype = KILN_F32;
+  d.rank = static_cast<int32_t>(dims.size());
+  std::copy(dims.begin(), dims.end(), d.dims);
+  return d;
+}
+
+// The hook's answer, through the C entry point the kit fills the table with;
+// -1 with the error's message in *why.
+int ask(kiln_op op, std::vector<kiln_tensor_desc> in, std::vector<kiln_tensor_desc> out, std::string* why = nullptr) {
+  kiln_node_supported_args args{};
+  args.struct_size = sizeof(args);
+  args.op = op;
+  args.num_inputs = static_cast<int32_t>(in.size());
+  args.inputs = in.empty() ? nullptr : in.data();
+  args.num_outputs = static_cast<int32_t>(out.size());
+  args.outputs = out.data();
+  args.supported = -1;
+  kiln_error* e = kit::PluginApi<SmallGemms>::op_supported_node(&args);
+  if (e == nullptr) return args.supported;
+  if (why) *why = e->message;
+  kit::PluginApi<SmallGemms>::error_destroy(e);
+  return -1;
+}
+
+TEST(PluginKit, PerNodeHookNarrowsOpSupportedAndIsFilledOnlyWhenPresent) {
+  EXPECT_TRUE(kit::PluginApi<SmallGemms>::HasOpSupportedNode<SmallGemms>::value);
+  EXPECT_FALSE(kit::PluginApi<NoHook>::HasOpSupportedNode<NoHook>::value);
+  EXPECT_EQ(ask(KILN_OP_MATMUL, {desc({10, 7}), desc({7, 10})}, {desc({10, 10})}), 1);
+  EXPECT_EQ(ask(KILN_OP_MATMUL, {desc({11, 7}), desc({7, 10})}, {desc({11, 10})}), 0);
+  EXPECT_EQ(ask(KILN_OP_ADD, {desc({1000}), desc({1000})}, {desc({1000})}), 1);
+  // op_supported's no holds at every shape: the hook is not asked.
+  EXPECT_EQ(ask(KILN_OP_GELU, {desc({1}), desc({1})}, {desc({1})}), 0);
+}
+
+TEST(PluginKit, PerNodeHookChecksTheDescriptors) {
+  std::string why;
+  EXPECT_EQ(ask(KILN_OP_ADD, {}, {desc({1})}, &why), 1);  // an empty array may be NULL
+  kiln_tensor_desc deep = desc({1});
+  deep.rank = KILN_TENSOR_DESC_MAX_RANK + 1;
+  EXPECT_EQ(ask(KILN_OP_ADD, {deep, desc({1})}, {desc({1})}, &why), -1);
+  EXPECT_EQ(why, "op_supported_node inputs[0]: rank 9 does not fit its struct_size " +
+                     std::to_string(sizeof(kiln_tensor_desc)) + " (at most 8)");
+  kiln_tensor_desc short_desc = desc({4, 4});
+  short_desc.struct_size = offsetof(kiln_tensor_desc, dims) + sizeof(int64_t);  // room for rank 1
+  EXPECT_EQ(ask(KILN_OP_ADD, {short_desc}, {desc({1})}, &why), -1);
+  EXPECT_NE(why.find("rank 2 does not fit its struct_size"), std::string::npos) << why;
+  kiln_node_supported_args args{};
+  args.struct_size = sizeof(args);
+  args.op = KILN_OP_ADD;
+  args.num_inputs = 1;  // and inputs NULL
+  kiln_error* e = kit::PluginApi<SmallGemms>::op_supported_node(&args);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code, KILN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e->message, "op_supported_node inputs is NULL");
+  kit::PluginApi<SmallGemms>::error_destroy(e);
 }
 
 }  // namespace
