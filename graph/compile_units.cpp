@@ -42,6 +42,13 @@ int64_t parameter_layer(const std::string& name) {
   return layer;
 }
 
+std::string unit_name(int32_t unit) {
+  if (unit == kRestUnit) return "outside the layers";
+  if (unit >= kParameterUnitBase) return "layer " + std::to_string(unit - kParameterUnitBase) + " parameters";
+  if (unit > 0) return "layer " + std::to_string(unit - 1) + " forward";
+  return "layer " + std::to_string(-static_cast<int64_t>(unit) - 1) + " backward";
+}
+
 bool cut_into_units(const kiln_device_properties& device) {
   if (KILN_STRUCT_HAS(kiln_device_properties, &device, whole_graph_units) && device.whole_graph_units != 0)
     return false;

@@ -55,6 +55,11 @@ const char* unit_kind(int32_t unit);
 // -1 for a parameter outside the layers (embedding, final norm, head).
 int64_t parameter_layer(const std::string& name);
 
+// A unit in words, for log lines: "layer 3 forward", "layer 3 backward",
+// "layer 3 parameters" (its updates, norms and gradient sums), "outside
+// the layers".
+std::string unit_name(int32_t unit);
+
 // Whether graphs are cut into units at all. Off when the device's plugin
 // asks for whole graphs (kiln_device_properties.whole_graph_units, ABI 1.4)
 // or when KILN_COMPILE_UNITS=whole (the bench's comparison; "layers", the

@@ -72,9 +72,10 @@ StepResult Step::run() {
     result.skipped = !loss_finite || !std::isfinite(result.grad_norm);
     result.nan = hopeless = result.skipped;
   }
-  if (result.skipped)
+  if (result.skipped) {
+    report_non_finite(result, loss_scale);
     skip(result, hopeless);
-  else
+  } else
     update(result, loss_scale);
   run_.progress.iteration = result.iteration;
   run_.progress.consumed += result.global_batch;

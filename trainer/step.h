@@ -51,6 +51,9 @@ class Step {
   double gradient_norm(double loss_scale);
   bool gradients_overflowed(bool finite_here, int64_t iteration);
   void poison_gradient();
+  // The skip line: the first non-finite gradient and step-graph value
+  // (trainer/step_nonfinite.cpp).
+  void report_non_finite(const StepResult& result, double loss_scale);
   void skip(const StepResult& result, bool hopeless);
   void update(const StepResult& result, double loss_scale);
 

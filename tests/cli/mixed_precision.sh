@@ -3,7 +3,9 @@
 #  1. each trains the default model to a final loss within 5% of fp32's;
 #  2. an fp16 run whose gradients overflow at iteration 3 (the test hook
 #     KILN_TEST_GRAD_OVERFLOW_AT) skips that step, halves the loss scale
-#     (--hysteresis 1), logs both as Megatron does, and goes on;
+#     (--hysteresis 1), logs both as Megatron does, and goes on; its skip
+#     line names the poisoned gradient, and a loss scale beyond f16's range
+#     names the tensor where the overflow begins (the loss gradient);
 #  3. a bf16 checkpoint resumes in fp32 and an fp32 one in bf16;
 #  4. --bf16 with --fp16, and loss-scaling flags without --fp16, are refused;
 #  (a device that cannot store 16-bit values refuses --bf16 at setup:
@@ -21,7 +23,7 @@ train_in_three_precisions "$tmp" cpu "${common[@]}"
 # 2. The injected overflow: iteration 3 skipped, scale 4096 -> 2048, the
 # skip counted (not as a nan iteration), training goes on.
 KILN_TEST_GRAD_OVERFLOW_AT=3 "$kiln" train "${common[@]}" --train-iters 6 --fp16 --initial-loss-scale 4096 \
-  --hysteresis 1 --save "$tmp/ck16" >"$tmp/overflow.log"
+  --hysteresis 1 --save "$tmp/ck16" >"$tmp/overflow.log" 2>"$tmp/overflow.err"
 line() { grep "iteration *$1/ *6 |" "$tmp/overflow.log"; }
 line 2 | grep -q ' loss scale: 4096.0 | grad norm: [^|]* | number of skipped iterations:   0 | number of nan iterations:   0 |' ||
   { echo "iteration 2 before the overflow:"; line 2; exit 1; }
@@ -31,7 +33,15 @@ line 6 | grep -q ' lm loss: [^|]* | loss scale: 2048.0 | grad norm: ' || { echo 
 tr -d ' \n' <"$tmp/ck16/iter_0000006/meta.json" >"$tmp/meta"
 grep -q '"grad_scaler":{"growth_tracker":3,"hysteresis_tracker":0,"scale":2048.0}' "$tmp/meta" ||
   { echo "checkpoint holds no grad scaler state:"; cat "$tmp/ck16/iter_0000006/meta.json"; exit 1; }
-echo "overflow at iteration 3: skipped, loss scale 4096 -> 2048, saved in the checkpoint"
+want='iteration 3 skipped at loss scale 4096: first non-finite gradient: grad.embedding.word_embeddings.weight; first non-finite value: none in this rank.s step graph'
+grep -q "$want" "$tmp/overflow.err" || { echo "no skip line naming the poisoned gradient:"; cat "$tmp/overflow.err"; exit 1; }
+echo "overflow at iteration 3: skipped, loss scale 4096 -> 2048, saved in the checkpoint, the gradient named"
+# A real overflow: 2^40 / 256 rows is far beyond 65504, so the loss
+# gradient, the backward's first 16-bit tensor, is where it begins.
+"$kiln" train "${common[@]}" --train-iters 1 --fp16 --initial-loss-scale 1099511627776 >/dev/null 2>"$tmp/scale.err"
+want='iteration 1 skipped at loss scale 1099511627776: first non-finite gradient: grad\.[^;]*; first non-finite value: outside the layers: cross_entropy_grad (f16 \[256, 256\], reading targets), micro-batch 0'
+grep -q "$want" "$tmp/scale.err" || { echo "no skip line naming the loss gradient:"; cat "$tmp/scale.err"; exit 1; }
+grep "iteration 1 skipped" "$tmp/scale.err"
 
 # 3. Resume across precisions: 4 steps saved in one, 4 more in the other,
 # against 8 straight in the second precision. The checkpoint holds f32 main

@@ -5,6 +5,7 @@
 #include "graph/autodiff.h"
 #include "graph/compile_units.h"
 #include "graph/passes.h"
+#include "graph/widen_gradients.h"
 
 namespace kiln::trainer {
 
@@ -54,6 +55,8 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   if (!cfg.pre_process) wrt.push_back(f.hidden_in);
   const size_t backward_begin = g.nodes().size();
   std::vector<ValueId> grads = graph::backward(g, objective, wrt, f.recompute_segments);
+  // f16's range: parameter gradients are written in f32 (graph/widen_gradients.h).
+  g = graph::widen_f16_parameter_gradients(g);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
   const size_t sums_begin = g.nodes().size();
