@@ -38,7 +38,7 @@ TEST(NonFinite, NamesTheNodeWhereTheOverflowBegins) {
   write(exe, "x", {1, 2, 3, 4});
   EXPECT_EQ(first_non_finite(exe, *device, nullptr, nullptr), "");
   write(exe, "x", {1, 2, 100, 4});
-  EXPECT_EQ(first_non_finite(exe, *device, nullptr, nullptr), "outside the layers: scale (f16 [4])");
+  EXPECT_EQ(first_non_finite(exe, *device, nullptr, nullptr), "outside the layers: scale (f16 [4], reading x)");
 }
 
 trainer::GptConfig tiny_f16_model() {
