@@ -4,7 +4,8 @@
 // change no value of the graph.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <bit>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
@@ -96,7 +97,7 @@ TEST(NonFinite, AGptStepNamesTheParameterAnInfWasInjectedInto) {
   EXPECT_EQ(first_non_finite(exe, *device, nullptr, nullptr), "");
   // The probed graph wrote the same outputs, bit for bit.
   const float again = loss_of(exe);
-  EXPECT_EQ(std::memcmp(&loss, &again, sizeof loss), 0);
+  EXPECT_EQ(std::bit_cast<uint32_t>(loss), std::bit_cast<uint32_t>(again));
 
   const float inf = std::numeric_limits<float>::infinity();
   exe.buffer(target)->write(&inf, sizeof inf);
