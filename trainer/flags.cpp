@@ -231,7 +231,7 @@ bool Flags::parse(const std::vector<std::string>& args) {
   }
   for (const auto& [alias, name] : aliases_)
     if (given(alias) && given(name))
-      throw Error("kiln " + command_ + ": " + alias + " is the old name of " + name + "; give one of them");
+      throw Error(fmt::format("kiln {}: {} is the old name of {}; give one of them", command_, alias, name));
   return true;
 }
 
