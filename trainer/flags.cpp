@@ -106,6 +106,17 @@ void Flags::add_repeatable(const std::string& n, std::vector<std::string>* t, co
   add_spec(n, Kind::Repeatable, t, h);
 }
 
+void Flags::add_alias(const std::string& alias, const std::string& name, const std::string& h) {
+  const Spec* s = find(name);
+  if (s == nullptr) throw Error("Flags::add_alias: " + name + " is not added yet (add it before its alias)");
+  Spec copy = *s;
+  copy.name = alias;
+  copy.help = h;
+  copy.section = section_;
+  specs_.push_back(std::move(copy));
+  aliases_.emplace_back(alias, name);
+}
+
 const Flags::Spec* Flags::find(const std::string& name) const {
   for (const auto& s : specs_)
     if (s.name == name) return &s;
@@ -218,6 +229,9 @@ bool Flags::parse(const std::vector<std::string>& args) {
       case Kind::NegatedBool: break;
     }
   }
+  for (const auto& [alias, name] : aliases_)
+    if (given(alias) && given(name))
+      throw Error(fmt::format("kiln {}: {} is the old name of {}; give one of them", command_, alias, name));
   return true;
 }
 

@@ -56,6 +56,10 @@ class Flags {
   // A list that grows with every occurrence (`--hint A=1 --hint B=2`), where
   // add()'s lists, as argparse's, keep the last occurrence's values.
   void add_repeatable(const std::string& name, std::vector<std::string>* target, const std::string& help);
+  // Another name for the added flag `name` (Megatron's name before a rename,
+  // which old launch scripts pass): the same target, kind and bounds. Giving
+  // both names is refused: one would silently override the other.
+  void add_alias(const std::string& alias, const std::string& name, const std::string& help);
   // The flags added from now on belong to a titled section, which --help
   // lists after the untitled flags; section("") returns to the untitled list.
   // A section with a summary is folded: --help prints the summary in place
@@ -100,6 +104,7 @@ class Flags {
   std::string section_;                                         // of the flags being added
   std::vector<std::pair<std::string, std::string>> summaries_;  // folded sections: title, summary
   std::vector<std::string> given_;
+  std::vector<std::pair<std::string, std::string>> aliases_;  // alias, name
 };
 
 }  // namespace kiln::trainer

@@ -13,6 +13,18 @@
 
 namespace kiln::trainer {
 
+namespace {
+// The old name of the layer count that was given ("" for none):
+// --checkpoint-num-layers until c1e0689d92 (2021-08-10), with
+// --checkpoint-activations (chunks of that many layers, Megatron's uniform
+// method), then --activations-checkpoint-num-layers.
+std::string old_layers_flag(const Flags& f) {
+  for (const char* name : {"--activations-checkpoint-num-layers", "--checkpoint-num-layers"})
+    if (f.given(name)) return name;
+  return "";
+}
+}  // namespace
+
 // Megatron's arguments.py of 2021-2022 (activations_checkpoint_method: set
 // alone it turned full checkpointing on; --checkpoint-activations set it to
 // uniform) and of 2023 (--checkpoint-activations: granularity full, method
@@ -21,7 +33,8 @@ namespace kiln::trainer {
 // conflict instead, and a mix of old and new names, so one meaning is used.
 void TrainConfig::map_old_recompute_flags(const Flags& f) {
   const bool old_method = !activations_checkpoint_method.empty();
-  const bool old_layers = f.given("--activations-checkpoint-num-layers");
+  const std::string layers_flag = old_layers_flag(f);
+  const bool old_layers = !layers_flag.empty();
   if (!checkpoint_activations && !old_method && !old_layers) return;
   if (recompute_activations || !recompute_granularity.empty() || !recompute_method.empty() ||
       f.given("--recompute-num-layers"))
@@ -34,9 +47,8 @@ void TrainConfig::map_old_recompute_flags(const Flags& f) {
     throw Error("--checkpoint-activations means --activations-checkpoint-method uniform, not " +
                 activations_checkpoint_method + "; drop one of them");
   if (!checkpoint_activations && !old_method)
-    throw Error(
-        "--activations-checkpoint-num-layers applies with --activations-checkpoint-method or "
-        "--checkpoint-activations; add one or drop it");
+    throw Error(layers_flag +
+                " applies with --activations-checkpoint-method or --checkpoint-activations; add one or drop it");
   recompute_granularity = "full";
   recompute_method = old_method ? activations_checkpoint_method : "uniform";
   recompute_num_layers = activations_checkpoint_num_layers;
@@ -60,6 +72,9 @@ void TrainConfig::register_recompute_flags(Flags& f) {
         "Megatron's old name (2021-2022) for --recompute-method; given alone it means --recompute-granularity full");
   f.add("--activations-checkpoint-num-layers", &activations_checkpoint_num_layers,
         "Megatron's old name (2021-2022) for --recompute-num-layers (default 1)", Bounds::at_least(0));
+  f.add_alias("--checkpoint-num-layers", "--activations-checkpoint-num-layers",
+              "Megatron's name (2019-2021, until c1e0689d92) for --activations-checkpoint-num-layers: layers per "
+              "recomputed chunk with --checkpoint-activations");
 }
 
 void TrainConfig::finalize_recompute(const Flags& f) {
@@ -103,9 +118,8 @@ void TrainConfig::finalize_recompute(const Flags& f) {
     throw Error(
         "When using recompute_granularity: full recompute_num_layers must be between 1 and "
         "num_layers_per_pipeline_rank: " +
-        std::to_string(stage_layers_min) +
-        (f.given("--activations-checkpoint-num-layers") ? " (--activations-checkpoint-num-layers)"
-                                                        : " (--recompute-num-layers)"));
+        std::to_string(stage_layers_min) + " (" +
+        (old_layers_flag(f).empty() ? std::string("--recompute-num-layers") : old_layers_flag(f)) + ")");
   model.recompute_granularity = RecomputeGranularity::Full;
   model.recompute_method = recompute_method == "uniform" ? RecomputeMethod::Uniform : RecomputeMethod::Block;
   model.recompute_num_layers = recompute_num_layers;

@@ -31,6 +31,8 @@ constexpr double kMaxBatch = 1 << 30;
 // The architecture (trainer/model/model_options.h) and the Megatron flags whose meaning spans fields.
 void TrainConfig::register_architecture_flags(Flags& f) {
   register_model_flags(f, model);
+  f.add_alias("--layernorm-epsilon", "--norm-epsilon",
+              "Megatron's name for --norm-epsilon until 4dc0715204 (2023-09-08), which older Llama scripts pass");
   f.add("--openai-gelu", &openai_gelu, "GELU with the tanh approximation in the MLP (kiln's default, GPT-2's)");
   f.add("--group-query-attention", &group_query_attention, "grouped-query attention (--num-query-groups)");
   f.add("--num-query-groups", &num_query_groups, "K/V head groups with --group-query-attention");
@@ -196,7 +198,9 @@ void TrainConfig::register_flags(Flags& f) {
 
 void TrainConfig::finalize_architecture(const Flags& f) {
   if (!(model.layernorm_epsilon > 0))
-    throw Error(fmt::format("--norm-epsilon must be positive, got {:g}", model.layernorm_epsilon));
+    throw Error(fmt::format("{} must be positive, got {:g}",
+                            f.given("--layernorm-epsilon") ? "--layernorm-epsilon" : "--norm-epsilon",
+                            model.layernorm_epsilon));
   if (f.given("--num-query-groups") && !group_query_attention)
     throw Error("--num-query-groups needs --group-query-attention (as Megatron, it is ignored otherwise)");
   if (group_query_attention && num_query_groups <= 0)

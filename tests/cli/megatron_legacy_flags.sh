@@ -6,7 +6,8 @@
 # --no-async-tensor-model-parallel-allreduce, --use-legacy-models; Llama
 # scripts: --no-query-key-layer-scaling) train with kiln as their rows say
 # (trainer/megatron_compat_legacy.cpp), and the 2021 names of the scheduler
-# override flags act as the new ones.
+# override flags act as the new ones, as --layernorm-epsilon and
+# --checkpoint-num-layers do.
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -47,4 +48,13 @@ for override in --override-lr-scheduler --use-checkpoint-lr-scheduler; do
     { cat "$tmp/err"; fail "$override did not resume"; }
   grep -q '] iteration        3/' "$tmp/out" || { cat "$tmp/out"; fail "$override: no iteration 3"; }
 done
+# The old names of kiln train flags train as the new ones: --layernorm-epsilon
+# (--norm-epsilon) and --checkpoint-num-layers (chunks of --checkpoint-activations).
+"$kiln" train "${tiny[@]}" --layernorm-epsilon 1e-6 --checkpoint-activations --checkpoint-num-layers 2 \
+  --save "$tmp/old_names" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "the old names did not train"; }
+grep -q -- "--checkpoint-activations: recomputing as --recompute-granularity full --recompute-method uniform --recompute-num-layers 2" \
+  "$tmp/err" || { cat "$tmp/err"; fail "--checkpoint-num-layers 2 was not the chunk size"; }
+# (meta.json holds the model's float 1e-6 as a double.)
+grep -Eq '"layernorm_epsilon": ?9.99999997[0-9]*e-07' "$tmp/old_names/iter_0000002/meta.json" ||
+  { cat "$tmp/old_names/iter_0000002/meta.json"; fail "--layernorm-epsilon 1e-6 not in the checkpoint"; }
 echo "ok: the old flags trained as their rows say; --override-lr-scheduler and --use-checkpoint-lr-scheduler resumed"

@@ -3,7 +3,7 @@
 # $kiln and $tmp. Sets $vocab, $merges (GPT-2's, from ../shared; skips,
 # status 77, without it) and makes $tmp/gpt2/my-gpt2_text_document.bin/.idx
 # with `kiln preprocess` from kiln's own docs (English prose, always present),
-# one JSON document per paragraph.
+# one JSON document per paragraph; trains and logged: launch_checks.sh.
 shared=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/shared/data
 vocab=$shared/gpt2/gpt2-vocab.json
 merges=$shared/gpt2/gpt2-merges.txt
@@ -25,15 +25,4 @@ PY
   { cat "$tmp/preprocess.err"; exit 1; }
 data=$tmp/gpt2/my-gpt2_text_document
 
-# Runs one launch line ($1: its name, then kiln's command and flags) and
-# checks that it trained: exit 0 and Megatron's iteration line with a loss.
-# The output is left in $tmp/$1.log for further checks.
-trains() {
-  local name=$1; shift
-  "$@" >"$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; echo "FAIL: $name did not train"; exit 1; }
-  grep -q '] iteration .* lm loss: [0-9.E+-]* |' "$tmp/$name.log" ||
-    { cat "$tmp/$name.log"; echo "FAIL: $name logged no loss"; exit 1; }
-  echo "ok: $name trained ($(grep -c '] iteration ' "$tmp/$name.log") iteration lines)"
-}
-# Fails unless the run $1's log holds the text $2.
-logged() { grep -qF -- "$2" "$tmp/$1.log" || { cat "$tmp/$1.log"; echo "FAIL: $1 did not log: $2"; exit 1; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/launch_checks.sh"
