@@ -22,12 +22,19 @@ lose_a_rank() {  # $1: signal; $2: name; $3: pattern the output must hold
     >"$tmp/$2.log" 2>&1 &
   local launcher=$!
   wait_for_step "$tmp/$2.jsonl" 3
-  # OpenMPI numbers ranks in launch order: the child whose environment says rank 1.
+  # Rank 1: the kiln process of this job (its --metrics-file is in its
+  # command line) whose environment says OMPI_COMM_WORLD_RANK=1. Looked for
+  # among all processes, for a while: only matching mpirun's direct
+  # children once missed it in a clean-clone CI run ("cannot find rank 1").
   local victim=""
-  for pid in $(pgrep -P "$launcher" -f "kiln train"); do
-    tr '\0' '\n' <"/proc/$pid/environ" | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$pid
+  for _ in $(seq 50); do
+    for pid in $(pgrep -f "kiln train.*$tmp/$2.jsonl" || true); do
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$pid
+    done
+    [ -n "$victim" ] && break
+    sleep 0.1
   done
-  [ -n "$victim" ] || { echo "cannot find rank 1"; exit 1; }
+  [ -n "$victim" ] || { echo "cannot find rank 1"; ps -ef | grep "[k]iln train" || true; exit 1; }
   local start=$SECONDS
   kill "-$1" "$victim"
   local status=0
