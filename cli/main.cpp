@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
     if (command == "import") return kiln::cli::run_import(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
+  } catch (const kiln::ReportedError&) {
+    return 1;  // its line is printed already
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
     return 1;
