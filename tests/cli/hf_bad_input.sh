@@ -88,6 +88,21 @@ expect_error "import over checkpoints" "already holds checkpoints" \
   "$kiln" import --format hf --input "$tmp/good" --save "$tmp/ck"
 test "$(cat "$tmp/ck/latest_checkpointed_iteration.txt")" = 1
 
+# A sharded export whose index maps a tensor to "" or "." (the directory
+# itself): the index is named, not the directory (N28).
+"$kiln" export --load "$tmp/ck" --format hf --output "$tmp/sharded" --max-shard-size 1KB >/dev/null
+for shard in "" "." ".."; do
+  rm -rf "$tmp/in"; cp -r "$tmp/sharded" "$tmp/in"
+  "$py" - "$tmp/in/model.safetensors.index.json" "$shard" <<'PY'
+import json, sys
+path, shard = sys.argv[1], sys.argv[2]
+index = json.load(open(path)); index["weight_map"]["transformer.wte.weight"] = shard; json.dump(index, open(path, "w"))
+PY
+  expect_error "index maps to '$shard'" \
+    "^kiln: error: $tmp/in/model.safetensors.index.json maps transformer.wte.weight to '$shard', not a file here\$" \
+    "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+done
+
 # Llama (rotary positions) and MPT (ALiBi): what HF cannot express, and broken Llama exports.
 train_tiny() {  # $1: --save dir, the rest: model options
   local save=$1

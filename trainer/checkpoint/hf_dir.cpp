@@ -141,8 +141,12 @@ HfDir read_hf_dir(const std::string& dir) {
       throw Error((root / "model.safetensors.index.json").string() + " has no weight_map object");
     std::map<std::string, bool> files;
     for (const auto& [name, file] : index["weight_map"].items()) {
-      if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
-        throw Error("model.safetensors.index.json maps " + name + " to " + file.dump() + ", not a file here");
+      // "", "." and ".." name the directory itself or its parent: reading
+      // them would blame the directory, not the index that named it.
+      const std::string f = file.is_string() ? file.get<std::string>() : "";
+      if (!file.is_string() || f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
+        throw Error((root / "model.safetensors.index.json").string() + " maps " + name + " to " +
+                    (file.is_string() ? "'" + f + "'" : file.dump()) + ", not a file here");
       files[file.get<std::string>()] = true;
     }
     for (const auto& f : files)
