@@ -33,6 +33,23 @@ expect_error "not a GPT-2 model" "uses RMSNorm, which Hugging Face's GPT2LMHeadM
 expect_error "unwritable output" "cannot write --output" \
   "$kiln" export --load "$tmp/ck" --format hf --output /dev/null/x
 expect_error "existing output" "already exists" "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/good"
+# --output a symlink: dangling or a loop is one plain line (N41); to an empty
+# directory the export goes into the target and the link stays (N40: it was
+# written beside the link and replaced it, the target left empty).
+ln -s "$tmp/nonexistent/x" "$tmp/dangling"
+expect_error "dangling --output" "^kiln: error: --output $tmp/dangling is a dangling symlink \(to $tmp/nonexistent/x\); " \
+  "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/dangling"
+ln -s "$tmp/loop" "$tmp/loop"
+expect_error "--output a link loop" "^kiln: error: --output $tmp/loop is a symbolic link loop; " \
+  "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/loop"
+mkdir -p "$tmp/disk/target"; ln -s "$tmp/disk/target" "$tmp/link"
+"$kiln" export --load "$tmp/ck" --format hf --output "$tmp/link" >/dev/null
+[ -L "$tmp/link" ] && [ -f "$tmp/disk/target/model.safetensors" ] && [ -f "$tmp/disk/target/config.json" ] ||
+  { ls -la "$tmp" "$tmp/disk/target"; echo "--output a symlink to a directory: the export is not in the target"; exit 1; }
+[ "$(ls -A "$tmp/disk")" = target ] || { ls -A "$tmp/disk"; echo "--output a symlink: temporaries left"; exit 1; }
+echo "--output a symlink to an empty directory: written into $tmp/disk/target, the link kept"
+expect_error "--output a symlink to a full directory" "^kiln: error: --output $tmp/link \(a symlink to $tmp/disk/target\) already exists" \
+  "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/link"
 expect_error "unknown format" "--format 'onnx' is not supported" \
   "$kiln" export --load "$tmp/ck" --format onnx --output "$tmp/out/x"
 expect_error "unknown dtype" "--dtype 'f8' is not supported" \
