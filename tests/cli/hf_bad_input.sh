@@ -109,6 +109,23 @@ expect_error "NaN weights" "holds NaN or infinite weights \(in kiln's embedding.
 broken; rewrite transpose
 expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 16\].*\[16, 48\]" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+# A tensor named twice in the header (the JSON parser kept the last entry,
+# and the first one's bytes were reported as "unused bytes ... not
+# contiguous", N19): one line naming the duplicate and the file.
+broken
+"$py" - "$tmp/in/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+blob = open(path, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8]); header = json.loads(blob[8:8 + n])
+first, second = [k for k in header if k != "__metadata__"][:2]
+text = json.dumps(header, separators=(",", ":"))[:-1] + ',"%s":%s}' % (first, json.dumps(header[second]))
+text = text.encode(); text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+PY
+dup=$("$py" -c "import json,struct,sys;b=open(sys.argv[1],'rb').read();print([k for k in json.loads(b[8:8+struct.unpack('<Q',b[:8])[0]]) if k!='__metadata__'][0])" "$tmp/good/model.safetensors")
+expect_error "duplicate tensor name" "^kiln: error: $tmp/in/model.safetensors is not valid safetensors: tensor '$dup' appears twice in the header\$" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 expect_error "import over checkpoints" "already holds checkpoints" \
   "$kiln" import --format hf --input "$tmp/good" --save "$tmp/ck"
 test "$(cat "$tmp/ck/latest_checkpointed_iteration.txt")" = 1
