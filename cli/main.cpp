@@ -1,5 +1,6 @@
 // kiln: the command-line entry point. Each subcommand lives in its own file;
 // user errors surface as one line "kiln: error: ..." and exit status 1.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -34,6 +35,11 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  // Past a file size limit (ulimit -f) a write fails with EFBIG ("File too
+  // large"), which every writer reports and cleans up after as for a full
+  // disk; SIGXFSZ's default action would kill the process first and leave
+  // its temporaries (docs/OPERATIONS.md).
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
@@ -48,6 +54,8 @@ int main(int argc, char** argv) {
     if (command == "import") return kiln::cli::run_import(args);
     std::fprintf(stderr, "kiln: error: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
+  } catch (const kiln::ReportedError&) {
+    return 1;  // its line is printed already
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
     return 1;

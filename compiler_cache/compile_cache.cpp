@@ -49,8 +49,10 @@ nlohmann::json entry_metadata(const KeyParts& parts, const CompileRequest& r, do
 
 // Compiles, publishes (best effort: an unwritable cache only warns) and
 // clears an old failure marker. Writes a marker for a deterministic error.
+// A failed publish's reason goes to *store_error when given (precompile
+// reports it per unit), else to a warning.
 std::vector<uint8_t> compile_and_publish(const Store* store, const KeyParts& parts, const std::string& key,
-                                         const CompileRequest& r) {
+                                         const CompileRequest& r, std::string* store_error = nullptr) {
   auto t0 = Clock::now();
   std::vector<uint8_t> exe;
   try {
@@ -77,7 +79,10 @@ std::vector<uint8_t> compile_and_publish(const Store* store, const KeyParts& par
       store->publish(parts, entry);
       ::unlink(store->failed_path(parts, key).c_str());
     } catch (const Error& e) {
-      logger().warn("compile cache: cannot store {}: {}; going on uncached", key, e.what());
+      if (store_error != nullptr)
+        *store_error = e.what();
+      else
+        logger().warn("compile cache: cannot store {}: {}; going on uncached", key, e.what());
     }
   }
   return exe;
@@ -297,15 +302,17 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   std::filesystem::create_directories(store.entry_dir(parts, key), ec);
   std::unique_ptr<Lock> held = Lock::acquire(store.lock_path(parts, key), cfg.lock, [&] { return exists(entry_path); });
   if (store.read(entry_path, key)) return Outcome::AlreadyCached;
+  std::string store_error;
   try {
-    compile_and_publish(&store, parts, key, r);
+    compile_and_publish(&store, parts, key, r, &store_error);
   } catch (const CompileError& e) {
     *message = e.what();
     if (e.code == KILN_ERR_UNSUPPORTED) return Outcome::Unsupported;
     return e.code == KILN_ERR_OUT_OF_MEMORY ? Outcome::OutOfMemory : Outcome::Failed;
   }
-  if (!exists(entry_path)) {
-    *message = "compiled, but the entry could not be stored";
+  if (!store_error.empty() || !exists(entry_path)) {
+    // The reason (a full disk, a size limit), as kiln train's warning says it.
+    *message = "compiled, but the entry could not be stored" + (store_error.empty() ? "" : ": " + store_error);
     return Outcome::Failed;
   }
   return Outcome::Compiled;

@@ -13,4 +13,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A failure whose one line is already on stderr (a child process printed it
+// before it ended): the CLI exits 1 without a second line.
+class ReportedError : public Error {
+ public:
+  explicit ReportedError(const std::string& what) : Error(what) {}
+};
+
 }  // namespace kiln

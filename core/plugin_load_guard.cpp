@@ -23,6 +23,7 @@ std::array<char, 4096> g_crash_message{};
 size_t g_exit_message_size = 0;
 size_t g_crash_message_size = 0;
 bool g_in_child = false;
+volatile std::sig_atomic_t g_reported_status = 1;  // set_guarded_load_exit_status
 
 constexpr int kChildLoaded = 75;      // the child's status when the load returned
 constexpr int kChildCalledExit = 76;  // the child's status when the plugin called exit()
@@ -41,12 +42,12 @@ void on_exit_during_load() {
   if (g_loading == 0) return;
   if (g_in_child) ::_exit(kChildCalledExit);
   (void)!::write(STDERR_FILENO, g_exit_message.data(), g_exit_message_size);
-  ::_exit(1);
+  ::_exit(g_reported_status);
 }
 
 extern "C" void on_crash_during_load(int /*sig*/) {
   (void)!::write(STDERR_FILENO, g_crash_message.data(), g_crash_message_size);
-  ::_exit(1);
+  ::_exit(g_reported_status);
 }
 
 void register_exit_hook_once() {
@@ -60,6 +61,8 @@ std::string dir_of(const std::string& path) {
 }
 
 }  // namespace
+
+void set_guarded_load_exit_status(int status) { g_reported_status = status; }
 
 void run_guarded_load(const std::string& path, const std::function<void()>& load) {
   register_exit_hook_once();

@@ -16,8 +16,14 @@ namespace kiln {
 
 // Runs `load` (dlopen + table checks of `path`) in this process. If it calls
 // exit() or dies of SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT, prints
-// "kiln: error: plugin <path> ...; remove it from <dir>" and _exit(1)s.
+// "kiln: error: plugin <path> ...; remove it from <dir>" and _exit(1)s
+// (or with the status set below).
 void run_guarded_load(const std::string& path, const std::function<void()>& load);
+
+// The status run_guarded_load _exit()s with after printing its line (1 until
+// set). A process that forks only to open a device sets a distinct one, so
+// that its parent knows the line is out and adds none of its own.
+void set_guarded_load_exit_status(int status);
 
 // Runs `load` in a forked child. Returns why the plugin ended the child
 // ("called exit() while loading", "crashed with signal 11 (...) while

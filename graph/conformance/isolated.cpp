@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "core/plugin_call.h"
+#include "core/plugin_load_guard.h"
 
 namespace kiln::conformance {
 namespace {
@@ -140,6 +141,8 @@ std::vector<CaseResult> get_results(Reader& r) {
 // to this pipe (for the parent's report), then ends the child as the signal
 // would have.
 int g_crash_fd = -1;
+// The child's status when the plugin load guard ended it, its line printed.
+constexpr int kChildLoadReported = 74;
 constexpr std::array<int, 5> kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 extern "C" void on_child_fatal_signal(int sig) {
@@ -157,6 +160,7 @@ extern "C" void on_child_fatal_signal(int sig) {
   ::setrlimit(RLIMIT_CORE, &no_core);
   g_crash_fd = crash_fd;
   for (int sig : kFatalSignals) ::signal(sig, on_child_fatal_signal);
+  set_guarded_load_exit_status(kChildLoadReported);
   std::unique_ptr<Device> device;
   try {
     device = isolation.open();
@@ -347,6 +351,11 @@ void run_units_in_children(std::vector<Unit> units, const Options& options, cons
     if (!end.open_error.empty()) throw Error(end.open_error);
     if (end.done) return;
     if (end.in_progress < 0) {
+      // A plugin that crashed or called exit() while loading: the guard
+      // printed the one line naming it and the fix; a second would blame
+      // exit() for a crash.
+      if (!end.timed_out && WIFEXITED(end.status) && WEXITSTATUS(end.status) == kChildLoadReported)
+        throw ReportedError("check-backend: the plugin ended the process opening the device while loading");
       // Ended between cases or before the first: opening the device.
       throw Error(fmt::format("check-backend: the process opening the device {}",
                               why_child_ended(end, isolation.case_timeout_s)));

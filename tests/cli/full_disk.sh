@@ -9,7 +9,8 @@
 # - a checkpoint save: one line, non-zero exit, the previous checkpoint and
 #   latest untouched, no temporaries left;
 # - kiln preprocess: one line, non-zero exit, no output or temporary left;
-# - kiln generate to /dev/full: one line, non-zero exit.
+# - kiln generate to /dev/full: one line, non-zero exit;
+# - kiln precompile: each unit it could not store names the reason.
 set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -67,6 +68,17 @@ echo "ok: $(grep 'kiln: error' "$tmp/err")"
 [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^kiln: error: cannot write the generated text to stdout: No space left" "$tmp/err" ||
   { cat "$tmp/err"; fail "unclear generate error"; }
 echo "ok: $(cat "$tmp/err")"
+
+# kiln precompile into a cache that hits the limit: every unit that could not
+# be stored says why, as kiln train's warning does (N57: the reason was lost).
+(trap '' XFSZ; ulimit -f 8; KILN_CACHE_DIR=$tmp/pcache exec "$kiln" precompile "${small[@]}" --train-iters 2) \
+  >"$tmp/out" 2>&1 && { cat "$tmp/out"; fail "precompile into a full cache exited 0"; }
+failed=$(grep -c "FAILED .*compiled, but the entry could not be stored" "$tmp/out")
+[ "$failed" -gt 0 ] || { cat "$tmp/out"; fail "no unit failed to be stored under the limit"; }
+[ "$(grep -c "FAILED .*compiled, but the entry could not be stored: cannot write .*: File too large$" "$tmp/out")" = "$failed" ] ||
+  { cat "$tmp/out"; fail "a FAILED line does not give the reason"; }
+[ -z "$(find "$tmp/pcache" -name '*.tmp.*')" ] || fail "precompile left temporaries in the cache"
+echo "ok: $failed units: $(grep -m1 -o 'compiled, but the entry could not be stored: cannot write .*' "$tmp/out" | sed 's|write .*:|write ...:|')"
 
 shared=$(cd "$(dirname "$0")/../../.." && pwd)/shared/data
 if [ ! -f "$shared/gpt2/gpt2-vocab.json" ]; then

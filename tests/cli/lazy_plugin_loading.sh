@@ -39,6 +39,18 @@ for bad in crashes_in_constructor exits_in_constructor; do
   echo "ok: $(cat "$tmp/err.lines")"
 done
 
+# check-backend opens the device in a child process: its one line is the
+# guard's, with no second line blaming exit() for a crash (N104).
+for bad in crashes_in_constructor exits_in_constructor; do
+  timeout 300 "$kiln" check-backend "$stray/libkiln-backend-$bad.so" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/out" "$tmp/err"; fail "check-backend $bad exited $rc, not 1"; }
+  [ "$(cat "$tmp/out" "$tmp/err" | wc -l)" -eq 1 ] || { cat "$tmp/out" "$tmp/err"; fail "check-backend $bad: expected one line"; }
+  grep -Eq "^kiln: error: plugin $stray/libkiln-backend-$bad.so (crashed|called exit\(\)) while loading; remove it from $stray\$" \
+    "$tmp/err" || { cat "$tmp/err"; fail "check-backend $bad: the error does not name the plugin"; }
+  echo "ok: check-backend: $(cat "$tmp/err")"
+done
+
 # kiln devices probes every file and reports each bad one in one line.
 KILN_PLUGIN_PATH=$stray timeout 300 "$kiln" devices >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -40,3 +40,20 @@ grep -q "removed 2 temporaries left by an interrupted save" "$tmp/err" || { cat 
 [ -e "$save/iter_0000001/model.safetensors" ] || fail "no checkpoint written"
 [ ! -e "$save/.kiln-save.lock" ] || fail "the lock outlived the run"
 echo "ok: stale lock taken over, temporaries reaped, notes.txt kept"
+
+# A lock file that is not kiln's (garbage content) is named as such, not as
+# "pid 0 on garbage" (N61); once 60 s old it is taken over as before.
+junk=$tmp/junk
+mkdir "$junk" && echo garbage > "$junk/.kiln-save.lock"
+"$kiln" train "${small[@]}" --train-iters 1 --save "$junk" >"$tmp/out" 2>"$tmp/err"; rc=$?
+grep -v '^\[kiln\] \[info\]' "$tmp/err" > "$tmp/err.lines"
+[ $rc -ne 0 ] || fail "a garbage lock file was ignored"
+[ "$(wc -l < "$tmp/err.lines")" -eq 1 ] || { cat "$tmp/err"; fail "expected one error line"; }
+grep -q "^kiln: error: $junk/.kiln-save.lock is not a kiln lock file" "$tmp/err.lines" ||
+  { cat "$tmp/err.lines"; fail "the error does not say the lock file is not kiln's"; }
+echo "ok: $(cat "$tmp/err.lines")"
+touch -d '2 minutes ago' "$junk/.kiln-save.lock"
+"$kiln" train "${small[@]}" --train-iters 1 --save "$junk" >"$tmp/out" 2>"$tmp/err" ||
+  { cat "$tmp/err"; fail "a garbage lock 2 minutes old was not taken over"; }
+[ -e "$junk/iter_0000001/model.safetensors" ] && [ ! -e "$junk/.kiln-save.lock" ] || fail "no save after the takeover"
+echo "ok: the garbage lock, 2 minutes old, was taken over"

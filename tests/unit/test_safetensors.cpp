@@ -201,6 +201,12 @@ TEST_F(Safetensors, MalformedTensorEntries) {
                  "not contiguous");
   expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9),
                  "unused bytes after the last tensor");
+  // A name given twice: the JSON parser would keep the second entry alone.
+  expect_corrupt(write_with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                   R"("x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                   8),
+                 "tensor 'x' appears twice in the header");
+  expect_corrupt(write_with_header(R"({"__metadata__":{},"__metadata__":{}})", 0), "'__metadata__' appears twice");
 }
 
 TEST_F(Safetensors, UnprintableNamesStayOnOneLine) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -77,10 +78,32 @@ int64_t parse_shard_size(const std::string& text) {
 }
 
 void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shard_bytes) {
-  const fs::path final(dir);
+  fs::path final(dir);
+  std::string shown = dir;  // --output as messages name it
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(final, ec))) {
+    // The temporary is renamed onto --output: onto a link, that would fail
+    // (a dangling one) or replace the link by a real directory beside it.
+    std::error_code exists_ec;
+    const bool exists = fs::exists(final, exists_ec);
+    if (exists_ec.value() == ELOOP)
+      throw Error("--output " + dir + " is a symbolic link loop; remove it or pick a new directory");
+    if (!exists)
+      throw Error("--output " + dir + " is a dangling symlink (to " + fs::read_symlink(final, ec).string() +
+                  "); create the directory it points to, or remove the link");
+    // A link to a directory, typically on a disk with room for the export:
+    // write there (the temporary beside the target, renamed onto it), so
+    // the export lands where the link points and the link stays.
+    if (fs::is_directory(final, ec)) {
+      const fs::path target = fs::canonical(final, ec);
+      if (!ec) {
+        final = target;
+        shown = dir + " (a symlink to " + target.string() + ")";
+      }
+    }
+  }
   if (fs::exists(final, ec) && !(fs::is_directory(final, ec) && fs::is_empty(final, ec)))
-    throw Error("--output " + dir + " already exists; remove it or pick a new directory");
+    throw Error("--output " + shown + " already exists; remove it or pick a new directory");
   const fs::path parent = final.has_parent_path() ? final.parent_path() : fs::path(".");
   const fs::path tmp = parent / (".tmp_" + final.filename().string() + "." + std::to_string(::getpid()));
   try {
@@ -120,7 +143,7 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
     fs::rename(tmp, final);
   } catch (const std::exception& e) {
     fs::remove_all(tmp, ec);
-    throw Error("cannot write --output " + dir + ": " + e.what() + "; check its parent exists and is writable");
+    throw Error("cannot write --output " + shown + ": " + e.what() + "; check its parent exists and is writable");
   }
 }
 
@@ -141,8 +164,12 @@ HfDir read_hf_dir(const std::string& dir) {
       throw Error((root / "model.safetensors.index.json").string() + " has no weight_map object");
     std::map<std::string, bool> files;
     for (const auto& [name, file] : index["weight_map"].items()) {
-      if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
-        throw Error("model.safetensors.index.json maps " + name + " to " + file.dump() + ", not a file here");
+      // "", "." and ".." name the directory itself or its parent: reading
+      // them would blame the directory, not the index that named it.
+      const std::string f = file.is_string() ? file.get<std::string>() : "";
+      if (!file.is_string() || f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
+        throw Error((root / "model.safetensors.index.json").string() + " maps " + name + " to " +
+                    (file.is_string() ? "'" + f + "'" : file.dump()) + ", not a file here");
       files[file.get<std::string>()] = true;
     }
     for (const auto& f : files)

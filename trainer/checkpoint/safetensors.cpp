@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/regular_file.h"
 
@@ -296,11 +297,23 @@ SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors*
   if (!read_at(text.data(), n, 8)) throw corrupt("file is truncated");
   if (text[0] != '{') throw corrupt("header does not start with '{'");
   nlohmann::json header;
+  // The parser keeps the last of two equal keys: a tensor named twice would
+  // lose its first entry silently, and its bytes would show up as a hole.
+  std::set<std::string> names;
+  std::string twice;
+  const auto note_duplicates = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && twice.empty() &&
+        !names.insert(parsed.get<std::string>()).second)
+      twice = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::json::parse(text, note_duplicates);
   } catch (const nlohmann::json::exception& e) {
     throw corrupt("header is not valid JSON (" + one_line(e.what()) + ")");
   }
+  if (!twice.empty())
+    throw corrupt((twice == "__metadata__" ? quote(twice) : "tensor " + quote(twice)) + " appears twice in the header");
   if (!header.is_object()) throw corrupt("header is not a JSON object");
 
   const uint64_t buffer_len = file_size - 8 - n;

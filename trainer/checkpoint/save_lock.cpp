@@ -17,6 +17,12 @@ std::unique_ptr<SaveDirLock> SaveDirLock::take(const std::string& save_dir) {
   if (!lock) {
     if (unavailable) throw Error("--save " + save_dir + ": cannot create its lock file " + path);
     const std::optional<compiler_cache::LockHolder> holder = compiler_cache::read_lock(path);
+    // A kiln lock holds "host pid token"; anything else (a stray or damaged
+    // file) names no holder to stop. It still blocks until it is 60 s old,
+    // like a lock whose holder died before writing it.
+    if (holder && (holder->host.empty() || holder->pid <= 0 || holder->token.empty()))
+      throw Error(path + " is not a kiln lock file (it names no host, pid and token); remove it if no kiln run is " +
+                  "saving to --save " + save_dir + " (it is taken over once 60 s old)");
     throw Error("--save " + save_dir + " is in use by another kiln run (" +
                 (holder ? compiler_cache::describe_holder(*holder) : std::string("lock ") + path) +
                 "), and two runs would overwrite each other's checkpoints; give this run its own --save, or stop "
