@@ -9,33 +9,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "small_train_model.h"
 #include "trainer/train_config.h"
 
 namespace kiln::trainer {
 namespace {
 
-// `kiln train` with a 4-layer model and `extra`, finalized; throws what finalize throws.
-GptConfig model_with(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--num-layers",  "4",  "--hidden-size",      "32", "--num-attention-heads", "4",
-                                   "--seq-length",  "16", "--micro-batch-size", "2",  "--train-iters",         "1",
-                                   "--num-threads", "1"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  TrainConfig cfg;
-  Flags flags("train");
-  cfg.register_flags(flags);
-  flags.parse(args);
-  cfg.finalize(flags);
-  return cfg.model;
-}
-
-std::string error_of(const std::vector<std::string>& extra) {
-  try {
-    model_with(extra);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
+using testing::model_with;
 
 void expect_full(const GptConfig& m, RecomputeMethod method, int64_t layers) {
   EXPECT_EQ(m.recompute_granularity, RecomputeGranularity::Full);
