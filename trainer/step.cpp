@@ -249,9 +249,9 @@ void Step::update(const StepResult& result, double loss_scale) {
                                                 std::to_string(result.iteration));
 }
 
-// Each data-parallel rank evaluates its share of eval_iters x DP
-// micro-batches (a tensor-parallel group shares its micro-batches and loss,
-// counted once).
+// Each data-parallel rank evaluates its share of --eval-iters global
+// batches, the same samples at every evaluation (a tensor-parallel group
+// shares its micro-batches and loss, counted once).
 double evaluate(Setup& run) {
   run.finish_parameter_gather("evaluation");
   const TrainConfig& cfg = run.cfg;
@@ -262,11 +262,12 @@ double evaluate(Setup& run) {
     fill_batch(*run.data, Split::Valid, (i * at.dp + at.dp_rank) * B, B, cfg.model.seq_length, run.batch);
     feed(exe, run.batch, cfg.model, at);
   };
+  const int64_t count = cfg.eval_micro_batches();
   if (at.pp > 1) {
     PipelineSchedule pipeline(run, prepare);
-    sum = pipeline.evaluate(cfg.eval_iters, prepare);
+    sum = pipeline.evaluate(count, prepare);
   } else {
-    for (int64_t i = 0; i < cfg.eval_iters; ++i) {
+    for (int64_t i = 0; i < count; ++i) {
       graph::Executable& eval = *run.chunks.front().eval;
       prepare(eval, i);
       eval.run();
@@ -276,7 +277,7 @@ double evaluate(Setup& run) {
   // Counted once: by a tensor-parallel group's first rank on the last stage.
   if (at.tp_rank != 0 || !at.last_stage()) sum = 0;
   run.comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
-  return sum / static_cast<double>(cfg.eval_iters * at.dp);
+  return sum / static_cast<double>(count * at.dp);
 }
 
 }  // namespace kiln::trainer

@@ -68,8 +68,8 @@ class Step {
   std::unique_ptr<PipelineSchedule> pipeline_;    // --pipeline-model-parallel-size > 1
 };
 
-// The mean validation loss over --eval-iters micro-batches per data-parallel
-// rank, the same on every rank.
+// The mean validation loss over --eval-iters global batches (Megatron's
+// meaning), the same on every rank.
 double evaluate(Setup& run);
 
 }  // namespace kiln::trainer

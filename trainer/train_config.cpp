@@ -123,7 +123,7 @@ void TrainConfig::register_checkpoint_flags(Flags& f) {
 // Evaluation, logging cadence, data and tokenizer.
 void TrainConfig::register_data_flags(Flags& f) {
   f.add("--eval-interval", &eval_interval, "evaluate every N steps");
-  f.add("--eval-iters", &eval_iters, "micro-batches per evaluation (0: no evaluation)");
+  f.add("--eval-iters", &eval_iters, "global batches per evaluation, as Megatron (0: no evaluation)");
   f.add("--log-interval", &log_interval, "print a log line every N steps");
   f.add("--mock-data", &mock_data, "random tokens, for benchmarks (needs --vocab-size)");
   f.add("--data-path", &data_path, "Megatron .bin/.idx prefix(es), optionally weighted");

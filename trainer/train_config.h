@@ -185,6 +185,12 @@ struct TrainConfig {
     if (step_schedule.active()) return step_schedule.global_batch(consumed);
     return rampup.active() ? rampup.global_batch(consumed) : global_batch_size;
   }
+  // Micro-batches each data-parallel rank evaluates: as Megatron's
+  // evaluate(), --eval-iters steps of --global-batch-size (the full one,
+  // also during a ramp).
+  int64_t eval_micro_batches() const {
+    return eval_iters * (global_batch_size / (micro_batch_size * data_parallel_size));
+  }
   int64_t micro_batches_at(int64_t consumed) const {
     return global_batch_at(consumed) / (micro_batch_size * data_parallel_size);
   }

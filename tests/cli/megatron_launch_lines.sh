@@ -22,8 +22,9 @@
 # --seq-length/--max-position-embeddings 32, batch 4 (AWS: 2), 20 iterations
 # (--train-iters/--lr-decay-iters 20, AWS 20/18/1: --fp16's dynamic loss scale
 # starts at 2^32 and skips the first 16 steps, as Megatron's), --log-interval 1,
-# --eval-interval 10 --eval-iters 2, --save-interval 20 (GPT-3: --lr-decay-iters 17, 430000/500000
-# of them); --num-threads 2 added
+# --eval-interval 10 --eval-iters 2 (GPT-3: --eval-iters 1, since an evaluation is --eval-iters
+# steps of the full --global-batch-size, 1536 samples, as Megatron's), --save-interval 20 (GPT-3:
+# --lr-decay-iters 17, 430000/500000 of them); --num-threads 2 added
 # (this machine). Everything else is the script's, in its order. The data is
 # made here with kiln preprocess, as Megatron's README makes it.
 # Not under ASan: 7 fp16 runs (25 s in release, 60 s on a busy 2-core machine) that check which flags are
@@ -98,7 +99,7 @@ gpt3_175b() {  # NAME, then the batch-schedule flags of that version
       --lr 6.0e-5 --lr-decay-style cosine --min-lr 6.0e-6 --lr-warmup-fraction .001 --lr-decay-iters 17 \
       --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \
       --data-path "$data" --vocab-file "$vocab" --merge-file "$merges" --split 949,50,1 \
-      --log-interval 1 --save-interval 20 --eval-interval 10 --save "$ck/$name" --load "$ck/$name" --eval-iters 2 \
+      --log-interval 1 --save-interval 20 --eval-interval 10 --save "$ck/$name" --load "$ck/$name" --eval-iters 1 \
       --tensorboard-dir "$tmp/tb_$name" --num-threads 2
   # The ramp's and the schedule's first 2.4B tokens take batch 16: 20 steps, 320 samples.
   logged "$name" "global batch size:    16 |"

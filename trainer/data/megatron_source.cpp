@@ -37,10 +37,10 @@ class MegatronData : public TokenSource {
                   std::to_string(train_samples) +
                   "; give the prefixes weights (W1 PREFIX1 W2 PREFIX2 ...) "
                   "to draw more epochs");
-    if (valid_ && valid_->size() < cfg.eval_iters * cfg.micro_batch_size)
+    if (valid_ && valid_->size() < cfg.eval_iters * cfg.global_batch_size)
       throw Error("the validation split has " + std::to_string(valid_->size()) +
                   " samples, fewer than --eval-iters x "
-                  "--micro-batch-size; give the prefixes weights or lower --eval-iters");
+                  "--global-batch-size; give the prefixes weights or lower --eval-iters");
     std::ostringstream d;
     d << "Megatron GPT dataset ";
     for (size_t i = 0; i < blend.prefixes.size(); ++i) {
