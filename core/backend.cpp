@@ -8,6 +8,7 @@
 
 #include "core/plugin_call.h"
 #include "core/plugin_identity.h"
+#include "kiln/ir.h"
 
 namespace kiln {
 namespace {
@@ -301,6 +302,39 @@ DeviceBuffer::DeviceBuffer(Device& device, uint64_t size_bytes) : device_(device
   check(p, call(p, "buffer_alloc", p.api_->buffer_alloc, &args), what);
   if (args.buffer == nullptr) throw Error(fmt::format("{}: {} returned no buffer", p.name, what));
   handle_ = args.buffer;
+}
+
+DeviceBuffer::DeviceBuffer(Device& device, std::shared_ptr<DeviceBuffer> host)
+    : device_(device), size_(host->size()), viewed_(std::move(host)) {
+  const Plugin& p = device.plugin();
+  require(p, &kiln_plugin_api::buffer_wrap_host, "buffer_wrap_host");
+  void* address = viewed_->host_address();
+  if (address == nullptr)
+    throw Error(fmt::format("{}: cannot view a {} buffer: it is not host memory", p.name, viewed_->device().backend()));
+  kiln_buffer_wrap_host_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device.handle();
+  args.address = address;
+  args.size_bytes = size_;
+  const std::string what = fmt::format("buffer_wrap_host of {}", format_bytes(size_));
+  check(p, call(p, "buffer_wrap_host", p.api_->buffer_wrap_host, &args), what);
+  if (args.buffer == nullptr) throw Error(fmt::format("{}: {} returned no buffer", p.name, what));
+  handle_ = args.buffer;
+}
+
+void* DeviceBuffer::host_address() const {
+  if (host_address_asked_) return host_address_;
+  host_address_asked_ = true;
+  const Plugin& p = device_.plugin();
+  if (!p.has(&kiln_plugin_api::buffer_host_address)) return nullptr;
+  kiln_buffer_host_address_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device_.handle();
+  args.buffer = handle_;
+  check(p, call(p, "buffer_host_address", p.api_->buffer_host_address, &args), "buffer_host_address");
+  // Unaligned memory is not shared: kernels may assume KILN_IR_ALIGN.
+  if (reinterpret_cast<uintptr_t>(args.address) % KILN_IR_ALIGN == 0) host_address_ = args.address;
+  return host_address_;
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -124,6 +124,9 @@ class Device {
   kiln_device* handle() const { return handle_; }
   const kiln_device_properties& properties() const { return props_; }
   void synchronize();
+  // True when the device can view other devices' host memory as its own
+  // buffers (ABI 1.5 buffer_wrap_host: kiln's cpu backend).
+  bool wraps_host() const { return plugin_->has(&kiln_plugin_api::buffer_wrap_host); }
 
  private:
   std::shared_ptr<const Plugin> plugin_;
@@ -135,6 +138,10 @@ class Device {
 class DeviceBuffer {
  public:
   DeviceBuffer(Device& device, uint64_t size_bytes);
+  // A view on `device` of `host` (another device's host-memory buffer, see
+  // host_address), which it keeps alive: no memory of its own (ABI 1.5
+  // buffer_wrap_host). Check Device::wraps_host first.
+  DeviceBuffer(Device& device, std::shared_ptr<DeviceBuffer> host);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -145,11 +152,18 @@ class DeviceBuffer {
   void write(const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(void* dst, uint64_t bytes, uint64_t offset = 0) const;
   void copy_from(const DeviceBuffer& src, uint64_t bytes, uint64_t src_offset = 0, uint64_t dst_offset = 0);
+  // Where the bytes are in this process, when the device's buffers are host
+  // memory the host may share (ABI 1.5 buffer_host_address, aligned to
+  // KILN_IR_ALIGN); null otherwise. Asked once.
+  void* host_address() const;
 
  private:
   Device& device_;
   uint64_t size_;
   kiln_buffer* handle_ = nullptr;
+  std::shared_ptr<DeviceBuffer> viewed_;  // a view's memory
+  mutable bool host_address_asked_ = false;
+  mutable void* host_address_ = nullptr;
 };
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -252,8 +253,42 @@ void Executable::share_arenas(const std::vector<Segment>& segments) {
 // made before its first reader there. Outputs made on the fallback are
 // copied to their port buffers right away, so callers only ever see the
 // primary device.
+// With ABI 1.5 on both sides (a host-memory primary, a fallback that views
+// host memory), a value crossing the split is not copied: the fallback
+// reads and writes it in the primary's buffer through a view, and its own
+// results are made in primary buffers. KILN_SHARE_HOST_MEMORY=0 copies as
+// before (to measure the difference).
+bool host_memory_shared(const Device& primary, const Device* fallback) {
+  const char* env = std::getenv("KILN_SHARE_HOST_MEMORY");
+  if (env != nullptr && std::string(env) == "0") return false;
+  return fallback != nullptr && fallback->wraps_host() && primary.plugin().has(&kiln_plugin_api::buffer_host_address);
+}
+
+Executable::Ref Executable::fallback_view(const Ref& ref) {
+  if (!shares_host_memory_) return {};
+  if (!ref.port.empty()) return Ref{ref.port, nullptr, true};
+  if (ref.buffer && ref.buffer->host_address() != nullptr)
+    return Ref{{}, std::make_shared<DeviceBuffer>(*fallback_, ref.buffer)};
+  return {};
+}
+
+std::shared_ptr<DeviceBuffer> Executable::view_of_port(const std::string& key) {
+  std::shared_ptr<DeviceBuffer>& view = port_views_[key];
+  const std::shared_ptr<DeviceBuffer> memory = buffer(key);
+  if (view) return view;
+  if (memory->host_address() == nullptr)
+    throw Error(
+        fmt::format("{}: the buffer of port '{}' has no {}-byte aligned host address, though the plugin "
+                    "offers buffer_host_address (ABI 1.5)",
+                    device_.backend(), key, KILN_IR_ALIGN));
+  view = std::make_shared<DeviceBuffer>(*fallback_, memory);
+  return view;
+}
+
 void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::vector<Segment>& segments) {
   Device* devices[2] = {&device_, fallback_};
+  shares_host_memory_ = host_memory_shared(device_, fallback_);
+  std::set<ValueId> made_for_primary;  // fallback results made in primary buffers
   auto empty = [](const Ref& r) { return r.port.empty() && !r.buffer; };
   std::vector<std::array<Ref, 2>> at(graph_.values().size());  // where each value can be read
   for (const Port& p : graph_.inputs()) at[static_cast<size_t>(p.value)][0] = Ref{p.name, nullptr};
@@ -264,7 +299,7 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
   };
   auto bind = [&](int s, const std::string& name, const Ref& ref) {
     if (!ref.port.empty())
-      port_bindings_.push_back({s, name, ref.port});
+      port_bindings_.push_back({s, name, ref.port, ref.view});
     else
       segments_[static_cast<size_t>(s)]->bind(name, ref.buffer);
   };
@@ -298,6 +333,12 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
     CompiledGraph& seg = *segments_[s];
     for (const auto& [name, v] : piece.inputs) {
       Ref& here = at[static_cast<size_t>(v)][static_cast<size_t>(d)];
+      if (empty(here) && d == 1 && !empty(at[static_cast<size_t>(v)][0])) {
+        here = fallback_view(at[static_cast<size_t>(v)][0]);
+        if (!empty(here)) split_.bytes_shared += value_bytes(graph_, v);
+      }
+      // A fallback result made in primary memory, read there: no copy.
+      if (d == 0 && made_for_primary.erase(v) > 0) split_.bytes_shared += value_bytes(graph_, v);
       if (empty(here)) {
         const uint64_t bytes = value_bytes(graph_, v);
         here = Ref{{}, std::make_shared<DeviceBuffer>(*devices[d], std::max<uint64_t>(bytes, 4))};
@@ -319,16 +360,38 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
         const ValueId in = graph_.find_input(port->updates)->value;
         where[static_cast<size_t>(d)] = at[static_cast<size_t>(in)][static_cast<size_t>(d)];
         if (d != 0) {
-          copy(where[static_cast<size_t>(d)], Ref{port->updates, nullptr}, value_bytes(graph_, v));
+          // Updated through the fallback's view of the port: already there.
+          const Ref& updated = where[static_cast<size_t>(d)];
+          if (updated.view && updated.port == port->updates)
+            split_.bytes_shared += value_bytes(graph_, v);
+          else
+            copy(updated, Ref{port->updates, nullptr}, value_bytes(graph_, v));
           where[0] = Ref{port->updates, nullptr};
         }
       } else if (port && d == 0) {
         where[0] = Ref{name, nullptr};
         bind(static_cast<int>(s), name, where[0]);
       } else if (port) {
-        where[1] = Ref{{}, seg.buffer(name)};
         where[0] = Ref{name, nullptr};
-        copy(where[1], where[0], value_bytes(graph_, v));
+        where[1] = fallback_view(where[0]);
+        if (!empty(where[1])) {
+          bind(static_cast<int>(s), name, where[1]);
+          split_.bytes_shared += value_bytes(graph_, v);
+        } else {
+          where[1] = Ref{{}, seg.buffer(name)};
+          copy(where[1], where[0], value_bytes(graph_, v));
+        }
+      } else if (d == 1 && shares_host_memory_) {
+        // Made in a primary buffer, so primary readers need no copy.
+        auto memory = std::make_shared<DeviceBuffer>(device_, seg.port_bytes(name));
+        where[1] = fallback_view(Ref{{}, memory});
+        if (!empty(where[1])) {
+          where[0] = Ref{{}, memory};
+          bind(static_cast<int>(s), name, where[1]);
+          made_for_primary.insert(v);
+        } else {
+          where[1] = Ref{{}, seg.buffer(name)};
+        }
       } else {
         where[static_cast<size_t>(d)] = Ref{{}, seg.buffer(name)};
       }
@@ -410,7 +473,10 @@ std::shared_ptr<DeviceBuffer> Executable::buffer(const std::string& name) {
   return b;
 }
 
-DeviceBuffer& Executable::resolve(Ref& ref) { return ref.port.empty() ? *ref.buffer : *buffer(ref.port); }
+DeviceBuffer& Executable::resolve(Ref& ref) {
+  if (ref.port.empty()) return *ref.buffer;
+  return ref.view ? *view_of_port(ref.port) : *buffer(ref.port);
+}
 
 std::vector<std::string> Executable::output_ports() const {
   std::vector<std::string> keys;
@@ -422,7 +488,9 @@ void Executable::run() { run(nullptr); }
 
 void Executable::run(const OutputsReady& ready, const InputsNeeded& needed) {
   if (ports_dirty_) {
-    for (const PortBinding& b : port_bindings_) segments_[static_cast<size_t>(b.segment)]->bind(b.name, buffer(b.port));
+    port_views_.clear();  // a port may have a new buffer
+    for (const PortBinding& b : port_bindings_)
+      segments_[static_cast<size_t>(b.segment)]->bind(b.name, b.view ? view_of_port(b.port) : buffer(b.port));
     ports_dirty_ = false;
   }
   RunProfile* profile = RunProfile::active();
@@ -440,7 +508,12 @@ void Executable::run(const OutputsReady& ready, const InputsNeeded& needed) {
 
 void Executable::run_step(Step& step) {
   if (step.segment >= 0) {
-    segments_[static_cast<size_t>(step.segment)]->run();
+    CompiledGraph& piece = *segments_[static_cast<size_t>(step.segment)];
+    // Shared memory has no copy to wait on: the other device's piece must
+    // have finished writing it (a no-op for devices whose execute blocks).
+    if (shares_host_memory_ && last_ran_ != nullptr && last_ran_ != &piece.device()) last_ran_->synchronize();
+    piece.run();
+    last_ran_ = &piece.device();
     return;
   }
   // Through host memory: the two devices may belong to different plugins,

@@ -44,6 +44,7 @@ struct ExecutionSplit {
   int64_t collectives = 0;                 // ALL_REDUCE nodes, run by the host
   int64_t segments = 0;                    // compiled pieces, run in order
   uint64_t bytes_per_run = 0;              // copied between the devices by each run()
+  uint64_t bytes_shared = 0;               // shared in host memory instead (ABI 1.5), per run
   std::vector<kiln_op> fallback_ops;       // distinct ops the primary lacks
   std::vector<int64_t> fallback_op_nodes;  // nodes of each of them (same order)
 };
@@ -98,9 +99,12 @@ class Executable {
  private:
   // A buffer a copy or binding refers to: a port's (resolved at run time,
   // since callers may bind ports after construction) or a fixed one.
+  // With `view`, the fallback's view of the port's host memory (ABI 1.5):
+  // made when the port's buffer is known, in view_of_port.
   struct Ref {
     std::string port;
     std::shared_ptr<DeviceBuffer> buffer;
+    bool view = false;
   };
   struct Step {
     int segment = -1;  // >= 0: run this segment; else copy src -> dst
@@ -111,8 +115,9 @@ class Executable {
   };
   struct PortBinding {
     int segment;
-    std::string name;  // the segment's port
-    std::string port;  // the executable's port
+    std::string name;   // the segment's port
+    std::string port;   // the executable's port
+    bool view = false;  // bind the fallback's view of it
   };
 
   // Where each node runs, as the backend's support answers say.
@@ -128,6 +133,10 @@ class Executable {
   const std::string& port_key(const std::string& name) const;
   uint64_t port_bytes(const std::string& key) const;
   DeviceBuffer& resolve(Ref& ref);
+  // The fallback's view of a value held on the primary device at `ref`, or
+  // an empty Ref where the memory cannot be shared (then it is copied).
+  Ref fallback_view(const Ref& ref);
+  std::shared_ptr<DeviceBuffer> view_of_port(const std::string& key);
   void run_step(Step& step);
   // With a run profile active: its rows for the steps, then each step timed.
   void join_profile(RunProfile& profile);
@@ -146,6 +155,11 @@ class Executable {
   std::vector<PortBinding> port_bindings_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
   bool ports_dirty_ = true;
+  // The fallback shares the primary's host memory instead of copying (both
+  // sides offer ABI 1.5's host-memory calls), and each port's view.
+  bool shares_host_memory_ = false;
+  std::map<std::string, std::shared_ptr<DeviceBuffer>> port_views_;
+  Device* last_ran_ = nullptr;  // the device of the last piece run
   std::vector<uint8_t> staging_;
   std::string name_ = "graph";
   RunProfile* profiled_by_ = nullptr;       // the profile profile_rows_ index into

@@ -28,10 +28,15 @@ struct StepGraph {
 // Once per run, so a slow fallback is never silent: a line per op the backend
 // lacks ("vulkan: row_max runs on the cpu fallback (2 nodes per iteration)"),
 // then the split of each graph and the copies it costs.
+// ", 1.50 MiB shared in host memory" where the devices share memory (ABI 1.5).
+std::string shared_note(uint64_t bytes) {
+  return bytes == 0 ? "" : fmt::format(", {:.2f} MiB shared in host memory", static_cast<double>(bytes) / (1 << 20));
+}
+
 void log_split(const std::vector<StepGraph>& graphs) {
   std::map<kiln_op, int64_t> lacks;  // op -> nodes per iteration
   std::string primary, fallback;
-  uint64_t per_iteration = 0;
+  uint64_t per_iteration = 0, shared_per_iteration = 0;
   for (const StepGraph& g : graphs) {
     if (!g.exe || g.exe->split().fallback.empty()) continue;
     const graph::ExecutionSplit& s = g.exe->split();
@@ -40,6 +45,7 @@ void log_split(const std::vector<StepGraph>& graphs) {
     primary = s.primary;
     fallback = s.fallback;
     per_iteration += s.bytes_per_run * static_cast<uint64_t>(g.runs_per_iteration);
+    shared_per_iteration += s.bytes_shared * static_cast<uint64_t>(g.runs_per_iteration);
   }
   if (lacks.empty()) return;
   for (const auto& [op, nodes] : lacks)
@@ -48,12 +54,12 @@ void log_split(const std::vector<StepGraph>& graphs) {
   for (const StepGraph& g : graphs) {
     if (!g.exe) continue;
     const graph::ExecutionSplit& s = g.exe->split();
-    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run", g.name, s.primary_nodes,
-                  s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
-                  static_cast<double>(s.bytes_per_run) / (1 << 20));
+    logger().info("split: {}: {} ops on {}, {} on {}, {} segment{}, {:.2f} MiB copied per run{}", g.name,
+                  s.primary_nodes, s.primary, s.fallback_nodes, fallback, s.segments, s.segments == 1 ? "" : "s",
+                  static_cast<double>(s.bytes_per_run) / (1 << 20), shared_note(s.bytes_shared));
   }
-  logger().info("split: {:.2f} MiB copied between {} and {} per iteration",
-                static_cast<double>(per_iteration) / (1 << 20), primary, fallback);
+  logger().info("split: {:.2f} MiB copied between {} and {} per iteration{}",
+                static_cast<double>(per_iteration) / (1 << 20), primary, fallback, shared_note(shared_per_iteration));
 }
 
 // Megatron's lines for the schedule (num_microbatches_calculator.py), so a

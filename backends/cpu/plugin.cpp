@@ -69,6 +69,7 @@ struct kiln_device {
 struct kiln_buffer {
   void* data = nullptr;
   uint64_t size = 0;
+  bool owned = true;  // false: a view of host memory another device owns (buffer_wrap_host)
 };
 
 struct kiln_loaded_executable {
@@ -391,8 +392,14 @@ struct CpuPlugin {
     return new kiln_buffer{data, size};
   }
   static void buffer_free(kiln_device*, kiln_buffer* buffer) {
-    std::free(buffer->data);
+    if (buffer->owned) std::free(buffer->data);
     delete buffer;
+  }
+  // Buffers are host memory: the host may share them with a host-memory
+  // device, and hand us that device's buffers (ABI 1.5).
+  static void* buffer_host_address(kiln_buffer* b) { return b->data; }
+  static kiln_buffer* buffer_wrap_host(kiln_device*, void* address, uint64_t size) {
+    return new kiln_buffer{address, size, false};
   }
   static uint64_t buffer_size(const kiln_buffer* b) { return b->size; }
   static void buffer_write(kiln_device*, kiln_buffer* b, uint64_t offset, const void* host, uint64_t size) {

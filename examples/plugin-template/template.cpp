@@ -14,7 +14,10 @@
 // an exception cross it, the function table, the executable container) is
 // the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
 // the TemplatePlugin class at the end. Nothing trusts the IR bytes until
-// they are decoded and validated.
+// they are decoded and validated. This is the shape of a device with memory
+// and executables of its own; one that only interprets the IR in host
+// memory can leave the buffers, compile, load and execute to the kit's
+// interpreter base, kiln/plugin_interpreter.hpp (PLUGIN_GUIDE.md section 9).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

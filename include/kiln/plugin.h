@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 4
+#define KILN_ABI_MINOR 5
 
 /* ---------------------------------------------------------------- errors */
 
@@ -219,6 +219,34 @@ typedef struct kiln_node_supported_args {
   int32_t supported; /* out: 0 or 1 */
 } kiln_node_supported_args;
 
+/* ABI 1.5. Buffers in host memory, shared with the host's cpu fallback.
+ *
+ * A device whose buffers are plain memory of the host process (a BLAS or
+ * interpreting backend on the CPU) returns a buffer's address here. The
+ * address holds for the buffer's life; the device reads a buffer's bytes
+ * there when execute runs, and its results are there once synchronize
+ * returns. The host may then let its cpu fallback read and write the same
+ * bytes instead of copying them across each graph split. `address` must be
+ * KILN_IR_ALIGN-aligned (kiln/ir.h); an unaligned one is copied as before. */
+typedef struct kiln_buffer_host_address_args {
+  size_t struct_size;
+  kiln_device* device;
+  kiln_buffer* buffer;
+  void* address; /* out */
+} kiln_buffer_host_address_args;
+
+/* ABI 1.5. A buffer over host memory the caller owns and keeps alive for
+ * the buffer's life (a view: buffer_free releases the view, never the
+ * memory). What kiln's cpu backend offers so that the host can hand it
+ * another device's host-memory buffers. */
+typedef struct kiln_buffer_wrap_host_args {
+  size_t struct_size;
+  kiln_device* device;
+  void* address; /* KILN_IR_ALIGN-aligned */
+  uint64_t size_bytes;
+  kiln_buffer* buffer; /* out */
+} kiln_buffer_wrap_host_args;
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct kiln_plugin_api {
@@ -262,6 +290,12 @@ typedef struct kiln_plugin_api {
    * KILN_ERR_UNSUPPORTED: the host then runs that graph piece on its cpu
    * backend and never records the refusal in the compile cache. */
   kiln_error* (*op_supported_node)(kiln_node_supported_args* args);
+
+  /* ABI 1.5, optional: see kiln_buffer_host_address_args. NULL: the
+   * device's memory is its own, and values cross to the fallback by copy. */
+  kiln_error* (*buffer_host_address)(kiln_buffer_host_address_args* args);
+  /* ABI 1.5, optional: see kiln_buffer_wrap_host_args. */
+  kiln_error* (*buffer_wrap_host)(kiln_buffer_wrap_host_args* args);
 } kiln_plugin_api;
 
 /* The size of each struct's ABI 1.0 fields: the least struct_size a callee

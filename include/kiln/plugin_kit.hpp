@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/ir.h"
 #include "kiln/plugin.h"
 
 // The handle every plugin returns errors in: opaque to the host, owned by
@@ -586,7 +587,12 @@ class ProfileTable {
 // asks it only for ops op_supported allows, so it narrows that answer, e.g.
 // to the GEMMs large enough to pay for a launch). Built against a header
 // before 1.2 the hook is not exported, and compile must refuse (with
-// KILN_ERR_UNSUPPORTED) what it would have refused. The kit checks every args struct, NULL handle, transfer
+// KILN_ERR_UNSUPPORTED) what it would have refused. Two more are optional
+// (ABI 1.5), for devices whose buffers are host memory:
+//   void* buffer_host_address(kiln_buffer*);  // where its bytes are
+//   kiln_buffer* buffer_wrap_host(kiln_device*, void* address, uint64_t size);
+// (a view of memory the host owns; buffer_free then frees only the view).
+// The kit checks every args struct, NULL handle, transfer
 // range and execute slot before calling these, and device_close deletes
 // the device.
 // T, named through P: a type the compiler looks at only where the kit's
@@ -760,6 +766,29 @@ struct PluginApi {
   }
 #endif
 
+#if KILN_ABI_MINOR >= 5
+  static kiln_error* buffer_host_address(kiln_buffer_host_address_args* args) {
+    return guard("buffer_host_address", [&] {
+      check_args(args, "buffer_host_address");
+      check_not_null(args->device, "buffer_host_address", "device");
+      check_not_null(args->buffer, "buffer_host_address", "buffer");
+      args->address = P::buffer_host_address(args->buffer);
+    });
+  }
+
+  static kiln_error* buffer_wrap_host(kiln_buffer_wrap_host_args* args) {
+    return guard("buffer_wrap_host", [&] {
+      check_args(args, "buffer_wrap_host");
+      check_not_null(args->device, "buffer_wrap_host", "device");
+      check_not_null(args->address, "buffer_wrap_host", "address");
+      if (reinterpret_cast<uintptr_t>(args->address) % KILN_IR_ALIGN != 0)
+        fail(KILN_ERR_INVALID_ARGUMENT,
+             "buffer_wrap_host: address is not " + std::to_string(KILN_IR_ALIGN) + "-byte aligned");
+      args->buffer = P::buffer_wrap_host(args->device, args->address, args->size_bytes);
+    });
+  }
+#endif
+
   // Filled by name: fields a newer header appends stay NULL ("not
   // supported"), and so does op_supported_node (ABI 1.2) unless the device
   // part has one: op_supported's per-op answer then holds for every shape.
@@ -792,6 +821,10 @@ struct PluginApi {
 #if KILN_ABI_MINOR >= 2
     if constexpr (HasOpSupportedNode<P>::value) api.op_supported_node = op_supported_node;
 #endif
+#if KILN_ABI_MINOR >= 5
+    if constexpr (HasHostAddress<P>::value) api.buffer_host_address = buffer_host_address;
+    if constexpr (HasWrapHost<P>::value) api.buffer_wrap_host = buffer_wrap_host;
+#endif
     return api;
   }
 
@@ -817,6 +850,19 @@ struct PluginApi {
       Q, std::void_t<decltype(Q::op_supported_node(int32_t{}, std::declval<const std::vector<NodeTensor>&>(),
                                                    std::declval<const std::vector<NodeTensor>&>()))>> : std::true_type {
   };
+
+  template <class Q, class = void>
+  struct HasHostAddress : std::false_type {};
+  template <class Q>
+  struct HasHostAddress<Q, std::void_t<decltype(Q::buffer_host_address(static_cast<kiln_buffer*>(nullptr)))>>
+      : std::true_type {};
+
+  template <class Q, class = void>
+  struct HasWrapHost : std::false_type {};
+  template <class Q>
+  struct HasWrapHost<Q, std::void_t<decltype(Q::buffer_wrap_host(static_cast<kiln_device*>(nullptr),
+                                                                 static_cast<void*>(nullptr), uint64_t{}))>>
+      : std::true_type {};
 
   static int probe(char* reason, size_t reason_size) noexcept {
     if (reason != nullptr && reason_size > 0) reason[0] = '\0';

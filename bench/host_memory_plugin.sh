@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A host-memory plugin against kiln's cpu backend (docs/PERFORMANCE.md,
+# issue 37): the "hostblas" test plugin (GEMMs through oneDNN's dnnl_sgemm,
+# everything else on the cpu fallback) with its buffers shared with the
+# fallback (ABI 1.5), the same plugin with the host copying
+# (KILN_SHARE_HOST_MEMORY=0), and --backend cpu, in turn, ROUNDS times each.
+# Prints each one's median "elapsed time per iteration" over the iterations
+# after the first two, and the split log's MiB copied and shared.
+# usage: [ROUNDS=3] bench/host_memory_plugin.sh [build-dir]
+set -euo pipefail
+build=${1:-build}
+kiln=$build/bin/kiln
+export KILN_PLUGIN_PATH=$build/test-plugins
+rounds=${ROUNDS:-3}
+model=(--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 8
+       --global-batch-size 8 --train-iters 12 --log-interval 1 --eval-iters 0 --mock-data --vocab-size 4096)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+run() {  # name, then environment assignments and train flags
+  local name=$1; shift
+  env "$@" "$kiln" train "${model[@]}" >>"$tmp/$name.log" 2>&1
+}
+for r in $(seq "$rounds"); do
+  run shared --backend hostblas
+  run copied KILN_SHARE_HOST_MEMORY=0 --backend hostblas
+  run cpu --backend cpu
+done
+for name in shared copied cpu; do
+  median=$(grep -o 'elapsed time per iteration (ms): [0-9.]*' "$tmp/$name.log" | awk '{ print $NF }' |
+    awk -v per=12 '{ i = (NR - 1) % per; if (i >= 2) print }' | sort -n |
+    awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  split=$(grep -o 'split: [0-9.]* MiB copied between .* per iteration.*' "$tmp/$name.log" | head -1 || true)
+  printf '%-7s %8.1f ms/iteration  %s\n' "$name" "$median" "${split:-no split}"
+done
