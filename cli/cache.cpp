@@ -401,6 +401,10 @@ int run_cache(const std::vector<std::string>& args) {
   }
   if (!flags.parse(rest)) return 0;
   if (dir.empty()) dir = compiler_cache::default_cache_dir();
+  if (dir.empty())
+    throw Error(
+        "kiln cache: no compile cache directory ($HOME is not an existing directory, $XDG_CACHE_HOME is not "
+        "absolute); give --cache-dir DIR or set KILN_CACHE_DIR");
   // K7b: a file given as the cache read as an empty cache ("0 entries", exit
   // 0), which hides a mistyped --cache-dir. A missing directory is an empty
   // cache, as before.

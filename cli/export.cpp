@@ -11,6 +11,7 @@
 #include "trainer/checkpoint/hf_dir.h"
 #include "trainer/checkpoint/hf_tokenizer_files.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/data/stop_signals.h"
 #include "trainer/flags.h"
 #include "trainer/trainer.h"
 
@@ -35,6 +36,9 @@ int run_export(const std::vector<std::string>& args) {
   if (st_dtype != "F32" && st_dtype != "F16" && st_dtype != "BF16")
     throw Error("--dtype '" + dtype + "' is not supported; use f32, f16 or bf16");
   const int64_t shard_bytes = trainer::parse_shard_size(max_shard_size);
+  // SIGTERM and Ctrl-C stop the export between files, and its temporary is
+  // removed (N38; it was left full-size beside --output).
+  const data::StopSignals stop_signals;
 
   // The model only: an HF directory holds no optimizer state.
   trainer::LoadedCheckpoint ck = trainer::load_checkpoint(load, trainer::CheckpointParts::Model);

@@ -11,6 +11,8 @@
 #include "trainer/checkpoint/hf_architecture.h"
 #include "trainer/checkpoint/hf_dir.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/checkpoint/save_lock.h"
+#include "trainer/data/stop_signals.h"
 #include "trainer/flags.h"
 #include "trainer/trainer.h"
 
@@ -33,6 +35,9 @@ int run_import(const std::vector<std::string>& args) {
   if (std::filesystem::exists(std::filesystem::path(save) / trainer::kLatestFileName, ec))
     throw Error("--save " + save + " already holds checkpoints; import into a new directory");
 
+  // SIGTERM and Ctrl-C stop the import between the checkpoint's files, and
+  // its temporary is removed (N38; it was left full-size in --save).
+  const data::StopSignals stop_signals;
   const trainer::HfDir hf = trainer::read_hf_dir(input);
   const trainer::KilnModel imported = trainer::hf_to_kiln(hf.config, hf.tensors);
   const trainer::GptConfig& cfg = imported.config;
@@ -51,6 +56,9 @@ int run_import(const std::vector<std::string>& args) {
                                {"rng", nullptr},
                                {"imported_from", {{"format", "hf"}, {"dir", input}}}};
   trainer::check_save_dir(save);
+  // As kiln train: one writer per --save, and taking the lock removes what
+  // an import or save killed with kill -9 left there (N38).
+  const auto save_lock = trainer::SaveDirLock::take(save);
   trainer::save_checkpoint(save, 0, model, {}, meta);
   std::printf("imported %s into %s (iteration 0); continue with kiln train --load %s --finetune\n", input.c_str(),
               save.c_str(), save.c_str());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "compiler_cache/atomic_file.h"
 #include "core/error.h"
@@ -19,9 +20,21 @@ namespace fs = std::filesystem;
 
 std::string default_cache_dir() {
   if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
-  return ".kiln-cache";
+  // The XDG spec: a relative $XDG_CACHE_HOME is invalid and ignored.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/kiln";
+  // Only an existing home: as root with HOME=/nonexistent (the nobody
+  // convention) kiln created /nonexistent/.cache/kiln, and with no HOME it
+  // silently used ./.kiln-cache in whatever directory it ran in (N66).
+  const char* h = std::getenv("HOME");
+  std::error_code ec;
+  if (h && *h == '/' && fs::is_directory(h, ec)) return std::string(h) + "/.cache/kiln";
+  static bool warned = false;
+  if (!std::exchange(warned, true))
+    logger().warn(
+        "no compile cache: $HOME ({}) is not an existing directory and $XDG_CACHE_HOME is not an absolute "
+        "path; every graph is compiled. Set KILN_CACHE_DIR (or --cache-dir) to keep compiled graphs",
+        h ? h : "unset");
+  return "";
 }
 
 std::string verify_entry(const Entry& e, const std::string& expected_key) {

@@ -20,8 +20,9 @@
 
 namespace kiln::compiler_cache {
 
-// --cache-dir's default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
-// ~/.cache/kiln.
+// --cache-dir's default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln (an
+// absolute one), else ~/.cache/kiln (an existing $HOME); else "" (no cache,
+// with one warning saying so).
 std::string default_cache_dir();
 
 // Whether a decoded entry is what `expected_key` names: the key, the IR hash

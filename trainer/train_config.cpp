@@ -230,8 +230,11 @@ void TrainConfig::finalize_architecture(const Flags& f) {
     logger().info("Checkpoint not found to provide arguments, using provided arguments.");  // Megatron's words
   if (use_checkpoint_args && !load_missing) {
     // As Megatron: the checkpoint's model replaces the model flags.
-    const LoadedCheckpoint ck = load_checkpoint(load);
-    take_architecture(model, model_config_from_json(ck.meta.contains("config") ? ck.meta["config"] : nlohmann::json()));
+    // meta.json alone (the weights are read later, by the load itself), and
+    // through checkpoint_architecture, whose errors name the file: this path
+    // said only "checkpoint meta.json", and its sizes went unchecked here.
+    const LoadedCheckpoint ck = load_checkpoint(load, CheckpointParts::Meta);
+    take_architecture(model, checkpoint_architecture(ck));
   }
 }
 

@@ -5,7 +5,9 @@
 #   accepted: the element is named;
 # - D17c: --data-path weights whose sum overflows a double (1e308 P 1e308 P)
 #   normalised to 0 and were reported as "the unweighted --data-path blend
-#   has 0 train samples": the weights are named.
+#   has 0 train samples": the weights are named;
+# - D15b: a token id outside the model's vocabulary named no file, document
+#   or sample: now the .bin, the sequence, the token and the sample.
 set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -38,4 +40,15 @@ p=$tmp/ids_text_document
 expect_error "--data-path weights add up to more than a double holds; give relative weights such as 0.5 0.5" \
   train "${tok[@]}" --num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 16 --micro-batch-size 2 \
   --train-iters 2 --log-interval 1 --eval-interval 100 --eval-iters 0 --data-path 1e308 "$p" 1e308 "$p"
+# D15b: data made with a 1000-token vocabulary, one id of 900 in sequence 7,
+# trained with a 100-token one (padded to 128); two epochs, so every
+# sequence is drawn and the bad one certainly is.
+awk 'BEGIN { for (d = 0; d < 20; d++) { s = ""; for (i = 0; i < 16; i++) s = s (i ? " " : "") (d == 7 && i == 5 ? 900 : i);
+       print "{\"text\": \"" s "\"}" } }' > "$tmp/oov.jsonl"
+"$kiln" preprocess --tokenizer-type NullTokenizer --vocab-size 1000 --input "$tmp/oov.jsonl" --output-prefix "$tmp/oov" \
+  >"$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: preprocess oov"; exit 1; }
+expect_error "token id 900 in sequence 7 (token 5) of $tmp/oov_text_document.bin (train sample " \
+  train "${tok[@]}" --num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 15 --micro-batch-size 1 \
+  --global-batch-size 1 --train-iters 40 --log-interval 100 --eval-iters 0 --split 100,0,0 \
+  --data-path "$tmp/oov_text_document"
 exit $fails

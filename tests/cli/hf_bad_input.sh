@@ -103,6 +103,8 @@ PY
 broken; rewrite drop
 expect_error "missing tensor" "no tensor transformer.h.0.attn.c_attn.weight" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
+# N22 (findings 2026-11-27): all-NaN weights imported with exit 0, and a --finetune
+# from them skipped every step; kiln train never saves such weights.
 broken; rewrite nan transformer.wte.weight
 expect_error "NaN weights" "holds NaN or infinite weights \(in kiln's embedding.word_embeddings.weight\)" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"

@@ -46,6 +46,15 @@ expect_refused "--num-layers 1000000000 needs at least" 5 import --format hf --i
 meta=$(ls "$tmp"/ck/iter_*/meta.json)
 sed -i 's/"num_layers": *2/"num_layers":1000000000/' "$meta"
 grep -q '"num_layers":1000000000' "$meta" || { echo "FAIL: no num_layers to edit"; exit 1; }
-expect_refused "--num-layers 1000000000 needs at least" 5 \
+# The line names the meta.json (it named only --num-layers, a flag not given,
+# and --use-checkpoint-args's path said just "checkpoint meta.json" for a
+# damaged key: N30's meta.json path).
+expect_refused "checkpoint $meta describes a model kiln cannot build (was it edited?): --num-layers 1000000000 needs" 5 \
+  train --use-checkpoint-args --load "$tmp/ck" --micro-batch-size 2 --train-iters 2 --eval-iters 0
+expect_refused "checkpoint $meta describes a model kiln cannot build" 5 generate --load "$tmp/ck" --prompt x
+expect_refused "checkpoint $meta describes a model kiln cannot build" 5 \
+  export --load "$tmp/ck" --format hf --output "$tmp/never"
+sed -i 's/"num_layers":1000000000/"num_layers":"x"/' "$meta"
+expect_refused "checkpoint $meta has no valid model config: \"config\" key 'num_layers' is \"x\"" 5 \
   train --use-checkpoint-args --load "$tmp/ck" --micro-batch-size 2 --train-iters 2 --eval-iters 0
 [ $fails -eq 0 ] || exit 1

@@ -168,7 +168,8 @@ mkfifo "$tmp/named.jsonl"
 # The writer is already waiting when kiln opens the FIFO: kiln once opened
 # it twice, and a writer served by the first descriptor lost its data to
 # that descriptor's close, so the second open waited forever (about half of
-# these runs hung). -k: a stalled read outlives SIGTERM (N109).
+# these runs hung). -k: in case a stalled read ever outlives SIGTERM again
+# (it did before N109's fix; cli.preprocess_signals checks that).
 cat "$tmp/ids.jsonl" >"$tmp/named.jsonl" &
 sleep 0.5
 timeout -k 5 60 "$kiln" preprocess --input "$tmp/named.jsonl" --output-prefix "$tmp/n" "${tok[@]}" --workers 1 \

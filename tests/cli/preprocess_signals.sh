@@ -69,3 +69,28 @@ grep -q "removed 3 temporaries left by an interrupted run" "$tmp/err" || { cat "
 [ -e "$tmp/k_text_document.bin.tmp.backup" ] || fail "a file that is not a temporary was removed"
 [ -e "$tmp/k_text_document.bin" ] && [ -e "$tmp/k_text_document.idx" ] || fail "no output written"
 echo "ok: temporaries of the killed run reaped, others kept"
+
+# N109 (findings 2026-11-27): a writer that stalls. The read blocked until
+# the writer closed (30 s in the finding) whatever the signals; now Ctrl-C
+# ends it at once, with the same one line and no temporaries.
+rm -f "$tmp/in"; mkfifo "$tmp/in"
+{ head -3 "$tmp/small.jsonl"; printf '{"text": "a line, then the writer stalls"}\n'; exec sleep 120; } \
+  >"$tmp/in" 2>/dev/null &
+feeder=$!
+"$kiln" preprocess --input "$tmp/in" --output-prefix "$tmp/stall" "${tok[@]}" --workers 1 >"$tmp/out" 2>"$tmp/err" &
+run=$!
+for _ in $(seq 600); do
+  [ -e "$tmp/stall_text_document.bin.tmp.$run" ] && break
+  sleep 0.1
+done
+[ -e "$tmp/stall_text_document.bin.tmp.$run" ] || { cat "$tmp/err"; fail "stalled pipe: no temporaries appeared"; }
+sleep 0.5
+kill -INT $run
+for _ in $(seq 50); do kill -0 $run 2>/dev/null || break; sleep 0.1; done
+kill -0 $run 2>/dev/null && fail "SIGINT did not stop preprocess waiting on a stalled pipe within 5 s"
+finish
+[ $rc -ne 0 ] && [ $rc -lt 128 ] || { cat "$tmp/err"; fail "stalled pipe: exit $rc"; }
+grep -q "stopped by SIGINT; removed its temporary files" "$tmp/err" || { cat "$tmp/err"; fail "stalled pipe: no stop line"; }
+left=$(ls "$tmp" | grep "^stall" || true)
+[ -z "$left" ] || fail "stalled pipe left: $left"
+echo "ok: SIGINT stops a read that waits on a stalled pipe"

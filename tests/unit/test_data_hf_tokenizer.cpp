@@ -163,6 +163,26 @@ TEST(HfTokenizer, ScannersAgreeWithPcre2) {
   EXPECT_EQ(fast->encode(shakespeare), pcre->encode(shakespeare));
 }
 
+// N47 (findings 2026-11-27): a pattern that backtracks without bound failed
+// with "Split regex failed on the text (PCRE2 error -47)", a bare code. The
+// line now names the pattern's place, PCRE2's reason and what to change.
+TEST(HfTokenizer, RunawayBacktrackingIsSpelledOut) {
+  using kiln::data::hf::Span;
+  using kiln::data::hf::SplitRegex;
+  SplitRegex bomb("(a+)+$", "tokenizer.json pre_tokenizer.pattern", SplitRegex::Engine::kPcre2);
+  std::vector<Span> out;
+  try {
+    bomb.find_matches(std::string(30, 'a') + "b", out);
+    FAIL() << "the match did not fail";
+  } catch (const kiln::Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("tokenizer.json pre_tokenizer.pattern regex failed on the text (PCRE2 error -", 0), 0u)
+        << what;
+    EXPECT_NE(what.find("limit"), std::string::npos) << what;
+    EXPECT_NE(what.find("backtracks without bound"), std::string::npos) << what;
+  }
+}
+
 // Hugging Face's documented example of SplitDelimiterBehavior.
 TEST(HfTokenizer, SplitBehaviors) {
   using kiln::data::hf::make_pre_tokenizer;

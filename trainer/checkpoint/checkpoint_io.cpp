@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/regular_file.h"
 #include "trainer/checkpoint/model_config.h"
+#include "trainer/data/stop_signals.h"
 
 namespace kiln::trainer {
 namespace fs = std::filesystem;
@@ -246,20 +247,30 @@ void save_checkpoint(const std::string& save_dir, int64_t iteration, const std::
     // A leftover from this same pid can only be from an earlier failed try.
     fs::remove_all(tmp);
     fs::create_directory(tmp);
+    // kiln import stops here on SIGTERM or Ctrl-C (N38); kiln train installs
+    // no StopSignals (its job control saves first), so these never throw there.
+    data::throw_if_stop_requested();
     write_safetensors((tmp / kModelFileName).string(), model, {{"format", "pt"}});
     fsync_path(tmp / kModelFileName, false);
+    data::throw_if_stop_requested();
     if (!optimizer.empty()) {  // empty: saved with --no-save-optim
       write_safetensors((tmp / kOptimizerFileName).string(), optimizer, {{"format", "pt"}});
       fsync_path(tmp / kOptimizerFileName, false);
     }
     write_file_synced(tmp / kMetaFileName, meta_text);
     fsync_path(tmp, true);
+    data::throw_if_stop_requested();
     publish_dir(tmp, final, root);
 
     // Megatron writes the bare number without a newline; so do we.
     write_file_synced(latest_tmp, std::to_string(iteration));
     fs::rename(latest_tmp, root / kLatestFileName);
     fsync_path(root, true);
+  } catch (const data::StopRequested& stop) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw Error(std::string(stop.what()) + "; removed the temporary " + tmp.string() + " and wrote no checkpoint " +
+                final.string());
   } catch (const std::exception& e) {
     std::error_code ec;
     fs::remove_all(tmp, ec);

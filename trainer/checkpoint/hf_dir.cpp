@@ -10,7 +10,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/regular_file.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/stale_temporaries.h"
+#include "trainer/data/stop_signals.h"
 
 namespace kiln::trainer {
 
@@ -105,8 +109,16 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
   if (fs::exists(final, ec) && !(fs::is_directory(final, ec) && fs::is_empty(final, ec)))
     throw Error("--output " + shown + " already exists; remove it or pick a new directory");
   const fs::path parent = final.has_parent_path() ? final.parent_path() : fs::path(".");
-  const fs::path tmp = parent / (".tmp_" + final.filename().string() + "." + std::to_string(::getpid()));
+  const std::string tmp_stem = ".tmp_" + final.filename().string() + ".";
+  const fs::path tmp = parent / (tmp_stem + std::to_string(::getpid()));
+  // An export killed with kill -9 (or by a power cut) left its full-size
+  // temporary; nothing else removes it (N38).
+  const std::vector<std::string> stale = data::remove_dead_writers_entries(parent.string(), tmp_stem);
+  if (!stale.empty())
+    logger().info("--output {}: removed {} temporar{} left by an interrupted export (e.g. {})", shown, stale.size(),
+                  stale.size() == 1 ? "y" : "ies", stale.front());
   try {
+    data::throw_if_stop_requested();
     fs::create_directories(parent);
     fs::remove_all(tmp);
     fs::create_directory(tmp);
@@ -126,10 +138,12 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
     const std::map<std::string, std::string> meta = {{"format", "pt"}};
     if (shards.size() == 1) {
       write_safetensors((tmp / "model.safetensors").string(), shards[0], meta);
+      data::throw_if_stop_requested();
     } else {
       nlohmann::json weight_map = nlohmann::json::object();
       for (size_t i = 0; i < shards.size(); ++i) {
         write_safetensors((tmp / shard_name(i, shards.size())).string(), shards[i], meta);
+        data::throw_if_stop_requested();  // SIGTERM, Ctrl-C: between shards, the temporary is removed below
         for (const auto& kv : shards[i]) weight_map[kv.first] = shard_name(i, shards.size());
       }
       nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
@@ -139,8 +153,13 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
     if (content.generation_config.is_object())
       write_text(tmp / "generation_config.json", content.generation_config.dump(2) + "\n");
     for (const auto& [name, bytes] : content.files) write_text(tmp / name, bytes);
+    data::throw_if_stop_requested();
     if (fs::exists(final)) fs::remove(final);  // the empty directory the check above allowed
     fs::rename(tmp, final);
+  } catch (const data::StopRequested& stop) {
+    fs::remove_all(tmp, ec);
+    throw Error(std::string("kiln export: ") + stop.what() + "; removed its temporary " + tmp.string() +
+                " and wrote nothing to --output " + shown);
   } catch (const std::exception& e) {
     fs::remove_all(tmp, ec);
     throw Error("cannot write --output " + shown + ": " + e.what() + "; check its parent exists and is writable");

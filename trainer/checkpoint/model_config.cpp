@@ -149,7 +149,13 @@ ModelArchitecture model_config_from_json(const nlohmann::json& j, const std::str
   } catch (const BadKey& e) {
     throw Error(file + " has no valid model config: \"config\" key " + e.what() + fix);
   }
-  GptConfig(c).validate();
+  // Sizes no kiln run could have saved (an edited num_layers of 1e9) are
+  // refused naming the file, not only a flag the user never gave.
+  try {
+    GptConfig(c).validate();
+  } catch (const Error& e) {
+    throw Error(file + " describes a model kiln cannot build (was it edited?): " + e.what());
+  }
   return c;
 }
 

@@ -466,6 +466,23 @@ void GptDataset::sample(int64_t index, int32_t* out) const {
     throw Error("internal error: sample " + std::to_string(index) + " has " + std::to_string(written) + " tokens");
 }
 
+std::string GptDataset::describe_token(int64_t index, int64_t position) const {
+  if (index < 0 || index >= size()) return "sample " + std::to_string(index);
+  const size_t s = static_cast<size_t>(shuffle_index_[static_cast<size_t>(index)]);
+  const int64_t d0 = sample_index_[2 * s], o0 = sample_index_[2 * s + 1], d1 = sample_index_[2 * s + 2];
+  int64_t start = 0;  // the sample position of the document's first token in it
+  for (int64_t d = d0; d <= d1; ++d) {
+    const int64_t seq = document_index_[static_cast<size_t>(d)];
+    const int64_t offset = d == d0 ? o0 : 0;
+    const int64_t length = data_->sequence_length(seq) - offset;
+    if (d == d1 || position < start + length)
+      return "sequence " + std::to_string(seq) + " (token " + std::to_string(offset + position - start) + ") of " +
+             data_->prefix() + ".bin";
+    start += length;
+  }
+  return "sample " + std::to_string(index);
+}
+
 // ---- blending
 
 BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const SampleDataset>> datasets, std::vector<double> weights,
@@ -500,6 +517,12 @@ void BlendedDataset::sample(int64_t index, int32_t* out) const {
                 std::to_string(size()) + " samples)");
   datasets_[static_cast<size_t>(dataset_index_[static_cast<size_t>(index)])]->sample(
       dataset_sample_index_[static_cast<size_t>(index)], out);
+}
+
+std::string BlendedDataset::describe_token(int64_t index, int64_t position) const {
+  if (index < 0 || index >= size()) return "sample " + std::to_string(index);
+  return datasets_[static_cast<size_t>(dataset_index_[static_cast<size_t>(index)])]->describe_token(
+      dataset_sample_index_[static_cast<size_t>(index)], position);
 }
 
 // ---- the builder

@@ -88,6 +88,10 @@ class SampleDataset {
   virtual int64_t sample_length() const = 0;  // seq_length + 1
   // Writes sample_length() tokens.
   virtual void sample(int64_t index, int32_t* out) const = 0;
+  // Where token `position` of sample `index` comes from, for a message about
+  // that token ("sequence 200 of data/x_text_document.bin"): a bad token id
+  // named no file or document before (finding D15b).
+  virtual std::string describe_token(int64_t index, int64_t position) const = 0;
 };
 
 struct GptDatasetOptions {
@@ -106,6 +110,7 @@ class GptDataset : public SampleDataset {
   int64_t size() const override { return static_cast<int64_t>(sample_index_.size() / 2) - 1; }
   int64_t sample_length() const override { return seq_length_ + 1; }
   void sample(int64_t index, int32_t* out) const override;
+  std::string describe_token(int64_t index, int64_t position) const override;
 
   int64_t num_epochs() const { return num_epochs_; }
   bool loaded_from_cache() const { return from_cache_; }
@@ -137,6 +142,7 @@ class BlendedDataset : public SampleDataset {
   int64_t size() const override { return static_cast<int64_t>(dataset_index_.size()); }
   int64_t sample_length() const override { return datasets_[0]->sample_length(); }
   void sample(int64_t index, int32_t* out) const override;
+  std::string describe_token(int64_t index, int64_t position) const override;
   const std::vector<int16_t>& dataset_index() const { return dataset_index_; }
   const std::vector<int64_t>& dataset_sample_index() const { return dataset_sample_index_; }
 

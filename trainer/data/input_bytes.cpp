@@ -1,5 +1,6 @@
 #include "trainer/data/input_bytes.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,13 +15,20 @@ namespace kiln::data {
 namespace {
 constexpr size_t kBufferBytes = 1 << 18;
 constexpr int kGzipOnly = 16 + MAX_WBITS;  // inflate gzip framing, not zlib's
+constexpr int kWaitCheckMs = 250;          // how soon a stop is seen while a pipe stalls
 }  // namespace
 
-InputBytes::InputBytes(const std::string& path) : path_(path), in_(kBufferBytes) {
+InputBytes::InputBytes(const std::string& path, std::function<void()> while_waiting)
+    : path_(path), while_waiting_(std::move(while_waiting)), in_(kBufferBytes) {
   // A pipe is a documented input (--input /dev/stdin); devices are not.
   InputFd in = open_input_stream({path, "--input", "give a .jsonl or .jsonl.gz file, or a pipe", kReadInChunks});
   fd_ = in.release();
-  while (in_len_ < 2 && fill()) {
+  try {
+    while (in_len_ < 2 && fill()) {
+    }
+  } catch (...) {  // while_waiting_ threw (a stop) or the read failed
+    ::close(fd_);
+    throw;
   }
   gzip_ = in_len_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
   if (gzip_ && inflateInit2(&z_, kGzipOnly) != Z_OK) {
@@ -32,6 +40,20 @@ InputBytes::InputBytes(const std::string& path) : path_(path), in_(kBufferBytes)
 InputBytes::~InputBytes() {
   if (gzip_) inflateEnd(&z_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+void InputBytes::wait_for_data() {
+  if (!while_waiting_) return;  // a plain blocking read
+  // A regular file polls ready at once; a pipe with no writer yet, or a
+  // writer that stalls, is polled in short waits so that while_waiting_
+  // sees a stop request within kWaitCheckMs.
+  pollfd p{fd_, POLLIN, 0};
+  for (;;) {
+    const int rc = ::poll(&p, 1, kWaitCheckMs);
+    if (rc > 0) return;  // data, end of file (POLLHUP) or an error the read reports
+    if (rc < 0 && errno != EINTR) return;
+    while_waiting_();
+  }
 }
 
 void InputBytes::fail(const std::string& why) const { throw Error("cannot read --input " + path_ + ": " + why); }
@@ -47,6 +69,7 @@ bool InputBytes::fill() {
   }
   if (in_len_ == in_.size()) return true;
   for (;;) {
+    wait_for_data();
     const ssize_t n = ::read(fd_, in_.data() + in_len_, in_.size() - in_len_);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail(std::strerror(errno));

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,12 @@ namespace kiln::data {
 
 class InputBytes {
  public:
-  explicit InputBytes(const std::string& path);  // throws kiln::Error naming --input
+  // `while_waiting` runs whenever the input has had no data for a quarter
+  // of a second (a pipe whose writer stalls) and when a signal interrupts
+  // the wait; it may throw to end the read (kiln preprocess's stop signals,
+  // which a read blocked on a stalled pipe could not see before, N109).
+  explicit InputBytes(const std::string& path,
+                      std::function<void()> while_waiting = {});  // throws kiln::Error naming --input
   ~InputBytes();
   InputBytes(const InputBytes&) = delete;
   InputBytes& operator=(const InputBytes&) = delete;
@@ -29,7 +35,10 @@ class InputBytes {
   bool fill();  // more raw bytes after the unread ones; false at the file's end
   [[noreturn]] void fail(const std::string& why) const;
 
+  void wait_for_data();  // polls fd_, running while_waiting_ meanwhile
+
   std::string path_;
+  std::function<void()> while_waiting_;
   int fd_ = -1;
   bool gzip_ = false;
   bool between_members_ = false;  // a member ended: another, zeros, or the end follow

@@ -62,8 +62,11 @@ class MegatronData : public TokenSource {
     ds->sample(index, out);
     for (int64_t i = 0; i <= T; ++i)
       if (out[i] < 0 || out[i] >= vocab_)
-        throw Error("token id " + std::to_string(out[i]) + " in the data is outside the vocabulary (" +
-                    std::to_string(vocab_) + "): the .bin/.idx were made with another tokenizer");
+        throw Error("token id " + std::to_string(out[i]) + " in " + ds->describe_token(index, i) + " (" +
+                    (split == Split::Train ? "train" : "validation") + " sample " + std::to_string(index) +
+                    ") is outside the vocabulary (" + std::to_string(vocab_) +
+                    "): the .bin/.idx were made with another tokenizer; preprocess the data again with this run's "
+                    "--tokenizer-type and files");
   }
 
  private:

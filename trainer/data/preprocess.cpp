@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 
@@ -32,7 +33,9 @@ std::string clipped(const std::string& text, size_t max_bytes = 160) {
 // Reads lines from a plain or gzip file (trainer/data/input_bytes.h).
 class LineReader {
  public:
-  explicit LineReader(const std::string& path) : bytes_in_(path) { buf_.resize(1 << 18); }
+  LineReader(const std::string& path, std::function<void()> while_waiting) : bytes_in_(path, std::move(while_waiting)) {
+    buf_.resize(1 << 18);
+  }
   // Next line without its '\n' (and '\r'); false at the end.
   bool next(std::string& line) {
     line.clear();
@@ -249,7 +252,8 @@ PreprocessResult preprocess(const PreprocessOptions& opt, std::shared_ptr<const 
   const auto t0 = Clock::now();
   PreprocessResult result;
 
-  LineReader reader(opt.input);
+  // A stop signal ends a read that waits on a stalled pipe, too (N109).
+  LineReader reader(opt.input, [&opt] { throw_if_stopped(opt); });
   std::vector<std::unique_ptr<IndexedDatasetWriter>> writers;
   for (const std::string& key : opt.json_keys) {
     result.outputs.push_back(opt.output_prefix + "_" + key + "_document");

@@ -24,6 +24,19 @@ bool dead(pid_t pid) { return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 
 
 }  // namespace
 
+std::vector<std::string> remove_dead_writers_entries(const std::string& dir, const std::string& stem) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  fs::directory_iterator it(dir.empty() ? fs::path(".") : fs::path(dir), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (!dead(writer_pid(it->path().filename().string(), stem))) continue;
+    std::error_code rm;
+    if (fs::remove_all(it->path(), rm) > 0 && !rm) removed.push_back(it->path().string());
+  }
+  return removed;
+}
+
 std::vector<std::string> remove_dead_writers_temporaries(const std::string& prefix) {
   namespace fs = std::filesystem;
   std::vector<std::string> removed;

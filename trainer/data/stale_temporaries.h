@@ -13,4 +13,9 @@ namespace kiln::data {
 // not alive (and not this process); returns the paths it removed.
 std::vector<std::string> remove_dead_writers_temporaries(const std::string& prefix);
 
+// The same rule for any writer that names its temporary <stem><pid> in
+// `dir` (kiln export's .tmp_<output>.<pid> directory, N38): removes each
+// such file or directory whose pid is not alive, and returns their paths.
+std::vector<std::string> remove_dead_writers_entries(const std::string& dir, const std::string& stem);
+
 }  // namespace kiln::data

@@ -31,9 +31,14 @@ StopSignals::StopSignals() {
 StopSignals::~StopSignals() {
   sigaction(SIGTERM, &g_old_term, nullptr);
   sigaction(SIGINT, &g_old_int, nullptr);
+  g_stop.store(0);  // a later writer in this process must not see this command's signal
 }
 
 int stop_signal() { return g_stop.load(); }
+
+void throw_if_stop_requested() {
+  if (const int sig = g_stop.load(); sig != 0) throw StopRequested(sig);
+}
 
 const char* stop_signal_name(int sig) {
   if (sig == SIGTERM) return "SIGTERM";

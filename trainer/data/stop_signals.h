@@ -4,6 +4,10 @@
 // polls stop_signal() at points where stopping is safe.
 #pragma once
 
+#include <string>
+
+#include "core/error.h"
+
 namespace kiln::data {
 
 class StopSignals {
@@ -19,5 +23,17 @@ int stop_signal();
 
 // "SIGTERM", "SIGINT", or "signal N".
 const char* stop_signal_name(int sig);
+
+// What a writer throws at a safe point once a stop signal came (kiln export
+// and import, between the files of a checkpoint or an HF directory): its
+// catch removes the temporary and names the signal, not a disk problem.
+struct StopRequested : Error {
+  explicit StopRequested(int sig) : Error(std::string("stopped by ") + stop_signal_name(sig)), signal(sig) {}
+  int signal;
+};
+
+// Throws StopRequested when a stop signal came; a no-op where no
+// StopSignals is installed (kiln train handles its signals itself).
+void throw_if_stop_requested();
 
 }  // namespace kiln::data

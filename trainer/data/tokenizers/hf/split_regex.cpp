@@ -50,6 +50,21 @@ std::string with_onig_whitespace(const std::string& pattern) {
   return out;
 }
 
+// A failed pcre2_match in words: PCRE2's own message, and for the limits a
+// pattern with nested quantifiers hits on a long run of text (catastrophic
+// backtracking, e.g. (a+)+$), what to change. The bare code (-47) told a
+// user nothing (finding N47).
+std::string match_failure(int rc, const std::string& where) {
+  PCRE2_UCHAR message[256];
+  if (pcre2_get_error_message(rc, message, sizeof message) < 0) message[0] = 0;
+  std::string line = where + " regex failed on the text (PCRE2 error " + std::to_string(rc) + ": " +
+                     reinterpret_cast<const char*>(message) + ")";
+  if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
+      rc == PCRE2_ERROR_JIT_STACKLIMIT)
+    line += "; the pattern backtracks without bound on this text (nested quantifiers such as (a+)+): simplify it";
+  return line;
+}
+
 }  // namespace
 
 struct SplitRegex::Compiled {
@@ -57,7 +72,7 @@ struct SplitRegex::Compiled {
   ~Compiled() { pcre2_code_free(code); }
 };
 
-SplitRegex::SplitRegex(const std::string& pattern, const std::string& where, Engine engine) {
+SplitRegex::SplitRegex(const std::string& pattern, const std::string& where, Engine engine) : where_(where) {
   if (engine == Engine::kAuto) {
     if (pattern == kGpt2Pattern) scanner_ = Scanner::kGpt2;
     if (pattern == kLlama3Pattern) scanner_ = Scanner::kLlama3;
@@ -113,7 +128,7 @@ void SplitRegex::find_matches(std::string_view text, std::vector<Span>& out) con
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       pcre2_match_data_free(md);
-      throw Error("Split regex failed on the text (PCRE2 error " + std::to_string(rc) + ")");
+      throw Error(match_failure(rc, where_));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];

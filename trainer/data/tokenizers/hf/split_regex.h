@@ -24,7 +24,9 @@ class SplitRegex {
   SplitRegex(const SplitRegex&) = delete;
   SplitRegex& operator=(const SplitRegex&) = delete;
 
-  // Appends the non-overlapping matches in text, left to right.
+  // Appends the non-overlapping matches in text, left to right. Throws
+  // kiln::Error naming `where` and PCRE2's reason when a match fails (a
+  // pattern that backtracks past PCRE2's match or depth limit, N47).
   void find_matches(std::string_view text, std::vector<Span>& out) const;
   // With a scanner: appends the pieces (which tile the text) and returns
   // true; without one returns false.
@@ -38,6 +40,7 @@ class SplitRegex {
  private:
   enum class Scanner { kNone, kGpt2, kLlama3 };
   Scanner scanner_ = Scanner::kNone;
+  std::string where_;  // the pattern's place in tokenizer.json, for a failed match
   struct Compiled;
   std::unique_ptr<Compiled> pcre_;
 };
