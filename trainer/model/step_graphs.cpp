@@ -16,6 +16,16 @@ namespace {
 // x in f32: itself, or its exact widening (a bf16 gradient accumulator).
 ValueId widened(Graph& g, ValueId x) { return g.value(x).dtype == KILN_F32 ? x : g.cast(x, KILN_F32); }
 
+// The value of `dtype` that v is the exact f32 widening of (v a CAST of
+// it), or -1.
+ValueId widened_from(const Graph& g, ValueId v, kiln_dtype dtype) {
+  const int producer = g.value(v).producer;
+  if (producer < 0 || dtype == KILN_F32) return -1;
+  const graph::Node& node = g.nodes()[static_cast<size_t>(producer)];
+  if (node.op != KILN_OP_CAST || g.value(node.inputs[0]).dtype != dtype) return -1;
+  return node.inputs[0];
+}
+
 // The compile unit of the nodes that act on one parameter alone (its
 // update, norm square, gradient sum): its layer's parameter unit, so every
 // layer's piece is one shared unit (graph/compile_units.h); the rest's
@@ -69,9 +79,19 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode, bool expo
     // Overwrite: the gradient's producer writes straight into the buffer.
     // bf16 accumulators (--main-grads-dtype bf16): the f32 sum of the
     // accumulator and this micro-batch's f32 gradient, rounded once, as
-    // Megatron's main_grad.add_(param.grad) on a bf16 main_grad.
-    ValueId sum = mode == GradMode::Accumulate ? g.add(widened(g, in), grads[i]) : grads[i];
-    if (cfg.grad_dtype != KILN_F32) sum = g.cast(sum, cfg.grad_dtype);
+    // Megatron's main_grad.add_(param.grad) on a bf16 main_grad. Where the
+    // gradient is a bf16 value widened (a weight's MATMUL, a bias's SUM_TO),
+    // the bf16 ADD of the two is that same value (f32 arithmetic, one
+    // rounding) with no f32 copy of either, and the first micro-batch's
+    // producer writes the buffer itself.
+    ValueId sum = grads[i];
+    const ValueId narrow = widened_from(g, grads[i], cfg.grad_dtype);
+    if (cfg.grad_dtype != KILN_F32 && narrow >= 0) {
+      sum = mode == GradMode::Accumulate ? g.add(in, narrow) : narrow;
+    } else {
+      if (mode == GradMode::Accumulate) sum = g.add(widened(g, in), grads[i]);
+      if (cfg.grad_dtype != KILN_F32) sum = g.cast(sum, cfg.grad_dtype);
+    }
     g.output(updated(acc), sum, acc);
     if (expose_gradients) g.output(micro_grad_name(specs[i].name), grads[i]);
   }
