@@ -53,7 +53,7 @@ const char* const kProfile =
 const char* const kMoments = "kiln keeps the AdamW moments in fp32";
 
 std::vector<CompatFlag> make_rows() {
-  const Words fp32_bf16 = {"fp32", "bf16"}, moment_dtypes = {"fp32", "fp16", "bf16", "fp8"};
+  const Words moment_dtypes = {"fp32", "fp16", "bf16", "fp8"};
   return {
       // Implementation choices: the same computation in kiln.
       switch_row("--use-mcore-models", Kind::NoEffect,
@@ -101,12 +101,7 @@ std::vector<CompatFlag> make_rows() {
        "deprecated in Megatron, which allows it only with rope, where there is no position table to drop",
        "--position-embedding-type",
        to_string(PositionEmbedding::Rope)},
-      switch_row("--use-precision-aware-optimizer", Kind::NoEffect,
-                 "with fp32 main gradients, parameters and moments (kiln's only dtypes) it is the same Adam "
-                 "arithmetic"),
       // Accepted with the value that says what kiln does.
-      kiln_value_row("--main-grads-dtype", Value::Text, fp32_bf16, {"fp32"},
-                     "kiln keeps the main gradients in fp32 (docs/MIXED_PRECISION.md)"),
       kiln_value_row("--main-params-dtype", Value::Text, {"fp32", "fp16"}, {"fp32"},
                      "kiln keeps the main parameters in fp32 (docs/MIXED_PRECISION.md)"),
       kiln_value_row("--exp-avg-dtype", Value::Text, moment_dtypes, {"fp32"}, kMoments),

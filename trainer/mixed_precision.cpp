@@ -24,7 +24,14 @@ void MixedPrecision::register_flags(Flags& f) {
   f.add("--attention-softmax-in-fp32", &attention_softmax_in_fp32,
         "accepted for Megatron's scripts: kiln's softmax always computes in fp32");
   f.add("--accumulate-allreduce-grads-in-fp32", &accumulate_allreduce_grads_in_fp32,
-        "accepted for Megatron's scripts: kiln always accumulates and all-reduces gradients in fp32");
+        "accepted for Megatron's scripts: kiln accumulates and all-reduces gradients in fp32 unless "
+        "--main-grads-dtype bf16");
+  f.add("--use-precision-aware-optimizer", &use_precision_aware_optimizer,
+        "Megatron's precision-aware optimizer (TE FusedAdam): lets --main-grads-dtype choose bf16; the AdamW "
+        "arithmetic is f32 either way");
+  f.add("--main-grads-dtype", &main_grads_dtype,
+        "fp32 or bf16 (with --bf16 --use-precision-aware-optimizer): the dtype gradients accumulate over "
+        "micro-batches and are reduced over data-parallel ranks in");
   f.add("--apply-query-key-layer-scaling", &apply_query_key_layer_scaling,
         "with --fp16/--bf16: divide layer l's attention scores by l before they are stored, and multiply back "
         "inside the fp32 softmax (keeps fp16 scores from overflowing)");
@@ -41,6 +48,19 @@ void MixedPrecision::finalize() const {
   if (loss_scale_window <= 0)
     throw Error("--loss-scale-window must be positive, got " + std::to_string(loss_scale_window));
   if (hysteresis <= 0) throw Error("--hysteresis must be positive, got " + std::to_string(hysteresis));
+  if (main_grads_dtype != "fp32" && main_grads_dtype != "bf16")
+    throw Error("--main-grads-dtype " + main_grads_dtype + ": give fp32 or bf16");
+  if (main_grads_dtype == "bf16") {
+    // Megatron's checks (arguments.py, optimizer_config.py): bf16 main
+    // gradients exist only for bf16 parameters, in the precision-aware optimizer.
+    if (!bf16) throw Error("--main-grads-dtype bf16 needs --bf16 (bf16 gradients are for bf16 parameters)");
+    if (!use_precision_aware_optimizer)
+      throw Error("--main-grads-dtype bf16 needs --use-precision-aware-optimizer, as in Megatron");
+    if (accumulate_allreduce_grads_in_fp32)
+      throw Error(
+          "--main-grads-dtype bf16 and --accumulate-allreduce-grads-in-fp32 ask for different gradient dtypes; "
+          "give one of them");
+  }
   if (min_loss_scale > initial_loss_scale)
     throw Error("--min-loss-scale is above --initial-loss-scale; the scale starts at or above its floor");
 }

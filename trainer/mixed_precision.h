@@ -1,7 +1,8 @@
 // Megatron-LM's mixed-precision flags (--bf16, --fp16 and fp16's loss
-// scaling), and what they make of the model: a compute dtype for the
-// forward and backward. Main parameters, gradients and AdamW moments stay
-// f32 whatever the flags (docs/MIXED_PRECISION.md).
+// scaling, the precision-aware optimizer's --main-grads-dtype), and what
+// they make of the model: a compute dtype for the forward and backward, and
+// the dtype the main gradients accumulate and are reduced in. Main
+// parameters and AdamW moments stay f32 (docs/MIXED_PRECISION.md).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,11 @@ struct MixedPrecision {
   bool attention_softmax_in_fp32 = false;
   bool accumulate_allreduce_grads_in_fp32 = false;
   bool apply_query_key_layer_scaling = false;
+  // Megatron's precision-aware optimizer: --main-grads-dtype bf16 (with
+  // --bf16) keeps the grad.* accumulators, their micro-batch sums and the
+  // data-parallel reduction in bf16; the optimizer widens them to f32.
+  bool use_precision_aware_optimizer = false;
+  std::string main_grads_dtype = "fp32";
 
   void register_flags(Flags& flags);
   // Throws kiln::Error naming the flag for a bad combination or value.
@@ -34,6 +40,9 @@ struct MixedPrecision {
 
   // f32, bf16 or f16.
   kiln_dtype compute_dtype() const { return bf16 ? KILN_BF16 : fp16 ? KILN_F16 : KILN_F32; }
+  // The dtype of the main gradients (grad.*, grad_shard.*, the
+  // data-parallel buckets): f32, or bf16 with --main-grads-dtype bf16.
+  kiln_dtype grad_dtype() const { return main_grads_dtype == "bf16" ? KILN_BF16 : KILN_F32; }
   // The flag that chose a 16-bit dtype ("--bf16"), or "" for f32.
   const char* flag() const { return bf16 ? "--bf16" : fp16 ? "--fp16" : ""; }
   // fp16 multiplies the loss by a scale before backward (bf16 has fp32's

@@ -30,7 +30,14 @@ int64_t overflow_test_iteration() {
 }  // namespace
 
 Step::Step(Setup& run, const JobControl& control)
-    : run_(run), control_(control), overflow_test_iteration_(overflow_test_iteration()) {
+    : run_(run),
+      control_(control),
+      dump_(GradientDump::open(run.comm.rank())),
+      overflow_test_iteration_(overflow_test_iteration()) {
+  if (dump_ && (run_.at.pp > 1 || run_.at.tp > 1 || run_.state->optimizer_sharded()))
+    throw Error(
+        "KILN_TEST_DUMP_GRADIENTS: dumps data parallelism only; drop pipeline and tensor parallelism and "
+        "--use-distributed-optimizer");
   // Each bucket's gradient collective starts once backward has written its
   // gradients for the last time, while the earlier layers' backward runs.
   if (overlaps_grad_reduce())
@@ -55,9 +62,11 @@ StepResult Step::run() {
   const double loss_sum = forward_backward(loss_scale);
   sum_across_ranks(loss_sum, result);
   if (result.iteration == overflow_test_iteration_ && run_.comm.rank() == 0) poison_gradient();
+  if (dump_) dump_->accumulators(*run_.state, result.iteration);
   result.grad_norm = gradient_norm(loss_scale);
   // Megatron's scheduler counts samples with --train-samples.
   result.lr = run_.schedule->lr(run_.cfg.sample_based() ? run_.progress.consumed : run_.progress.iteration);
+  if (dump_) dump_->learning_rate(result.lr, result.iteration);
   const bool loss_finite = std::isfinite(result.loss);
   bool hopeless = false;  // a skip that a smaller loss scale cannot cure
   if (precision.scales_loss()) {
@@ -99,8 +108,10 @@ double Step::forward_backward(double loss_scale) {
       ChunkSteps& steps = run_.chunks.front();
       graph::Executable& train_step = m == 0 ? *steps.first_micro_batch : *steps.next_micro_batch;
       prepare_micro_batch(train_step, m, scale);
+      if (dump_ && m == 0) dump_->parameters(*run_.state, run_.progress.iteration + 1);
       train_step.run(m == run_.micro_batches - 1 ? hooks_.grads_final : nullptr,
                      m == 0 ? hooks_.params_needed : nullptr);
+      if (dump_) dump_->micro_batch(train_step, *run_.state, run_.progress.iteration + 1);
       loss_sum += read_scalar(train_step, "loss");
     }
   }
@@ -208,8 +219,14 @@ bool Step::gradients_overflowed(bool finite_here, int64_t iteration) {
 }
 
 void Step::poison_gradient() {
+  DeviceBuffer& grad = run_.state->buffer(grad_name(run_.state->params().front().name));
+  if (run_.cfg.model.grad_dtype == KILN_BF16) {
+    const uint16_t inf = 0x7f80;  // bf16 +inf
+    grad.write(&inf, sizeof inf);
+    return;
+  }
   const float inf = std::numeric_limits<float>::infinity();
-  run_.state->buffer(grad_name(run_.state->params().front().name)).write(&inf, sizeof inf);
+  grad.write(&inf, sizeof inf);
 }
 
 // Skipping needs no clean-up: the next step's first micro-batch overwrites
@@ -232,13 +249,19 @@ void Step::update(const StepResult& result, double loss_scale) {
   const double norm = result.grad_norm;
   const double clip = cfg.clip_grad > 0 && norm > cfg.clip_grad ? cfg.clip_grad / (norm + 1e-6) : 1.0;
   const double step = static_cast<double>(result.iteration - run_.progress.optimizer_start);
-  const float hparams[5] = {static_cast<float>(result.lr), static_cast<float>(cfg.weight_decay),
-                            static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
-                            static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
-                            static_cast<float>(clip / run_.batch_terms / loss_scale)};
+  float hparams[5] = {static_cast<float>(result.lr), static_cast<float>(cfg.weight_decay),
+                      static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta1, step))),
+                      static_cast<float>(1.0 / (1.0 - std::pow(cfg.adam_beta2, step))),
+                      static_cast<float>(clip / run_.batch_terms / loss_scale)};
+  // bf16 gradients are clipped by a pass of their own, rounded to bf16 as
+  // Megatron's (step_graphs.h); grad_scale then only divides out the sum.
+  const bool clips_apart = cfg.model.grad_dtype != KILN_F32;
+  const auto clip_factor = static_cast<float>(clip);
+  if (clips_apart) hparams[4] = static_cast<float>(1.0 / run_.batch_terms / loss_scale);
   // Each model chunk's parameters (one chunk without the interleaved schedule).
   for (ChunkSteps& chunk : run_.chunks) {
     chunk.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
+    if (clips_apart) chunk.optimizer->buffer(kClipInput)->write(&clip_factor, sizeof clip_factor);
     chunk.optimizer->run();
   }
   // With the distributed optimizer. Without --overlap-param-gather the

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,16 @@
 namespace kiln::trainer {
 
 namespace {
-bool all_finite(DeviceBuffer& buffer) {
+// A gradient buffer holds f32 or (--main-grads-dtype bf16) bf16 values; a
+// bf16 is not finite when its exponent bits are all set, as an f32's.
+bool all_finite(DeviceBuffer& buffer, kiln_dtype dtype) {
+  if (dtype == KILN_BF16) {
+    std::vector<uint16_t> halves(buffer.size() / sizeof(uint16_t));
+    buffer.read(halves.data(), halves.size() * sizeof(uint16_t));
+    for (uint16_t h : halves)
+      if ((h & 0x7f80u) == 0x7f80u) return false;
+    return true;
+  }
   std::vector<float> values(buffer.size() / sizeof(float));
   buffer.read(values.data(), values.size() * sizeof(float));
   for (float v : values)
@@ -33,7 +43,7 @@ bool all_finite(DeviceBuffer& buffer) {
 void Step::report_non_finite(const StepResult& result, double loss_scale) {
   std::string gradient;
   for (const ParamSpec& p : run_.state->params())
-    if (!all_finite(run_.state->buffer(grad_name(p.name)))) {
+    if (!all_finite(run_.state->buffer(grad_name(p.name)), run_.cfg.model.grad_dtype)) {
       gradient = grad_name(p.name);
       break;
     }

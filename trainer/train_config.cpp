@@ -389,6 +389,7 @@ void TrainConfig::finalize(const Flags& f) {
   if (const char* env = std::getenv("KILN_PROFILE"); env != nullptr && *env != '\0' && std::string(env) != "0")
     profile = true;
   model.compute_dtype = precision.compute_dtype();
+  model.grad_dtype = precision.grad_dtype();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   if (!data_path.empty() || mock_data) data::infer_tokenizer_type(tokenizer_spec);
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||

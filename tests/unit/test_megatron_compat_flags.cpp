@@ -93,11 +93,10 @@ TEST(MegatronCompatFlags, ValuesAreCheckedAgainstMegatronsChoices) {
 
 TEST(MegatronCompatFlags, OnlyTheValueKilnImplementsIsAccepted) {
   std::vector<std::string> quiet;
-  EXPECT_EQ(
-      check({"--context-parallel-size", "1", "--optimizer", "adam", "--dataloader-type", "single",
-             "--expert-model-parallel-size", "1", "--use-precision-aware-optimizer", "--main-grads-dtype", "fp32"},
-            &quiet),
-      "");
+  EXPECT_EQ(check({"--context-parallel-size", "1", "--optimizer", "adam", "--dataloader-type", "single",
+                   "--expert-model-parallel-size", "1", "--main-params-dtype", "fp32", "--exp-avg-dtype", "fp32"},
+                  &quiet),
+            "");
   EXPECT_EQ(quiet.size(), 6u);
   const std::string cp = check({"--context-parallel-size", "2"});
   EXPECT_TRUE(has(cp, "--context-parallel-size 2: kiln has no context parallelism")) << cp;
@@ -105,8 +104,8 @@ TEST(MegatronCompatFlags, OnlyTheValueKilnImplementsIsAccepted) {
   EXPECT_TRUE(has(check({"--optimizer", "sgd"}), "kiln's optimizer is AdamW"));
   EXPECT_TRUE(has(check({"--optimizer", "adamw"}), "not one of Megatron's choices"));  // typo, not a refusal
   EXPECT_TRUE(has(check({"--dataloader-type", "cyclic"}), "Megatron's single sampler"));
-  EXPECT_TRUE(has(check({"--use-precision-aware-optimizer", "--main-grads-dtype", "bf16"}),
-                  "--main-grads-dtype bf16: kiln keeps the main gradients in fp32"));
+  EXPECT_TRUE(
+      has(check({"--main-params-dtype", "fp16"}), "--main-params-dtype fp16: kiln keeps the main parameters in fp32"));
 }
 
 TEST(MegatronCompatFlags, RefusedFlagsNameTheMissingFeature) {

@@ -25,6 +25,10 @@ class SingleProcessComm : public Comm {
   void start_all_gather(std::span<const float> mine, std::span<float> all) override {
     std::copy(mine.begin(), mine.end(), all.begin());
   }
+  void start_sum_bf16(std::span<uint16_t>) override {}
+  void start_reduce_scatter_bf16(std::span<const uint16_t> all, std::span<uint16_t> mine) override {
+    std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(mine.size()), mine.begin());
+  }
   void start_send(std::span<const float>, int, int) override { abort("internal: a send in a single-process job"); }
   void start_recv(std::span<float>, int, int) override { abort("internal: a receive in a single-process job"); }
   std::unique_ptr<Comm> split(int, int) override { return std::make_unique<SingleProcessComm>(); }

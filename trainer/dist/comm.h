@@ -41,6 +41,13 @@ class Comm {
   // `all`. Both buffers stay untouched until wait().
   virtual void start_reduce_scatter(std::span<const float> all, std::span<float> mine) = 0;
   virtual void start_all_gather(std::span<const float> mine, std::span<float> all) = 0;
+  // The same sums of bf16 values (--main-grads-dtype bf16), as a bf16
+  // NCCL reduction: each addition of two ranks' values in f32, rounded to
+  // bf16 (to nearest even) before the next; in what order ranks' values
+  // meet is MPI's, as NCCL's ring order is NCCL's (with two ranks there is
+  // one addition).
+  virtual void start_sum_bf16(std::span<uint16_t> data) = 0;
+  virtual void start_reduce_scatter_bf16(std::span<const uint16_t> all, std::span<uint16_t> mine) = 0;
   // Point-to-point, for pipeline parallelism: send `data` to the group's
   // rank `peer`, or receive into it from `peer`. Messages of one tag between
   // two ranks arrive in the order sent. The data stays untouched until
@@ -71,6 +78,10 @@ class Comm {
   }
   void sum(std::span<float> data, const std::string& what) {
     start_sum(data);
+    wait(what);
+  }
+  void sum_bf16(std::span<uint16_t> data, const std::string& what) {
+    start_sum_bf16(data);
     wait(what);
   }
   void barrier(const std::string& what) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "kiln/half.h"
 #include "trainer/dist/comm_mpi.h"
 
 namespace kiln::trainer::dist {
@@ -22,6 +23,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kHeartbeatTag = 7;
 constexpr double kHeartbeatSeconds = 1.0;
+
+// MPI has no bf16 type: bf16 values travel as MPI_UINT16_T, summed by this
+// op, one f32 addition and one rounding per pair (kiln/half.h).
+void sum_bf16_values(void* in, void* inout, int* count, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *count; ++i) b[i] = kiln_f32_to_bf16(kiln_bf16_to_f32(a[i]) + kiln_bf16_to_f32(b[i]));
+}
+
+// Created on first use, after MPI_Init; freed by MPI_Finalize.
+MPI_Op bf16_sum_op() {
+  static MPI_Op op = [] {
+    MPI_Op created = MPI_OP_NULL;
+    MPI_Op_create(&sum_bf16_values, /*commute=*/1, &created);
+    return created;
+  }();
+  return op;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -90,6 +109,17 @@ class MpiComm : public Comm {
     start_request();
     MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
                    MPI_FLOAT, collectives_, &pending_.back());
+  }
+  void start_sum_bf16(std::span<uint16_t> data) override {
+    start_request();
+    MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_UINT16_T, bf16_sum_op(), collectives_,
+                   &pending_.back());
+  }
+  void start_reduce_scatter_bf16(std::span<const uint16_t> all, std::span<uint16_t> mine) override {
+    if (all.size() != mine.size() * static_cast<size_t>(size_)) abort("internal: reduce-scatter of unequal blocks");
+    start_request();
+    MPI_Ireduce_scatter_block(all.data(), mine.data(), static_cast<int>(mine.size()), MPI_UINT16_T, bf16_sum_op(),
+                              collectives_, &pending_.back());
   }
   void start_send(std::span<const float> data, int peer, int tag) override {
     start_request();

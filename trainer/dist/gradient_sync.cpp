@@ -5,13 +5,18 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kiln/half.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer::dist {
 
 GradientSync::GradientSync(Mode mode, Comm& dp_group, const ModelState& state, const GptConfig& stage, int64_t tp_rank,
                            int64_t bucket_elements)
-    : mode_(mode), group_(dp_group), active_(dp_group.size() > 1), layout_(state.params(), bucket_elements) {
+    : mode_(mode),
+      grad_dtype_(stage.grad_dtype),
+      group_(dp_group),
+      active_(dp_group.size() > 1),
+      layout_(state.params(), bucket_elements) {
   const std::vector<ParamSpec>& params = state.params();
   const bool sharded = mode == Mode::Sharded;
   buckets_.resize(layout_.size());
@@ -32,26 +37,45 @@ GradientSync::GradientSync(Mode mode, Comm& dp_group, const ModelState& state, c
     }
     // One process keeps its gradients where backward wrote them.
     if (!active_) continue;
-    bucket.all.resize(bucket.block * blocks());
+    // bf16 gradients have blocks of their own; the f32 ones then serve the
+    // parameters' all-gather only (Sharded).
+    if (bf16()) {
+      bucket.all16.resize(bucket.block * blocks());
+      if (sharded) bucket.mine16.resize(bucket.block);
+    }
+    if (!bf16() || sharded) bucket.all.resize(bucket.block * blocks());
     if (sharded) bucket.mine.resize(bucket.block);
   }
 }
 
 // Part r of a parameter goes to block r; the end of the last part stays 0.
-// The gradients are f32 accumulators whatever the compute dtype.
+// The gradients are f32 accumulators whatever the compute dtype, or bf16
+// ones (--main-grads-dtype bf16), moved and summed as they are.
 void GradientSync::start_bucket(Bucket& b) {
+  const size_t bytes = kiln_dtype_size(grad_dtype_);
   for (const Part& p : b.parts) {
     for (size_t r = 0, first = 0; r < blocks(); ++r, first += p.size) {
-      float* block = b.all.data() + r * b.block + p.offset;
+      const size_t at = r * b.block + p.offset;
       const size_t n = first < p.numel ? std::min(p.size, p.numel - first) : 0;
-      if (n > 0) p.grad->read(block, n * 4, first * 4);
-      std::fill(block + n, block + p.size, 0.0f);
+      if (bf16()) {
+        if (n > 0) p.grad->read(b.all16.data() + at, n * bytes, first * bytes);
+        std::fill(b.all16.data() + at + n, b.all16.data() + at + p.size, uint16_t{0});
+      } else {
+        if (n > 0) p.grad->read(b.all.data() + at, n * bytes, first * bytes);
+        std::fill(b.all.data() + at + n, b.all.data() + at + p.size, 0.0f);
+      }
     }
   }
-  if (mode_ == Mode::Sharded)
+  if (bf16()) {
+    if (mode_ == Mode::Sharded)
+      group_.start_reduce_scatter_bf16(b.all16, b.mine16);
+    else
+      group_.start_sum_bf16(b.all16);
+  } else if (mode_ == Mode::Sharded) {
     group_.start_reduce_scatter(b.all, b.mine);
-  else
+  } else {
     group_.start_sum(b.all);
+  }
 }
 
 void GradientSync::start_ready(const std::vector<std::string>& ports) {
@@ -70,10 +94,13 @@ void GradientSync::start() {
 
 void GradientSync::finish() {
   if (!active_) return;
-  for (Bucket& b : buckets_) {
-    const std::span<float> sums = summed(b);
-    for (const Part& p : b.parts) p.summed->write(sums.data() + p.offset, p.size * 4);
-  }
+  for (Bucket& b : buckets_)
+    for (const Part& p : b.parts) {
+      if (bf16())
+        p.summed->write(summed16(b).data() + p.offset, p.size * sizeof(uint16_t));
+      else
+        p.summed->write(summed(b).data() + p.offset, p.size * sizeof(float));
+    }
   layout_.reset();
 }
 
@@ -83,10 +110,20 @@ void GradientSync::sum_over(Comm& group, const std::string& param, const std::st
   Bucket& b = buckets_[it->second];
   const Part& p = *std::find_if(b.parts.begin(), b.parts.end(), [&](const Part& q) { return q.name == param; });
   if (active_) {
-    group.sum(summed(b).subspan(p.offset, p.size), what);
+    if (bf16())
+      group.sum_bf16(summed16(b).subspan(p.offset, p.size), what);
+    else
+      group.sum(summed(b).subspan(p.offset, p.size), what);
     return;
   }
   // One data-parallel rank: the device's gradient is already its sum.
+  if (bf16()) {
+    std::vector<uint16_t> values(p.numel);
+    p.grad->read(values.data(), p.numel * sizeof(uint16_t));
+    group.sum_bf16(std::span<uint16_t>(values), what);
+    p.grad->write(values.data(), p.numel * sizeof(uint16_t));
+    return;
+  }
   std::vector<float> values(p.numel);
   p.grad->read(values.data(), p.numel * 4);
   group.sum(std::span<float>(values), what);
@@ -105,7 +142,10 @@ double GradientSync::squared_norm(const std::function<double()>& stage_squares, 
   for (const Bucket& b : buckets_)
     for (const Part& p : b.parts) {
       if (!p.counted_in_norm) continue;
-      for (size_t i = p.offset; i < p.offset + p.size; ++i) squares += static_cast<double>(b.mine[i]) * b.mine[i];
+      for (size_t i = p.offset; i < p.offset + p.size; ++i) {
+        const double g = bf16() ? kiln_bf16_to_f32(b.mine16[i]) : b.mine[i];
+        squares += g * g;
+      }
     }
   world.sum(std::span<double>(&squares, 1), what);
   return squares;

@@ -13,7 +13,9 @@
 //
 // A bucket's host buffer holds one block per rank it is split over (one in
 // AllReduce mode), block r the concatenation of part r of each of its
-// parameters (zero-padded), so one MPI call moves the bucket. Which part a
+// parameters (zero-padded), so one MPI call moves the bucket. With
+// --main-grads-dtype bf16 the gradient blocks are bf16 and summed in bf16
+// (Comm::start_sum_bf16), as Megatron's bf16 grad buffers. Which part a
 // rank owns does not depend on the buckets, so neither do checkpoints.
 //
 // Overlap (docs/DISTRIBUTED.md): with --overlap-grad-reduce a bucket's
@@ -99,18 +101,25 @@ class GradientSync {
   };
   struct Bucket {
     std::vector<Part> parts;
-    size_t block = 0;              // floats per block
-    std::vector<float> all, mine;  // every block; this rank's (Sharded)
-    uint64_t gather_started = 0;   // the group's started() count once its all-gather began
-    bool gather_pending = false;   // all-gathered parameters not yet written
+    size_t block = 0;                     // floats per block
+    std::vector<float> all, mine;         // every block; this rank's (Sharded): f32 gradients, and the parameters'
+                                          // all-gather (Sharded)
+    std::vector<uint16_t> all16, mine16;  // the same for bf16 gradients (--main-grads-dtype bf16)
+    uint64_t gather_started = 0;          // the group's started() count once its all-gather began
+    bool gather_pending = false;          // all-gathered parameters not yet written
   };
   // The sums this rank keeps of bucket b: all of it, or its own block.
   std::span<float> summed(Bucket& b) { return mode_ == Mode::Sharded ? std::span<float>(b.mine) : b.all; }
+  std::span<uint16_t> summed16(Bucket& b) {
+    return mode_ == Mode::Sharded ? std::span<uint16_t>(b.mine16) : std::span<uint16_t>(b.all16);
+  }
+  bool bf16() const { return grad_dtype_ == KILN_BF16; }
   size_t blocks() const { return mode_ == Mode::Sharded ? static_cast<size_t>(group_.size()) : 1; }
   void start_bucket(Bucket& b);
   void write_parameters(Bucket& b);
 
   Mode mode_;
+  kiln_dtype grad_dtype_;  // of grad.* and grad_shard.*: f32 or bf16
   Comm& group_;
   bool active_;  // more than one data-parallel rank: otherwise the gradients are already the sums
   GradientBuckets layout_;

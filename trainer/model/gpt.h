@@ -91,6 +91,10 @@ struct TrainingChoices {
   // this dtype, so activations and their gradients are stored in it, and
   // CAST's gradient brings each parameter's gradient back to f32.
   kiln_dtype compute_dtype = KILN_F32;
+  // The dtype of the gradient accumulators grad.<param> (--main-grads-dtype):
+  // f32, or bf16, into which each micro-batch's f32 gradient is added and
+  // rounded (docs/MIXED_PRECISION.md, "bf16 main gradients").
+  kiln_dtype grad_dtype = KILN_F32;
   // --apply-query-key-layer-scaling, which applies with a 16-bit compute
   // dtype only: layer l's attention scores are stored divided by l and
   // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's

@@ -23,16 +23,19 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, std::vector<ParamSp
     throw Error("internal: a tensor-parallel model state needs its group of " + std::to_string(cfg.tensor_parallel) +
                 " ranks");
   // Every persistent tensor is f32 whatever the compute dtype (--bf16/--fp16
-  // cast copies inside the step graphs): main parameters, gradient
-  // accumulators, moments, position tables.
-  auto add = [&](const std::string& port, const graph::Shape& shape) {
+  // cast copies inside the step graphs): main parameters, moments, position
+  // tables; the gradient accumulators too, unless --main-grads-dtype bf16
+  // makes them (and grad_shard.*) bf16, 2 bytes an element. Nothing reads a
+  // gradient back as floats here: checkpoints hold none.
+  auto add = [&](const std::string& port, const graph::Shape& shape, size_t element_bytes = sizeof(float)) {
     shapes_[port] = shape;
     buffers_[port] =
-        std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * sizeof(float));
+        std::make_shared<DeviceBuffer>(device_, static_cast<uint64_t>(graph::numel(shape)) * element_bytes);
   };
+  const size_t grad_bytes = kiln_dtype_size(cfg.grad_dtype);
   for (const auto& s : specs_) {
     add(s.name, s.shape);
-    if (with_optimizer) add(grad_name(s.name), s.shape);
+    if (with_optimizer) add(grad_name(s.name), s.shape, grad_bytes);
     if (with_optimizer && !dp_group_) {
       add(exp_avg_name(s.name), s.shape);
       add(exp_avg_sq_name(s.name), s.shape);
@@ -41,7 +44,7 @@ ModelState::ModelState(Device& device, const GptConfig& cfg, std::vector<ParamSp
       // Only this rank's part of the optimizer state (step_graphs.h).
       const graph::Shape part = {shard_elements(graph::numel(s.shape), dp_group_->size())};
       add(main_param_name(s.name), part);
-      add(grad_shard_name(s.name), part);
+      add(grad_shard_name(s.name), part, grad_bytes);
       add(exp_avg_name(s.name), part);
       add(exp_avg_sq_name(s.name), part);
     }
@@ -112,7 +115,11 @@ void ModelState::write_shard(const ParamSpec& spec, const std::string& port, con
 }
 
 void ModelState::zero(const std::string& port) {
-  if (buffers_.count(port)) write(port, std::vector<float>(static_cast<size_t>(graph::numel(shapes_.at(port))), 0.0f));
+  // All-zero bytes: 0.0 in f32 and in bf16 (a bf16 gradient buffer is half the size).
+  if (const auto it = buffers_.find(port); it != buffers_.end()) {
+    const std::vector<uint8_t> zeros(it->second->size(), 0);
+    it->second->write(zeros.data(), zeros.size());
+  }
 }
 
 void ModelState::initialize(uint64_t seed) {

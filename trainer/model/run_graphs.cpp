@@ -2,6 +2,7 @@
 
 #include "compiler_cache/compile_cache.h"
 #include "core/log.h"
+#include "trainer/gradient_dump.h"
 #include "trainer/model/step_graphs.h"
 
 namespace kiln::trainer {
@@ -19,7 +20,8 @@ RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
   const int64_t B = cfg.micro_batch_size;
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
                    static_cast<float>(cfg.adam_eps)};
-  RunGraphs g{build_train_step(model, B, GradMode::Overwrite),
+  const bool expose = gradient_dump_requested();
+  RunGraphs g{build_train_step(model, B, GradMode::Overwrite, expose),
               std::nullopt,
               build_grad_norm(model),
               cfg.shards_optimizer() ? build_sharded_optimizer_step(model, adam, cfg.data_parallel_size)
@@ -30,7 +32,7 @@ RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
   // Every micro-batch has B samples (the global batch is a multiple of
   // B x data-parallel size, checked by TrainConfig::finalize), so there is
   // no partial last micro-batch shape to build.
-  if (cfg.num_micro_batches() > 1) g.next_micro_batch = build_train_step(model, B, GradMode::Accumulate);
+  if (cfg.num_micro_batches() > 1) g.next_micro_batch = build_train_step(model, B, GradMode::Accumulate, expose);
   if (cfg.eval_iters > 0) g.eval = build_eval_step(model, B);
   if (!model.post_process) g.stage_forward = build_stage_forward(model, B);
   return g;

@@ -13,6 +13,19 @@ using graph::Graph;
 using graph::ValueId;
 
 namespace {
+// x in f32: itself, or its exact widening (a bf16 gradient accumulator).
+ValueId widened(Graph& g, ValueId x) { return g.value(x).dtype == KILN_F32 ? x : g.cast(x, KILN_F32); }
+
+// The value of `dtype` that v is the exact f32 widening of (v a CAST of
+// it), or -1.
+ValueId widened_from(const Graph& g, ValueId v, kiln_dtype dtype) {
+  const int producer = g.value(v).producer;
+  if (producer < 0 || dtype == KILN_F32) return -1;
+  const graph::Node& node = g.nodes()[static_cast<size_t>(producer)];
+  if (node.op != KILN_OP_CAST || g.value(node.inputs[0]).dtype != dtype) return -1;
+  return node.inputs[0];
+}
+
 // The compile unit of the nodes that act on one parameter alone (its
 // update, norm square, gradient sum): its layer's parameter unit, so every
 // layer's piece is one shared unit (graph/compile_units.h); the rest's
@@ -33,7 +46,7 @@ ValueId handed_on_objective(Graph& g, const GptForward& f, int64_t elements) {
 }
 }  // namespace
 
-Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
+Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode, bool expose_gradients) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
   ValueId loss = -1, objective = -1;
@@ -62,9 +75,25 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode) {
   const size_t sums_begin = g.nodes().size();
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
-    ValueId in = g.input(acc, KILN_F32, specs[i].shape);
+    ValueId in = g.input(acc, cfg.grad_dtype, specs[i].shape);
     // Overwrite: the gradient's producer writes straight into the buffer.
-    g.output(updated(acc), mode == GradMode::Accumulate ? g.add(in, grads[i]) : grads[i], acc);
+    // bf16 accumulators (--main-grads-dtype bf16): the f32 sum of the
+    // accumulator and this micro-batch's f32 gradient, rounded once, as
+    // Megatron's main_grad.add_(param.grad) on a bf16 main_grad. Where the
+    // gradient is a bf16 value widened (a weight's MATMUL, a bias's SUM_TO),
+    // the bf16 ADD of the two is that same value (f32 arithmetic, one
+    // rounding) with no f32 copy of either, and the first micro-batch's
+    // producer writes the buffer itself.
+    ValueId sum = grads[i];
+    const ValueId narrow = widened_from(g, grads[i], cfg.grad_dtype);
+    if (cfg.grad_dtype != KILN_F32 && narrow >= 0) {
+      sum = mode == GradMode::Accumulate ? g.add(in, narrow) : narrow;
+    } else {
+      if (mode == GradMode::Accumulate) sum = g.add(widened(g, in), grads[i]);
+      if (cfg.grad_dtype != KILN_F32) sum = g.cast(sum, cfg.grad_dtype);
+    }
+    g.output(updated(acc), sum, acc);
+    if (expose_gradients) g.output(micro_grad_name(specs[i].name), grads[i]);
   }
   // Each sum runs right after its gradient is made, in that layer's
   // backward unit: the layer's gradients are final when its piece ends.
@@ -141,7 +170,8 @@ Graph build_grad_norm(const GptConfig& cfg) {
       unit = parameter_unit(s);
       g.set_unit(unit);
     }
-    ValueId sq = g.sum_squares(g.input(grad_name(s.name), KILN_F32, s.shape));
+    // A bf16 gradient is squared and summed in f32 (Megatron's fp32 norm of its bf16 main grads).
+    ValueId sq = g.sum_squares(widened(g, g.input(grad_name(s.name), cfg.grad_dtype, s.shape)));
     (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? layer_sharded : layer_replicated).push_back(sq);
   }
   end_layer();
@@ -151,14 +181,33 @@ Graph build_grad_norm(const GptConfig& cfg) {
   return g;
 }
 
+namespace {
+// The gradient AdamW reads, in f32. A bf16 one (--main-grads-dtype bf16) is
+// first multiplied by the clip factor ("clip" [1]) and rounded back to bf16,
+// as Megatron's clip_grad_by_total_norm_fp32 scales the bf16 main grads in
+// place (multi_tensor_scale: an f32 product, stored in bf16); then widened,
+// exactly, as TE's FusedAdam reads a bf16 gradient. AdamW's grad_scale then
+// divides out the micro-batch and rank count (and no clip factor).
+ValueId optimizer_gradient(Graph& g, const GptConfig& cfg, const std::string& port, const graph::Shape& shape) {
+  ValueId grad = g.input(port, cfg.grad_dtype, shape);
+  if (cfg.grad_dtype == KILN_F32) return grad;
+  ValueId clip = g.find_input(kClipInput)->value;
+  // [n, 1] x [1]: the clip factor broadcast as a suffix.
+  ValueId column = g.reshape(widened(g, grad), {graph::numel(shape), 1});
+  ValueId clipped = g.reshape(g.cast(g.mul(column, clip), cfg.grad_dtype), shape);
+  return g.cast(clipped, KILN_F32);
+}
+}  // namespace
+
 Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
   Graph g;
   ValueId hp = g.input("hparams", KILN_F32, {5});
+  if (cfg.grad_dtype != KILN_F32) g.input(kClipInput, KILN_F32, {1});
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   for (const auto& s : specs) {
     g.set_unit(parameter_unit(s));
     ValueId p = g.input(s.name, KILN_F32, s.shape);
-    ValueId grad = g.input(grad_name(s.name), KILN_F32, s.shape);
+    ValueId grad = optimizer_gradient(g, cfg, grad_name(s.name), s.shape);
     ValueId m = g.input(exp_avg_name(s.name), KILN_F32, s.shape);
     ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, s.shape);
     std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
@@ -172,11 +221,12 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
 Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam, int64_t data_parallel) {
   Graph g;
   ValueId hp = g.input("hparams", KILN_F32, {5});
+  if (cfg.grad_dtype != KILN_F32) g.input(kClipInput, KILN_F32, {1});
   for (const auto& s : gpt_parameters(cfg)) {
     g.set_unit(parameter_unit(s));
     const graph::Shape part = {shard_elements(graph::numel(s.shape), data_parallel)};
     ValueId p = g.input(main_param_name(s.name), KILN_F32, part);
-    ValueId grad = g.input(grad_shard_name(s.name), KILN_F32, part);
+    ValueId grad = optimizer_gradient(g, cfg, grad_shard_name(s.name), part);
     ValueId m = g.input(exp_avg_name(s.name), KILN_F32, part);
     ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, part);
     std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);

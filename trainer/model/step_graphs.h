@@ -51,7 +51,12 @@ inline constexpr const char* kLossScaleInput = "loss_scale";
 // "targets" [B, T], grad buffers, and with f16 compute "loss_scale" [1];
 // outputs "loss" [1] (unscaled) and every grad buffer updated in place
 // (grad = or += d (loss x loss_scale) / d param, in f32).
-graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch, GradMode mode = GradMode::Accumulate);
+// expose_gradients (the KILN_TEST_DUMP_GRADIENTS hook, trainer/gradient_dump.h):
+// also output each parameter's f32 gradient of this micro-batch, before it
+// is added to its accumulator, as "micro_grad.<param>".
+graph::Graph build_train_step(const GptConfig& cfg, int64_t micro_batch, GradMode mode = GradMode::Accumulate,
+                              bool expose_gradients = false);
+inline std::string micro_grad_name(const std::string& p) { return "micro_grad." + p; }
 
 // Forward only: "loss" [1] (a pipeline stage before the last: "hidden_out").
 graph::Graph build_eval_step(const GptConfig& cfg, int64_t micro_batch);
@@ -79,7 +84,10 @@ bool counted_in_grad_norm(const GptConfig& cfg, const ParamSpec& param);
 graph::Graph build_grad_norm(const GptConfig& cfg);
 
 // AdamW on every parameter with hyper-parameters from the "hparams" input
-// ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}).
+// ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}). With bf16
+// gradients (cfg.grad_dtype) also "clip" [1], the clip factor applied to
+// the bf16 gradients before AdamW reads them (grad_scale then leaves it out).
+inline constexpr const char* kClipInput = "clip";
 graph::Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam);
 
 // The same on one data-parallel rank's part of every parameter (the ports
