@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "compiler_cache/driver_caches.h"
 #include "compiler_cache/store.h"
 #include "compiler_cache/usage_log.h"
 #include "core/hash.h"
@@ -151,6 +152,7 @@ void configure(const CacheConfig& config) {
   std::string why = store.check_writable();
   if (why.empty()) {
     s.writable = true;
+    point_driver_caches(config.dir);
     return;
   }
   struct stat st {};

@@ -3,7 +3,9 @@
 //
 // compile: decode + check the IR, fuse, generate one OpenCL C program for
 // the whole graph, build it in a context of its own on the target device,
-// and store source, program binary and schedule in the executable bytes.
+// run each kernel launch once there (work_group_builds.h: PoCL's work-group
+// builds then travel in the binary), and store source, program binary and
+// schedule in the executable bytes.
 // load: recreate the program from the binary (from source if the driver
 // refuses it) and its kernels. execute: replay the schedule on the device's
 // one in-order queue; nothing returns to the host between kernels. It
@@ -33,6 +35,7 @@
 #include "lower.h"
 #include "program.h"
 #include "version.h"
+#include "work_group_builds.h"
 
 using kiln::ocl::fail;
 
@@ -205,6 +208,8 @@ struct OpenclPlugin {
       kiln::ocl::ScopedContext ctx(args.device_index);
       cl_program program = kiln::ocl::build_from_source(ctx.get(), d.id, prog.source);
       try {
+        // Before the binary is read, so that it holds them (work_group_builds.h).
+        kiln::ocl::build_work_groups(ctx.get(), d.id, program, prog.schedule);
         image.binary = kiln::ocl::program_binary(program);
       } catch (...) {
         clReleaseProgram(program);

@@ -4,5 +4,5 @@
 #pragma once
 
 namespace kiln::ocl {
-inline constexpr const char* kCompilerVersion = "opencl-1";
+inline constexpr const char* kCompilerVersion = "opencl-2";
 }  // namespace kiln::ocl

@@ -3,8 +3,9 @@
 //
 // compile: decode + check the IR, lower every node to dispatches of the
 // embedded SPIR-V shaders (lowering.cpp), build the pipelines once on a
-// device of its own to fill a VkPipelineCache, and store SPIR-V, schedule
-// and cache data in the executable bytes. load: check the pipeline-cache
+// device of its own to fill a VkPipelineCache, store SPIR-V, schedule and
+// cache data in the executable bytes, and run them once on zeroed buffers
+// (run_once: drivers that compile at the first dispatch do it then). load: check the pipeline-cache
 // header against this device (a foreign or corrupt blob is dropped with a
 // warning) and build the pipelines from it. execute: one command buffer per
 // graph, pipeline barriers only between dependent dispatches; descriptor
@@ -271,7 +272,42 @@ struct VulkanPlugin {
       kiln::vk::PipelineSet set(ld.device, image.spirv, image.schedule.pipelines, cache.cache);
       image.pipeline_cache = pipeline_cache_data(ld.device, cache.cache);
     }
-    return kiln::vk::encode_executable(image);
+    std::vector<uint8_t> bytes = kiln::vk::encode_executable(image);
+    if (!image.schedule.dispatches.empty()) run_once(args.device_index, bytes);
+    return bytes;
+  }
+
+  // Some drivers compile a pipeline's machine code at its first dispatch
+  // (lavapipe: llvmpipe's shader variants), which no VkPipelineCache holds
+  // but their own disk cache does (compiler_cache/driver_caches.h points it
+  // into kiln's cache directory). Running the executable once here, on
+  // zeroed buffers of its slots' sizes, makes the driver compile and store
+  // them at precompile rather than in the first step. Results are dropped;
+  // an index check failing on the zeros is no error here.
+  static void run_once(int32_t device_index, const std::vector<uint8_t>& bytes) {
+    struct Run {
+      std::unique_ptr<kiln_device> dev;
+      kiln_loaded_executable* exe = nullptr;
+      std::vector<kiln_buffer*> slots;
+      ~Run() {
+        if (exe != nullptr) loaded_free(dev.get(), exe);
+        for (kiln_buffer* b : slots) buffer_free(dev.get(), b);
+      }
+    } run;
+    run.dev.reset(device_open(device_index, 0));
+    run.exe = load(run.dev.get(), bytes.data(), bytes.size());
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    for (uint64_t size : run.exe->schedule.slot_bytes) {
+      run.slots.push_back(buffer_alloc(run.dev.get(), std::max<uint64_t>(size, 16)));
+      for (uint64_t off = 0; off < size; off += zeros.size())
+        buffer_write(run.dev.get(), run.slots.back(), off, zeros.data(), std::min<uint64_t>(zeros.size(), size - off));
+    }
+    try {
+      execute(run.dev.get(), run.exe, run.slots.data());
+    } catch (const Failure& f) {
+      if (f.code != KILN_ERR_INVALID_ARGUMENT) throw;
+    }
+    synchronize(run.dev.get());
   }
 
   static kiln_loaded_executable* load(kiln_device* dev, const uint8_t* bytes, size_t size) {

@@ -29,6 +29,8 @@ grep -q "compile cache: [1-9][0-9]* graphs from the cache .*, 0 compiled" "$tmp/
 "$kiln" train "${model[@]}" --micro-batch-size 1 --cache-dir "$cache" >"$tmp/miss.log" 2>&1 ||
   { cat "$tmp/miss.log"; fail "train with misses"; }
 grep -q "compile cache: [0-9]* graphs from the cache .*, [1-9][0-9]* compiled" "$tmp/miss.log" || fail "misses did not compile"
+grep -q "setup spent [0-9.]* s compiling (the backend compiling the [1-9][0-9]* compile units* not in the compile cache)" \
+  "$tmp/miss.log" || fail "the setup line does not count the misses' compiling"
 "$kiln" precompile "${model[@]}" --micro-batch-size 1 --cache-dir "$cache" --json >"$tmp/pre.json" 2>"$tmp/pre.log" ||
   { cat "$tmp/pre.log"; fail "precompile on a read-only cache"; }
 cat "$tmp/pre.json"

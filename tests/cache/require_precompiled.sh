@@ -20,6 +20,8 @@ total=$(summary "Total graphs" "$tmp/pre.log")
 grep "compile cache:" "$tmp/train.log"
 grep -q "compile cache: $(units_of "$tmp/pre.log") graphs from the cache (loading took [0-9.]* s), 0 compiled" "$tmp/train.log" ||
   fail "train compiled something after precompile"
+grep -q "setup spent 0.0 s compiling (the backend compiling the 0 compile units not in the compile cache)" "$tmp/train.log" ||
+  fail "the setup line does not say 0.0 s compiling after precompile"
 grep -q "iteration        2/       2" "$tmp/train.log" || fail "training did not finish"
 
 # Another micro-batch size: a miss that names the shape.
