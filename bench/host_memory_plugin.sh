@@ -16,14 +16,13 @@ model=(--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128
        --global-batch-size 8 --train-iters 12 --log-interval 1 --eval-iters 0 --mock-data --vocab-size 4096)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-run() {  # name, then environment assignments and train flags
-  local name=$1; shift
-  env "$@" "$kiln" train "${model[@]}" >>"$tmp/$name.log" 2>&1
+run() {  # name, KILN_SHARE_HOST_MEMORY, backend
+  KILN_SHARE_HOST_MEMORY=$2 "$kiln" train "${model[@]}" --backend "$3" >>"$tmp/$1.log" 2>&1
 }
 for r in $(seq "$rounds"); do
-  run shared --backend hostblas
-  run copied KILN_SHARE_HOST_MEMORY=0 --backend hostblas
-  run cpu --backend cpu
+  run shared 1 hostblas
+  run copied 0 hostblas
+  run cpu 1 cpu
 done
 for name in shared copied cpu; do
   median=$(grep -o 'elapsed time per iteration (ms): [0-9.]*' "$tmp/$name.log" | awk '{ print $NF }' |

@@ -186,6 +186,36 @@ TEST_F(SplitExecution, ValuesCrossBothWaysAndOutputsComeFromEitherDevice) {
 // AdamW runs on the fallback and updates parameter and moments in place;
 // the gradient is zeroed in place on the primary after AdamW has read it.
 // Three runs: updated state must carry over between runs on both sides.
+
+// The same split with a primary whose buffers are host memory (ABI 1.5):
+// nothing is copied, the fallback works in the primary's buffers, and every
+// port is bit for bit what the copying split gives.
+TEST_F(SplitExecution, SharesHostMemoryInsteadOfCopyingWithTheSameResults) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {17, 33}), w = g.input("w", KILN_F32, {33, 5});
+  ValueId b = g.input("b", KILN_F32, {5});
+  ValueId h = g.matmul(g.scale(x, 0.5f), w);
+  ValueId y = g.gelu(g.add(h, b));
+  g.output("y", y);
+  g.output("h", h);
+  g.output("s", g.sum_to(y, {5}));
+  g.output("t", g.sum_squares(g.scale(x, 0.5f)));
+  TensorMap in{{"x", uniform({17, 33}, 1)}, {"w", uniform({33, 5}, 2)}, {"b", uniform({5}, 3)}};
+  ExecutionSplit copied, shared;
+  const TensorMap want = run(*partial_, g, in, 2, &copied);
+  partial_ = testing::open_wrapped_cpu(0, /*host_memory=*/true);
+  testing::wrapped_hooks().supported = template_ops;
+  const TensorMap got = run(*partial_, g, in, 2, &shared);
+  EXPECT_GT(copied.bytes_per_run, 0u);
+  EXPECT_EQ(copied.bytes_shared, 0u);
+  EXPECT_EQ(shared.bytes_per_run, 0u);
+  EXPECT_GT(shared.bytes_shared, 0u);
+  EXPECT_EQ(shared.segments, copied.segments);
+  for (const auto& [name, t] : want)
+    EXPECT_EQ(std::memcmp(t.data(), got.at(name).data(), t.bytes()), 0) << "port " << name << " differs when shared";
+  EXPECT_EQ(testing::wrapped_hooks().violation, "");
+}
+
 TEST_F(SplitExecution, InPlaceUpdatesOnEitherDeviceReachThePortBuffers) {
   Graph g;
   ValueId hp = g.input("hparams", KILN_F32, {5});

@@ -74,8 +74,11 @@ inline kiln_error* op_supported(kiln_op_supported_args* args) {
 }
 }  // namespace wrapped_detail
 
-// Opens device 0 of the wrapped backend; resets the hooks.
-inline std::unique_ptr<Device> open_wrapped_cpu(int threads = 0) {
+// Opens device 0 of the wrapped backend; resets the hooks. It plays a
+// device with memory of its own (what a split copies across) unless
+// `host_memory`: then it offers its buffers as host memory (ABI 1.5), which
+// the cpu fallback shares instead of copying.
+inline std::unique_ptr<Device> open_wrapped_cpu(int threads = 0, bool host_memory = false) {
   WrappedHooks& h = wrapped_hooks();
   auto cpu = Registry::instance().find("cpu");
   if (!cpu) throw Error("the cpu plugin is not loaded");
@@ -90,6 +93,8 @@ inline std::unique_ptr<Device> open_wrapped_cpu(int threads = 0) {
   table.buffer_free = wrapped_detail::buffer_free;
   table.execute = wrapped_detail::execute;
   table.op_supported = wrapped_detail::op_supported;
+  if (!host_memory) table.buffer_host_address = nullptr;
+  table.buffer_wrap_host = nullptr;  // the cpu fallback views; the primary never needs to
   // It runs the cpu plugin's code: the cpu plugin's binary identity keys its cache entries.
   auto plugin = std::make_shared<Plugin>("wrapped", "(in-process test wrapper of " + cpu->path + ")", &table,
                                          sizeof(table), cpu->binary_identity());
