@@ -20,6 +20,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What precompile tells the plugin: nothing runs this executable in this
+// process, so a driver that compiles at the first dispatch may be made to
+// do it now (docs/PLUGIN_GUIDE.md, "Compile options"). A compile on a miss
+// in training passes no options: its first step is that dispatch.
+constexpr const char* kAheadOfTime = R"({"ahead_of_time":true})";
+
 struct State {
   std::mutex mutex;
   CacheConfig config;
@@ -53,11 +59,12 @@ nlohmann::json entry_metadata(const KeyParts& parts, const CompileRequest& r, do
 // A failed publish's reason goes to *store_error when given (precompile
 // reports it per unit), else to a warning.
 std::vector<uint8_t> compile_and_publish(const Store* store, const KeyParts& parts, const std::string& key,
-                                         const CompileRequest& r, std::string* store_error = nullptr) {
+                                         const CompileRequest& r, std::string* store_error = nullptr,
+                                         const char* options = nullptr) {
   auto t0 = Clock::now();
   std::vector<uint8_t> exe;
   try {
-    exe = compile_with_plugin(*r.plugin, r.device_index, *r.ir);
+    exe = compile_with_plugin(*r.plugin, r.device_index, *r.ir, options);
   } catch (const CompileError& e) {
     if (store && e.deterministic) {
       try {
@@ -293,7 +300,7 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   if (!writable()) {
     // Read-only: no lock, no entry, no marker; only whether it compiles.
     try {
-      compile_and_publish(nullptr, parts, key, r);
+      compile_and_publish(nullptr, parts, key, r, nullptr, kAheadOfTime);
     } catch (const CompileError& e) {
       *message = e.what();
       return e.code == KILN_ERR_OUT_OF_MEMORY ? Outcome::OutOfMemory : Outcome::Failed;
@@ -306,7 +313,7 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   if (store.read(entry_path, key)) return Outcome::AlreadyCached;
   std::string store_error;
   try {
-    compile_and_publish(&store, parts, key, r, &store_error);
+    compile_and_publish(&store, parts, key, r, &store_error, kAheadOfTime);
   } catch (const CompileError& e) {
     *message = e.what();
     if (e.code == KILN_ERR_UNSUPPORTED) return Outcome::Unsupported;
@@ -320,9 +327,10 @@ Outcome compile_into_cache(const CompileRequest& r, std::string* message) {
   return Outcome::Compiled;
 }
 
-std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir) {
+std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir,
+                                         const char* options) {
   try {
-    return plugin.compile(ir, device_index);
+    return plugin.compile(ir, device_index, options);
   } catch (const PluginError& e) {
     // Out of memory may pass on a quieter machine, and an unsupported graph
     // runs on the fallback device: no failure marker for either.

@@ -118,7 +118,9 @@ struct CompileError : PluginError {
   // its fallback device instead, so nothing failed).
   bool deterministic;
 };
-std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir);
+// `options` is compile's JSON hints (docs/PLUGIN_GUIDE.md, "Compile options").
+std::vector<uint8_t> compile_with_plugin(const Plugin& plugin, int device_index, const std::vector<uint8_t>& ir,
+                                         const char* options = nullptr);
 
 // The device fingerprint of device `index` without opening it.
 std::string device_fingerprint(const Plugin& plugin, int index);

@@ -4,14 +4,15 @@
 // compile: decode + check the IR, lower every node to dispatches of the
 // embedded SPIR-V shaders (lowering.cpp), build the pipelines once on a
 // device of its own to fill a VkPipelineCache, store SPIR-V, schedule and
-// cache data in the executable bytes, and run them once on zeroed buffers
-// (run_once: drivers that compile at the first dispatch do it then). load: check the pipeline-cache
-// header against this device (a foreign or corrupt blob is dropped with a
-// warning) and build the pipelines from it. execute: one command buffer per
-// graph, pipeline barriers only between dependent dispatches; descriptor
-// sets and the recorded command buffer are reused while the same buffers
-// are bound. It returns once submitted, except for graphs with index checks
-// (embedding, cross entropy), which wait to read the error flag.
+// cache data in the executable bytes, and, for kiln precompile, run them
+// once on zeroed buffers (run_once: drivers that compile at the first
+// dispatch do it then). load: check the pipeline-cache header against this
+// device (a foreign or corrupt blob is dropped with a warning) and build the
+// pipelines from it. execute: one command buffer per graph, pipeline
+// barriers only between dependent dispatches; descriptor sets and the
+// recorded command buffer are reused while the same buffers are bound. It
+// returns once submitted, except for graphs with index checks (embedding,
+// cross entropy), which wait to read the error flag.
 //
 // The C boundary (argument checks, errors, the function table, the
 // executable container) is the plugin kit's (kiln/plugin_kit.hpp): this file
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "compile_options.h"
 #include "executable.h"
 #include "lowering.h"
 #include "pipelines.h"
@@ -273,7 +275,8 @@ struct VulkanPlugin {
       image.pipeline_cache = pipeline_cache_data(ld.device, cache.cache);
     }
     std::vector<uint8_t> bytes = kiln::vk::encode_executable(image);
-    if (!image.schedule.dispatches.empty()) run_once(args.device_index, bytes);
+    if (kiln::backend::parse_compile_options(args.options).ahead_of_time && !image.schedule.dispatches.empty())
+      run_once(args.device_index, bytes);
     return bytes;
   }
 
@@ -283,7 +286,10 @@ struct VulkanPlugin {
   // into kiln's cache directory). Running the executable once here, on
   // zeroed buffers of its slots' sizes, makes the driver compile and store
   // them at precompile rather than in the first step. Results are dropped;
-  // an index check failing on the zeros is no error here.
+  // an index check failing on the zeros is no error here. Only ahead of
+  // time: on a cache miss in training the first step is that run, and
+  // running twice would double every compile-and-run (the test suite's
+  // Vulkan time, mostly).
   static void run_once(int32_t device_index, const std::vector<uint8_t>& bytes) {
     struct Run {
       std::unique_ptr<kiln_device> dev;
