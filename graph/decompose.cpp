@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 #include "core/error.h"
 #include "graph/ops/op_def.h"
@@ -46,6 +47,22 @@ std::vector<Node> expand(Graph& out, const Node& n) {
 }  // namespace
 
 bool is_composite(kiln_op op) { return op_def(op).decompose != nullptr; }
+
+bool runs_all_pieces(const Graph& g, const Node& n, const KeepNode& keep) {
+  // n alone in a graph of its own: its decomposition depends only on its
+  // inputs' dtypes and shapes and its attributes, as do the plugin's answers.
+  Graph alone;
+  std::vector<ValueId> inputs;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value& v = g.value(n.inputs[k]);
+    inputs.push_back(alone.input("in" + std::to_string(k), v.dtype, v.shape));
+  }
+  std::vector<Shape> shapes;
+  for (ValueId v : n.outputs) shapes.push_back(g.shape(v));
+  alone.add_node(n.op, inputs, n.iattrs, n.fattrs, shapes);
+  const Graph pieces = expand_composites(alone, keep);
+  return std::all_of(pieces.nodes().begin(), pieces.nodes().end(), [&](const Node& m) { return keep(pieces, m); });
+}
 
 Graph expand_composites(const Graph& g, const KeepNode& keep) {
   Graph out = g;

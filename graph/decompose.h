@@ -24,6 +24,13 @@ using KeepNode = std::function<bool(const Graph& g, const Node& n)>;
 // expand comes back equal to `g`, node for node.
 Graph expand_composites(const Graph& g, const KeepNode& keep);
 
+// Whether `keep` accepts every node of composite `n`'s decomposition, with
+// the composites in it that `keep` refuses expanded again: whether a device
+// that refuses `n` itself would run all of its pieces. Where not, and the
+// fallback lists `n`, the executor sends it there whole, to a fused kernel:
+// pieces split between two devices only add boundaries.
+bool runs_all_pieces(const Graph& g, const Node& n, const KeepNode& keep);
+
 // Whether `n` is a composite (its op has a decomposition).
 bool is_composite(kiln_op op);
 

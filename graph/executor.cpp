@@ -74,20 +74,29 @@ bool plugin_runs(const Plugin& plugin, const Graph& g, const Node& n) {
 }
 
 // The caller's graph, pruned, without tensor parallelism's forward copies
-// (graph/passes.h), with the composites the primary backend does
-// not list expanded into their ops (graph/decompose.h) before anything is
-// placed: only primitives can then fall back. Without composites the graph
-// is unchanged, and so are its pieces' cache keys.
-Graph prepare(const Plugin& plugin, const Graph& graph) {
-  return expand_composites(remove_tp_copies(eliminate_dead_code(graph)),
-                           [&](const Graph& g, const Node& n) { return plugin_runs(plugin, g, n); });
+// (graph/passes.h), with the composites the primary backend does not list
+// but runs every piece of expanded into those pieces (graph/decompose.h)
+// before anything is placed. A composite it runs only some pieces of stays
+// whole and falls back as one node where the fallback lists it: split
+// between the devices, its pieces would cross the boundary back and forth
+// and lose the fallback's fused kernel. Otherwise only primitives fall
+// back. Without composites the graph is unchanged, and so are its pieces'
+// cache keys.
+Graph prepare(const Plugin& plugin, FallbackDevice* fallback, const Graph& graph) {
+  const KeepNode runs = [&](const Graph& g, const Node& n) { return plugin_runs(plugin, g, n); };
+  return expand_composites(remove_tp_copies(eliminate_dead_code(graph)), [&](const Graph& g, const Node& n) {
+    if (runs(g, n)) return true;
+    if (fallback == nullptr || runs_all_pieces(g, n, runs)) return false;
+    // Opened only now: this graph sends something to the fallback anyway.
+    return plugin_runs(fallback->get().plugin(), g, n);
+  });
 }
 
 }  // namespace
 
 Executable::Executable(Device& device, const Graph& graph, FallbackDevice* fallback,
                        compiler_cache::Extraction* extract)
-    : device_(device), graph_(prepare(device.plugin(), graph)) {
+    : device_(device), graph_(prepare(device.plugin(), fallback, graph)) {
   std::vector<int> device_of = place_nodes();
   // Each refused piece moves at least one node to the fallback: this ends.
   while (!build(device_of, fallback, extract)) {

@@ -2,7 +2,7 @@
 // (graph/decompose.h): what the pass rewrites and what it leaves alone, each
 // decomposition held to its op's reference on every built-in conformance
 // case, and the executor expanding a composite the backend does not list
-// before it places nodes, so that only primitives ever fall back.
+// before it places nodes, unless only the fallback runs it whole.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -141,11 +141,36 @@ TEST(DecomposeExecution, ACompositeRunsOnTheCpuWithoutFallback) {
   }
 }
 
+// Whether a device would run every piece: gelu is tanh, mul, add and scale
+// (graph/ops/composite_activations.cpp); squared_relu is clamp and mul, and
+// clamp is two maxima, asked again when the device refuses clamp.
+TEST(Decompose, RunsAllPiecesAsksEveryPieceOfTheFullExpansion) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4, 5});
+  g.output("y", g.gelu(x));
+  g.output("z", g.squared_relu(x));
+  const Node& gelu = g.nodes()[0];
+  const Node& squared_relu = g.nodes()[1];
+  const KeepNode primitives = [](const Graph&, const Node& n) { return !is_composite(n.op); };
+  const KeepNode no_tanh = [](const Graph&, const Node& n) { return !is_composite(n.op) && n.op != KILN_OP_TANH; };
+  const KeepNode no_max = [](const Graph&, const Node& n) { return !is_composite(n.op) && n.op != KILN_OP_MAXIMUM; };
+  const KeepNode clamp_no_max = [](const Graph&, const Node& n) {
+    return n.op == KILN_OP_CLAMP || (!is_composite(n.op) && n.op != KILN_OP_MAXIMUM);
+  };
+  EXPECT_TRUE(runs_all_pieces(g, gelu, primitives));
+  EXPECT_FALSE(runs_all_pieces(g, gelu, no_tanh));
+  EXPECT_TRUE(runs_all_pieces(g, gelu, no_max));
+  EXPECT_TRUE(runs_all_pieces(g, squared_relu, primitives));
+  EXPECT_FALSE(runs_all_pieces(g, squared_relu, no_max));
+  EXPECT_TRUE(runs_all_pieces(g, squared_relu, clamp_no_max));
+}
+
 // A backend that lacks a primitive of the decomposition too (the partial
 // backend has mul, scale, add and fill, but neither clamp nor max): the
-// composite is expanded on the primary, clamp (a composite itself) with it,
-// and only the missing primitive falls back: clamp's two maxes.
-TEST(DecomposeExecution, OnlyPrimitivesFallBack) {
+// composite is expanded on the primary (the cpu lists no squared_relu
+// either), and clamp, whose pieces are all maxima, falls back whole to the
+// cpu's clamp kernel rather than as two maxima.
+TEST(DecomposeExecution, ACompositeThePrimaryRunsNoWholeExpansionOfFallsBackWhole) {
   std::unique_ptr<Device> partial = testing::open_wrapped_cpu();
   testing::wrapped_hooks().supported = [](kiln_op op) {
     return op == KILN_OP_MUL || op == KILN_OP_SCALE || op == KILN_OP_ADD || op == KILN_OP_FILL;
@@ -156,8 +181,36 @@ TEST(DecomposeExecution, OnlyPrimitivesFallBack) {
   ValueId x = g.input("x", KILN_F32, {5, 3});
   g.output("y", g.squared_relu(g.scale(x, 2.0f)));
   Executable exe(*partial, g, &fallback);
-  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_MAXIMUM});
-  EXPECT_EQ(exe.split().fallback_nodes, 2);
+  EXPECT_EQ(exe.split().fallback_ops, std::vector<kiln_op>{KILN_OP_CLAMP});
+  EXPECT_EQ(exe.split().fallback_nodes, 1);
+
+  // GELU with tanh missing: one node on the fallback, none of its pieces on
+  // the primary, and the reference's result.
+  Graph h;
+  ValueId a = h.input("a", KILN_F32, {7, 11});
+  h.output("y", h.add(h.gelu(a), a));
+  Executable gelu(*partial, h, &fallback);
+  EXPECT_EQ(gelu.split().fallback_ops, std::vector<kiln_op>{KILN_OP_GELU});
+  EXPECT_EQ(gelu.split().fallback_nodes, 1);
+  HostTensor in = HostTensor::zeros(KILN_F32, {7, 11});
+  for (size_t k = 0; k < in.f32.size(); ++k) in.f32[k] = static_cast<float>(static_cast<int>(k % 19) - 9) * 0.43f;
+  gelu.buffer("a")->write(in.data(), in.bytes());
+  gelu.run();
+  HostTensor y = HostTensor::zeros(KILN_F32, {7, 11});
+  gelu.buffer("y")->read(y.data(), y.bytes());
+  const TensorMap want = run_reference(h, TensorMap{{"a", in}});
+  EXPECT_LE(conformance::compare(want.at("y"), y).nmse, 1e-10);
+  testing::wrapped_hooks().supported = nullptr;
+
+  // Without a fallback, the pieces the primary lacks are what it names.
+  std::unique_ptr<Device> lacking = testing::open_wrapped_cpu();
+  testing::wrapped_hooks().supported = [](kiln_op op) { return op != KILN_OP_TANH && op != KILN_OP_GELU; };
+  try {
+    Executable none(*lacking, h);
+    ADD_FAILURE() << "compiled without a fallback";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tanh"), std::string::npos) << e.what();
+  }
   testing::wrapped_hooks().supported = nullptr;
 }
 
