@@ -15,10 +15,11 @@
 // the plugin kit's, kiln/plugin_kit.hpp: this file is the device part only,
 // the TemplatePlugin class at the end. Nothing trusts the IR bytes until
 // they are decoded and validated. This is the shape of a device with memory
-// and executables of its own; one that only interprets the IR in host
-// memory can leave the buffers, compile, load and execute to the kit's
-// interpreter base, kiln/plugin_interpreter.hpp (PLUGIN_GUIDE.md section 9).
-#include <cmath>
+// and executables of its own (a GPU, an accelerator: here the "device" is
+// host memory it owns and the "executable" the checked IR). A device that
+// only interprets the IR in host memory leaves the buffers, compile, load
+// and execute to the kit's interpreter base, kiln/plugin_interpreter.hpp:
+// interpreter.cpp beside this file is the same backend in that shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels.h"
 #include "kiln/ir_decode.hpp"
 #include "kiln/op_rules.hpp"
 #include "kiln/plugin.h"
@@ -64,55 +66,10 @@ void check_device_index(int32_t index) {
 
 // ---------------------------------------------------------------- the ops
 
-// The ops execute implements: the one list op_supported and compile read.
-// Add an op here when run_node gains its loop.
-const kiln_op kSupportedOps[] = {KILN_OP_FILL, KILN_OP_ADD,       KILN_OP_MUL,   KILN_OP_SCALE,
-                                 KILN_OP_GELU, KILN_OP_GELU_GRAD, KILN_OP_MATMUL};
-
-bool supported(int32_t op) {
-  for (kiln_op s : kSupportedOps)
-    if (s == op) return true;
-  return false;
-}
-
-// The plain-loop MATMUL runs at well under a GFLOP/s: a GEMM of more
-// multiply-adds than this is faster on kiln's cpu backend, copies included.
-// (A GPU plugin draws the line the other way: GEMMs too small to pay for a
-// launch stay on the host.)
-constexpr int64_t kMaxMatmulMacs = int64_t{1} << 22;
-
-// Why a node of a supported op does not run here, by its tensors' dtypes and
-// shapes; empty when it does. The one answer op_supported_node gives the
-// host and compile enforces (a host before ABI 1.2, or this file built on an
-// older header, never asks per node).
-std::string refusal(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
-                    const std::vector<kiln::plugin_kit::NodeTensor>& outputs) {
-  for (const std::vector<kiln::plugin_kit::NodeTensor>* side : {&inputs, &outputs})
-    for (const kiln::plugin_kit::NodeTensor& t : *side)
-      if (t.dtype != KILN_F32 && t.dtype != KILN_I32)
-        return std::string("a ") + kiln_dtype_name(static_cast<kiln_dtype>(t.dtype)) +
-               " tensor: the template backend stores only f32 and i32";
-  if (op == KILN_OP_MATMUL && !inputs.empty() && !outputs.empty() && !outputs[0].dims.empty()) {
-    // y [.., M, N] = a [.., M, K] @ b: a's elements times N.
-    const int64_t macs = inputs[0].numel() * outputs[0].dims.back();
-    if (macs > kMaxMatmulMacs)
-      return "a matmul of " + std::to_string(macs) + " multiply-adds, above the template's " +
-             std::to_string(kMaxMatmulMacs);
-  }
-  return {};
-}
-
-// GELU with the tanh approximation, as kiln/ir.h defines it.
-double gelu(double x) {
-  const double k = 0.7978845608028654;  // sqrt(2 / pi)
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-
-double gelu_derivative(double x) {
-  const double k = 0.7978845608028654;
-  const double t = std::tanh(k * (x + 0.044715 * x * x * x));
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
-}
+// The op list, the per-node refusal and the loops are kernels.h's, shared
+// with interpreter.cpp.
+using template_kernels::refusal;
+using template_kernels::supported;
 
 // Refuses an op this backend lacks (a capability gap: kiln runs it on its
 // cpu backend instead) and any value stored in a dtype its kernels do not
@@ -144,62 +101,20 @@ void validate(const kiln::ir::DecodedGraph& g) {
   }
 }
 
-// y [.., M, N] = op(a) @ op(b) over the leading (batch) dims, summed in
-// double; check_graph has matched the shapes, and y shares no memory with a
-// or b.
-void matmul(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, const float* a, const float* b, float* y) {
-  const std::vector<int64_t>& yd = g.values[n.outputs[0]].dims;
-  const std::vector<int64_t>& ad = g.values[n.inputs[0]].dims;
-  const bool ta = n.iattrs[0] != 0, tb = n.iattrs[1] != 0;
-  const int64_t rows = yd[yd.size() - 2], cols = yd.back(), inner = ta ? ad[ad.size() - 2] : ad.back();
-  if (rows * cols == 0) return;
-  const int64_t batches = g.values[n.outputs[0]].numel() / (rows * cols);
-  for (int64_t t = 0; t < batches; ++t, a += rows * inner, b += inner * cols, y += rows * cols)
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        double sum = 0.0;
-        for (int64_t k = 0; k < inner; ++k)
-          sum +=
-              static_cast<double>(ta ? a[k * rows + i] : a[i * inner + k]) * (tb ? b[j * inner + k] : b[k * cols + j]);
-        y[i * cols + j] = static_cast<float>(sum);
-      }
-}
-
-// Every elementwise kernel reads element k of its inputs before writing
-// element k of its output, so an output may share memory with an input
-// (in-place updates; kiln updates in place only through elementwise ops).
+// One node, on the memory of the buffers bound to the graph's slots.
 void run_node(const kiln::ir::DecodedGraph& g, const kiln::ir::DecodedNode& n, kiln_buffer* const* slots) {
   auto address = [&](uint32_t value) {
     const kiln::ir::DecodedValue& v = g.values[value];
     return reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(slots[v.slot]->data.data()) + v.offset);
   };
   float* y = address(n.outputs[0]);
-  const int64_t count = g.values[n.outputs[0]].numel();
   const float* a = n.inputs.size() > 0 ? address(n.inputs[0]) : nullptr;
   const float* b = n.inputs.size() > 1 ? address(n.inputs[1]) : nullptr;
+  if (n.op == KILN_OP_MATMUL)
+    return template_kernels::matmul(g.values[n.outputs[0]].dims, g.values[n.inputs[0]].dims, n.iattrs[0] != 0,
+                                    n.iattrs[1] != 0, a, b, y);
   const int64_t b_count = n.inputs.size() > 1 ? g.values[n.inputs[1]].numel() : 0;
-  switch (n.op) {
-    case KILN_OP_FILL:
-      for (int64_t k = 0; k < count; ++k) y[k] = n.fattrs[0];
-      break;
-    case KILN_OP_ADD:
-      for (int64_t k = 0; k < count; ++k) y[k] = a[k] + b[k % b_count];
-      break;
-    case KILN_OP_MUL:
-      for (int64_t k = 0; k < count; ++k) y[k] = a[k] * b[k % b_count];
-      break;
-    case KILN_OP_SCALE:
-      for (int64_t k = 0; k < count; ++k) y[k] = a[k] * n.fattrs[0];
-      break;
-    case KILN_OP_GELU:
-      for (int64_t k = 0; k < count; ++k) y[k] = static_cast<float>(gelu(a[k]));
-      break;
-    case KILN_OP_GELU_GRAD:  // inputs (x, dy)
-      for (int64_t k = 0; k < count; ++k) y[k] = static_cast<float>(b[k] * gelu_derivative(a[k]));
-      break;
-    case KILN_OP_MATMUL: matmul(g, n, a, b, y); break;
-    default: fail(KILN_ERR_UNSUPPORTED, "unsupported op reached execute");  // validate() prevents this
-  }
+  template_kernels::elementwise(n.op, n.fattrs, a, b, b_count, y, g.values[n.outputs[0]].numel());
 }
 
 // Decodes and validates; the error code says whether the bytes are broken

@@ -12,6 +12,8 @@
 # refuses under --require-precompiled naming the plugin binary, and without
 # it recompiles (its cache line counts compilations) and trains to a
 # different loss.
+# The same backend on the kit's interpreter base (interpreter.cpp) passes
+# the same ops and trains to the same losses, sharing its host buffers.
 # Usage: plugin_template.sh <path-to-kiln> [<bad-plugin-dir>]
 set -euo pipefail
 kiln=$1
@@ -100,6 +102,27 @@ check "5 losses from each backend" test "$(grep -c . "$tmp/pairs")" -eq 5
 check "template losses match cpu within 1e-4 relative" \
   awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) bad = 1 } END { exit bad }' "$tmp/pairs"
 
+# ---- the same backend on the kit's interpreter base (interpreter.cpp)
+interp=$tmp/build/libkiln-backend-interpreter.so
+status=0
+out=$("$installed" check-backend "$interp" 2>&1) || status=$?
+echo "$out"
+check "check-backend on the interpreter exits 0 (got $status)" test "$status" -eq 0
+for op in fill add mul scale gelu gelu_grad; do
+  check "the interpreter passes $op" grep -Eq "^PASS +$op +[0-9]+ cases? " <<<"$out"
+done
+check "the interpreter's refusal hook sends the large matmuls to the fallback" \
+  grep -Eq '^PASS +matmul +[1-9][0-9]*/[0-9]+ cases \([1-9][0-9]* on the fallback\)' <<<"$out"
+status=0
+"$installed" "${common[@]}" --backend "$interp" --metrics-file "$tmp/interp.jsonl" >"$tmp/interp.log" 2>&1 || status=$?
+cat "$tmp/interp.log"
+check "training on the interpreter exits 0 (got $status)" test "$status" -eq 0
+check "its buffers are shared with the fallback, not copied" grep -Eq "split: .* shared in host memory" "$tmp/interp.log"
+paste <(losses "$tmp/interp.jsonl") <(losses "$tmp/cpu.jsonl") >"$tmp/interp.pairs"
+check "5 interpreter losses" test "$(grep -c . "$tmp/interp.pairs")" -eq 5
+check "interpreter losses match cpu within 1e-4 relative" \
+  awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) bad = 1 } END { exit bad }' "$tmp/interp.pairs"
+
 # ---- the plugin binary in the compile-cache key
 tiny=(train --num-layers 1 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --micro-batch-size 2
       --global-batch-size 2 --train-iters 2 --eval-iters 0 --log-interval 1 --num-threads 1
@@ -113,8 +136,8 @@ echo "before the rebuild: $(cache_line "$tmp/before.log")"
 check "the first run compiles nothing" test "$(compiled "$tmp/before.log")" = 0
 
 # GELU's result changes; kCompilerVersion stays "template-2".
-sed -i 's/y\[k\] = static_cast<float>(gelu(a\[k\]));/y[k] = static_cast<float>(gelu(a[k]) * 1.25);/' "$src/template.cpp"
-check "the kernel edit applied" grep -q "gelu(a\[k\]) \* 1.25" "$src/template.cpp"
+sed -i 's/y\[k\] = static_cast<float>(gelu(a\[k\]));/y[k] = static_cast<float>(gelu(a[k]) * 1.25);/' "$src/kernels.h"
+check "the kernel edit applied" grep -q "gelu(a\[k\]) \* 1.25" "$src/kernels.h"
 check "compiler_version untouched" grep -q 'kCompilerVersion\[\] = "template-2"' "$src/template.cpp"
 cmake --build "$tmp/build" >/dev/null
 
