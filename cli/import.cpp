@@ -38,7 +38,9 @@ int run_import(const std::vector<std::string>& args) {
   // SIGTERM and Ctrl-C stop the import between the checkpoint's files, and
   // its temporary is removed (N38; it was left full-size in --save).
   const data::StopSignals stop_signals;
-  const trainer::HfDir hf = trainer::read_hf_dir(input);
+  // Only the tensors config.json's model needs are read, each shard's
+  // header checked against their shapes first (N105).
+  const trainer::HfDir hf = trainer::read_hf_dir(input, trainer::hf_tensors_needed);
   const trainer::KilnModel imported = trainer::hf_to_kiln(hf.config, hf.tensors);
   const trainer::GptConfig& cfg = imported.config;
   const std::map<std::string, trainer::SafeTensor>& model = imported.tensors;

@@ -109,7 +109,8 @@ broken; rewrite nan transformer.wte.weight
 expect_error "NaN weights" "holds NaN or infinite weights \(in kiln's embedding.word_embeddings.weight\)" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; rewrite transpose
-expect_error "wrong shape" "transformer.h.0.attn.c_attn.weight has shape \[48, 16\].*\[16, 48\]" \
+expect_error "wrong shape" \
+  "model.safetensors tensor 'transformer.h.0.attn.c_attn.weight' has shape \[48,16\], the model needs \[16,48\] \(as config.json describes it\); the weights and config.json disagree" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 # A tensor named twice in the header (the JSON parser kept the last entry,
 # and the first one's bytes were reported as "unused bytes ... not
@@ -146,6 +147,16 @@ PY
     "^kiln: error: $tmp/in/model.safetensors.index.json maps transformer.wte.weight to '$shard', not a file here\$" \
     "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 done
+# An index that places a needed tensor in no shard: refused before any
+# shard is read (N105: import reads only what config.json's model needs).
+rm -rf "$tmp/in"; cp -r "$tmp/sharded" "$tmp/in"
+"$py" - "$tmp/in/model.safetensors.index.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1])); del index["weight_map"]["transformer.ln_f.bias"]; json.dump(index, open(sys.argv[1], "w"))
+PY
+expect_error "index without a needed tensor" \
+  "^kiln: error: $tmp/in/model.safetensors.index.json places no tensor transformer.ln_f.bias in a shard, and config.json's model needs it; the model is incomplete\$" \
+  "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 
 # Llama (rotary positions) and MPT (ALiBi): what HF cannot express, and broken Llama exports.
 train_tiny() {  # $1: --save dir, the rest: model options
@@ -181,7 +192,8 @@ broken; rewrite drop model.layers.0.self_attn.q_proj.weight
 expect_error "missing q_proj" "no tensor model.layers.0.self_attn.q_proj.weight" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 broken; rewrite transpose model.layers.0.mlp.gate_proj.weight
-expect_error "wrong-shaped gate_proj" "model.layers.0.mlp.gate_proj.weight has shape \[16, 32\].*\[32, 16\]" \
+expect_error "wrong-shaped gate_proj" \
+  "tensor 'model.layers.0.mlp.gate_proj.weight' has shape \[16,32\], the model needs \[32,16\] \(as config.json describes it\)" \
   "$kiln" import --format hf --input "$tmp/in" --save "$tmp/out/ck"
 ls -A "$tmp" | grep -q '^\.tmp' && { echo "a temp directory was left in $tmp"; exit 1; }
 echo "all bad-input cases refused in one line, nothing left behind"

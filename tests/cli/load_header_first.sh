@@ -4,7 +4,9 @@
 # reading any payload. Before, a header claiming an extra 4 GiB tensor (the
 # file sparse, 4 GiB of holes) was read whole: 4.2 GB of memory and 16 s,
 # and then the run resumed. Now it is refused in one line naming the
-# tensor, with peak RSS far below the claim.
+# tensor, with peak RSS far below the claim. kiln import reads only the
+# tensors config.json's model needs: an extra claim is skipped unread, a
+# needed tensor re-declared as 4 GiB is refused before its payload is read.
 # Usage: load_header_first.sh <path-to-kiln>
 set -uo pipefail
 kiln=$1
@@ -17,14 +19,14 @@ model=(--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 8 --
 timeout 120 "$kiln" train "${model[@]}" --train-iters 1 --save "$tmp/ck" >/dev/null 2>"$tmp/err" ||
   { cat "$tmp/err"; fail "the reference run failed"; }
 
-# $1: the checkpoint copy, $2: a tensor name, $3: its shape as JSON, $4:
-# "add" (a new tensor) or "resize" (re-declare an existing one); the file
-# grows by the claimed bytes as a hole.
+# $1: a checkpoint copy or a safetensors file, $2: a tensor name, $3: its
+# shape as JSON, $4: "add" (a new tensor) or "resize" (re-declare an
+# existing one); the file grows by the claimed bytes as a hole.
 claim() {
   python3 - "$@" <<'PY'
 import glob, json, struct, sys
 ck, name, shape, mode = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
-p = sorted(glob.glob(ck + "/iter_*/model.safetensors"))[-1]
+p = ck if ck.endswith(".safetensors") else sorted(glob.glob(ck + "/iter_*/model.safetensors"))[-1]
 b = open(p, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h, pay = json.loads(b[8:8 + n]), b[8 + n:]
@@ -94,3 +96,18 @@ expect_refused_small "a known tensor re-declared as 4 GiB" \
 # The untouched checkpoint still resumes.
 timeout 120 "$kiln" "${resume[@]}" --load "$tmp/ck" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "resume failed"; }
 echo "ok: the intact checkpoint resumes"
+
+# kiln import: an HF directory (kiln's own export) with the same claims.
+timeout 120 "$kiln" export --load "$tmp/ck" --format hf --output "$tmp/hf" >/dev/null 2>"$tmp/err" ||
+  { cat "$tmp/err"; fail "export failed"; }
+cp -r "$tmp/hf" "$tmp/hf_extra" && claim "$tmp/hf_extra/model.safetensors" zzz.giant '[1048576, 1024]' add
+timeout 120 /usr/bin/time -f 'maxrss_kb %M' -o "$tmp/time" "$kiln" import --format hf --input "$tmp/hf_extra" \
+  --save "$tmp/imported" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "import with an extra tensor failed"; }
+rss=$(awk '/^maxrss_kb/ { print $2 }' "$tmp/time")
+[ "$rss" -lt "$limit_kb" ] || fail "import skipping a 4 GiB extra: peak RSS $rss kB, not under $limit_kb kB"
+echo "ok: import skips an extra 4 GiB tensor unread (peak RSS $rss kB)"
+cp -r "$tmp/hf" "$tmp/hf_big" && claim "$tmp/hf_big/model.safetensors" transformer.ln_f.bias '[1048576, 1024]' resize
+expect_refused_small "import of a needed tensor re-declared as 4 GiB" \
+  "$tmp/hf_big/model.safetensors tensor 'transformer.ln_f.bias' has shape [1048576,1024], the model needs [16]" \
+  "$kiln" import --format hf --input "$tmp/hf_big" --save "$tmp/never_imported"
+[ ! -e "$tmp/never_imported" ] || fail "the refused import wrote $tmp/never_imported"

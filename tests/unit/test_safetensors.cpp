@@ -120,6 +120,41 @@ TEST_F(Safetensors, ReadsHandWrittenFile) {
   EXPECT_EQ(f.metadata.at("format"), "pt");
 }
 
+// kiln import's read: only the named tensors, shapes checked first; the
+// rest (and names the file lacks) neither read nor an error.
+TEST_F(Safetensors, SubsetReadsOnlyWantedTensorsAndChecksTheirShapes) {
+  std::map<std::string, SafeTensor> tensors;
+  tensors["keep"] = SafeTensor::from_f32({2}, {1.0f, 2.0f});
+  tensors["skip"] = SafeTensor::from_i32({3}, {4, 5, 6});
+  write_safetensors(path("s.safetensors"), tensors, {});
+
+  const SafetensorsFile f = read_safetensors_subset(path("s.safetensors"), {{"keep", {2}}, {"elsewhere", {7}}});
+  ASSERT_EQ(f.tensors.size(), 1U);
+  EXPECT_EQ(f.tensors.at("keep").to_f32(), (std::vector<float>{1.0f, 2.0f}));
+  try {
+    read_safetensors_subset(path("s.safetensors"), {{"keep", {1, 2}}});
+    ADD_FAILURE() << "a wrong shape was read";
+  } catch (const kiln::Error& e) {
+    EXPECT_EQ(std::string(e.what()), path("s.safetensors") + " tensor 'keep' has shape [2], the model needs [1,2]");
+  }
+
+  // A header claiming 4 GiB under a skipped name, the file sparse: only
+  // the header and the wanted tensor are read, so this allocates bytes.
+  std::string header = R"({"keep":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("giant":{"dtype":"F32","shape":[1073741824],"data_offsets":[8,4294967304]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header;
+  const float keep[2] = {3.0f, 4.0f};
+  bytes.append(reinterpret_cast<const char*>(keep), 8);
+  const std::string giant = write_raw("giant.safetensors", bytes);
+  fs::resize_file(giant, bytes.size() + (uint64_t{1} << 32));
+  const SafetensorsFile g = read_safetensors_subset(giant, {{"keep", {2}}});
+  EXPECT_EQ(g.tensors.at("keep").to_f32(), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(g.tensors.count("giant"), 0U);
+}
+
 TEST_F(Safetensors, WriterPadsHeaderAndAlignsTensors) {
   std::map<std::string, SafeTensor> tensors;
   tensors["a_i32"] = SafeTensor::from_i32({3}, {1, 2, 3});

@@ -89,22 +89,40 @@ HfModel kiln_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>
               "(alibi) can express");
 }
 
-KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf) {
+namespace {
+
+// The architectures kiln imports, by config.json's model_type.
+struct HfImporter {
+  const char* model_type;
+  GptConfig (*config)(const nlohmann::json&);
+  ExpectedTensors (*tensors_needed)(const GptConfig&);
+  std::map<std::string, SafeTensor> (*from_hf)(const GptConfig&, const std::map<std::string, SafeTensor>&);
+};
+const HfImporter kHfImporters[] = {
+    {"gpt2", gpt2_config_from_hf, gpt2_hf_tensors, gpt2_from_hf},
+    {"llama", llama_config_from_hf, llama_hf_tensors, llama_from_hf},
+    {"mpt", mpt_config_from_hf, mpt_hf_tensors, mpt_from_hf},
+};
+
+const HfImporter& importer_for(const nlohmann::json& config) {
   const nlohmann::json type = config.contains("model_type") ? config.at("model_type") : nlohmann::json();
-  if (type == "gpt2") {
-    const GptConfig cfg = checked(gpt2_config_from_hf(config));
-    return {cfg, gpt2_from_hf(cfg, hf)};
-  }
-  if (type == "llama") {
-    const GptConfig cfg = checked(llama_config_from_hf(config));
-    return {cfg, llama_from_hf(cfg, hf)};
-  }
-  if (type == "mpt") {
-    const GptConfig cfg = checked(mpt_config_from_hf(config));
-    return {cfg, mpt_from_hf(cfg, hf)};
-  }
+  for (const HfImporter& i : kHfImporters)
+    if (type == i.model_type) return i;
   throw Error("config.json: model_type " + type.dump() +
               " is not supported; kiln imports \"gpt2\", \"llama\" and \"mpt\"");
+}
+
+}  // namespace
+
+KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf) {
+  const HfImporter& i = importer_for(config);
+  const GptConfig cfg = checked(i.config(config));
+  return {cfg, i.from_hf(cfg, hf)};
+}
+
+ExpectedTensors hf_tensors_needed(const nlohmann::json& config) {
+  const HfImporter& i = importer_for(config);
+  return i.tensors_needed(checked(i.config(config)));
 }
 
 }  // namespace kiln::trainer

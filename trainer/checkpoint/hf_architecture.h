@@ -32,4 +32,10 @@ struct KilnModel {
 // unsupported model_type and the ones kiln reads.
 KilnModel hf_to_kiln(const nlohmann::json& config, const std::map<std::string, SafeTensor>& hf);
 
+// The HF tensors, name to shape, that hf_to_kiln(config, ...) reads: what
+// kiln import takes from the safetensors files, checking each header
+// against it before reading any payload. Throws as hf_to_kiln does for a
+// config it cannot import.
+ExpectedTensors hf_tensors_needed(const nlohmann::json& config);
+
 }  // namespace kiln::trainer

@@ -43,11 +43,13 @@ nlohmann::json read_json(const fs::path& p, const std::string& what) {
   }
 }
 
-std::map<std::string, SafeTensor> read_weights(const fs::path& file) {
+std::map<std::string, SafeTensor> read_weights(const fs::path& file, const ExpectedTensors& needed) {
   try {
-    return read_safetensors(file.string()).tensors;
+    return read_safetensors_subset(file.string(), needed).tensors;
   } catch (const SafetensorsError& e) {
     throw Error(file.string() + " is not valid safetensors: " + e.problem());
+  } catch (const TensorShapeError& e) {
+    throw Error(std::string(e.what()) + " (as config.json describes it); the weights and config.json disagree");
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + "; " + kInputFix);
   }
@@ -166,7 +168,7 @@ void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shar
   }
 }
 
-HfDir read_hf_dir(const std::string& dir) {
+HfDir read_hf_dir(const std::string& dir, const TensorsNeeded& needed) {
   const fs::path root(dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw Error("--input " + dir + " is not a directory; point it at an HF model");
@@ -175,14 +177,22 @@ HfDir read_hf_dir(const std::string& dir) {
   HfDir out;
   out.config = read_json(root / "config.json", "config.json");
   if (!out.config.is_object()) throw Error((root / "config.json").string() + " is not a JSON object");
+  const ExpectedTensors wanted = needed(out.config);
   if (fs::exists(root / "model.safetensors", ec)) {
-    out.tensors = read_weights(root / "model.safetensors");
+    out.tensors = read_weights(root / "model.safetensors", wanted);
   } else if (fs::exists(root / "model.safetensors.index.json", ec)) {
     const nlohmann::json index = read_json(root / "model.safetensors.index.json", "model.safetensors.index.json");
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw Error((root / "model.safetensors.index.json").string() + " has no weight_map object");
+    const auto& weight_map = index["weight_map"];
+    // A tensor the index does not place is missing from every shard: say
+    // so before reading gigabytes of the others.
+    for (const auto& want : wanted)
+      if (!weight_map.contains(want.first))
+        throw Error((root / "model.safetensors.index.json").string() + " places no tensor " + want.first +
+                    " in a shard, and config.json's model needs it; the model is incomplete");
     std::map<std::string, bool> files;
-    for (const auto& [name, file] : index["weight_map"].items()) {
+    for (const auto& [name, file] : weight_map.items()) {
       // "", "." and ".." name the directory itself or its parent: reading
       // them would blame the directory, not the index that named it.
       const std::string f = file.is_string() ? file.get<std::string>() : "";
@@ -192,7 +202,7 @@ HfDir read_hf_dir(const std::string& dir) {
       files[file.get<std::string>()] = true;
     }
     for (const auto& f : files)
-      for (auto& [name, t] : read_weights(root / f.first)) out.tensors[name] = std::move(t);
+      for (auto& [name, t] : read_weights(root / f.first, wanted)) out.tensors[name] = std::move(t);
   } else {
     throw Error("--input " + dir +
                 " has no model.safetensors or model.safetensors.index.json (kiln reads safetensors)");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,8 +34,14 @@ int64_t parse_shard_size(const std::string& text);
 // naming --output.
 void write_hf_dir(const std::string& dir, const HfDir& content, int64_t max_shard_bytes);
 
-// Reads config.json and the weights (single file or index + shards).
+// The tensors, name to shape, a reader takes from the weights, given
+// config.json (kiln import passes hf_tensors_needed).
+using TensorsNeeded = std::function<ExpectedTensors(const nlohmann::json& config)>;
+
+// Reads config.json, then of the weights (single file or index + shards)
+// only the tensors `needed` names, each header checked against their
+// shapes before any payload is read; other tensors are skipped unread.
 // Throws a one-line kiln::Error naming --input and the missing piece.
-HfDir read_hf_dir(const std::string& dir);
+HfDir read_hf_dir(const std::string& dir, const TensorsNeeded& needed);
 
 }  // namespace kiln::trainer

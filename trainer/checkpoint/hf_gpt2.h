@@ -30,6 +30,10 @@ GptConfig gpt2_config_from_hf(const nlohmann::json& config);
 // kiln's F32 model tensors (as in model.safetensors) to HF's F32 tensors.
 std::map<std::string, SafeTensor> gpt2_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln);
 
+// The HF tensors, name to shape, a model of `cfg` is imported from: what
+// kiln import reads from the safetensors files, checked before any payload.
+ExpectedTensors gpt2_hf_tensors(const GptConfig& cfg);
+
 // HF tensors (F32, F16 or BF16) to kiln's F32 tensors. Throws a one-line
 // kiln::Error naming a missing tensor or one of the wrong shape.
 std::map<std::string, SafeTensor> gpt2_from_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& hf);

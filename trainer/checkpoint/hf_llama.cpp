@@ -279,6 +279,17 @@ std::map<std::string, SafeTensor> llama_to_hf(const GptConfig& c, const std::map
   return out;
 }
 
+ExpectedTensors llama_hf_tensors(const GptConfig& c) {
+  std::map<std::string, graph::Shape> kiln_shapes;
+  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  ExpectedTensors out;
+  for (const Mapping& m : mappings(c)) {
+    const std::vector<std::vector<int64_t>> shapes = hf_shapes(c, m, kiln_shapes.at(m.kiln));
+    for (size_t i = 0; i < m.hf.size(); ++i) out[m.hf[i]] = shapes[i];
+  }
+  return out;
+}
+
 std::map<std::string, SafeTensor> llama_from_hf(const GptConfig& c, const std::map<std::string, SafeTensor>& hf) {
   std::map<std::string, graph::Shape> kiln_shapes;
   for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;

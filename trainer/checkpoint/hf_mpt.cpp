@@ -229,6 +229,14 @@ std::map<std::string, SafeTensor> mpt_to_hf(const GptConfig& c, const std::map<s
   return out;
 }
 
+ExpectedTensors mpt_hf_tensors(const GptConfig& c) {
+  std::map<std::string, graph::Shape> kiln_shapes;
+  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  ExpectedTensors out;
+  for (const Mapping& m : mappings(c)) out[m.hf] = kiln_shapes.at(m.kiln);
+  return out;
+}
+
 std::map<std::string, SafeTensor> mpt_from_hf(const GptConfig& c, const std::map<std::string, SafeTensor>& hf) {
   std::map<std::string, graph::Shape> kiln_shapes;
   for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;

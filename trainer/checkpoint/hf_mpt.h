@@ -38,6 +38,10 @@ GptConfig mpt_config_from_hf(const nlohmann::json& config);
 // kiln's model tensors to HF's F32 tensors.
 std::map<std::string, SafeTensor> mpt_to_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& kiln);
 
+// The HF tensors, name to shape, a model of `cfg` is imported from: what
+// kiln import reads from the safetensors files, checked before any payload.
+ExpectedTensors mpt_hf_tensors(const GptConfig& cfg);
+
 // HF tensors (F32, F16 or BF16) to kiln's F32 tensors. Throws a one-line
 // kiln::Error naming a missing tensor or one of the wrong shape.
 std::map<std::string, SafeTensor> mpt_from_hf(const GptConfig& cfg, const std::map<std::string, SafeTensor>& hf);

@@ -237,6 +237,12 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
+void check_shape(const std::string& path, const Entry& e, const std::vector<int64_t>& needed) {
+  if (needed != e.tensor.shape)
+    throw TensorShapeError(path + " tensor " + quote(e.name) + " has shape " + shape_str(e.tensor.shape) +
+                           ", the model needs " + shape_str(needed));
+}
+
 // Names and shapes from the header against what the reader needs.
 void check_expected(const std::string& path, const std::vector<Entry>& entries, const ExpectedTensors& expected) {
   for (const Entry& e : entries) {
@@ -244,9 +250,7 @@ void check_expected(const std::string& path, const std::vector<Entry>& entries, 
     if (it == expected.end())
       throw Error(path + " holds tensor " + quote(e.name) + " " + shape_str(e.tensor.shape) +
                   ", which the model does not have");
-    if (it->second != e.tensor.shape)
-      throw Error(path + " tensor " + quote(e.name) + " has shape " + shape_str(e.tensor.shape) + ", the model needs " +
-                  shape_str(it->second));
+    check_shape(path, e, it->second);
   }
   if (entries.size() == expected.size()) return;
   for (const auto& wanted : expected) {
@@ -256,9 +260,24 @@ void check_expected(const std::string& path, const std::vector<Entry>& entries, 
   }
 }
 
-}  // namespace
+// The header's tensors a subset reader takes: those `wanted` names, each
+// with the shape it needs.
+std::vector<Entry*> check_subset(const std::string& path, const std::vector<Entry*>& entries,
+                                 const ExpectedTensors& wanted) {
+  std::vector<Entry*> taken;
+  for (Entry* e : entries) {
+    auto it = wanted.find(e->name);
+    if (it == wanted.end()) continue;
+    check_shape(path, *e, it->second);
+    taken.push_back(e);
+  }
+  return taken;
+}
 
-SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected) {
+// How the header's tensors are matched against what the caller needs.
+enum class Match { All, Exactly, Subset };
+
+SafetensorsFile read_file(const std::string& path, const ExpectedTensors* expected, Match match) {
   // Bounded by its header: every offset is checked against st_size below
   // before any payload is read.
   const InputFd f = open_input({path, "safetensors file", "", kBoundedByHeader});
@@ -353,15 +372,26 @@ SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors*
     throw corrupt(std::to_string(buffer_len - expect) +
                   " unused bytes after the last tensor (file size does not match the header)");
 
-  if (expected) check_expected(path, entries, *expected);
+  if (match == Match::Exactly) check_expected(path, entries, *expected);
+  if (match == Match::Subset) sorted = check_subset(path, sorted, *expected);
+  // In file order, so the reads go forward through the file.
   for (Entry* e : sorted) {
     e->tensor.data.resize(e->end - e->begin);
-    if (e->tensor.data.empty()) continue;
-    if (!read_at(e->tensor.data.data(), e->tensor.data.size(), 8 + n + e->begin))
+    if (!e->tensor.data.empty() && !read_at(e->tensor.data.data(), e->tensor.data.size(), 8 + n + e->begin))
       throw corrupt("file is truncated inside tensor " + quote(e->name));
+    out.tensors.emplace(std::move(e->name), std::move(e->tensor));
   }
-  for (auto& e : entries) out.tensors.emplace(std::move(e.name), std::move(e.tensor));
   return out;
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected) {
+  return read_file(path, expected, expected != nullptr ? Match::Exactly : Match::All);
+}
+
+SafetensorsFile read_safetensors_subset(const std::string& path, const ExpectedTensors& wanted) {
+  return read_file(path, &wanted, Match::Subset);
 }
 
 }  // namespace kiln::trainer

@@ -59,6 +59,14 @@ class SafetensorsError : public Error {
   std::string path_, problem_;
 };
 
+// Thrown when a header's tensor has another shape than the reader needs
+// (read_safetensors with `expected`, read_safetensors_subset), so a caller
+// can say where the needed shape came from.
+class TensorShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Writes straight to `path` (no temp file, no fsync: atomicity is the
 // caller's business). Tensors are laid out by descending element size, then
 // name, so every tensor is aligned to its element size. Throws kiln::Error
@@ -76,6 +84,15 @@ using ExpectedTensors = std::map<std::string, std::vector<int64_t>>;
 // SafetensorsError on malformed content and kiln::Error if the file cannot
 // be opened or does not hold `expected`. Never crashes on hostile input.
 SafetensorsFile read_safetensors(const std::string& path, const ExpectedTensors* expected = nullptr);
+
+// The tensors of `wanted` that the file holds, each checked against its
+// shape before any payload is read. The file's other tensors (an HF
+// export's attention-mask buffers, the names a sharded model keeps in its
+// other shards) are validated in the header but neither read nor
+// allocated, so a header claiming gigabytes under a name nobody reads
+// costs nothing. Names of `wanted` the file lacks are the caller's to
+// report (they may be in another shard). Throws as read_safetensors does.
+SafetensorsFile read_safetensors_subset(const std::string& path, const ExpectedTensors& wanted);
 
 // Header size cap, as in the reference implementation: a larger header is
 // far more likely to be garbage than a real file.
