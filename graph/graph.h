@@ -110,6 +110,9 @@ class Graph {
   ValueId rope(ValueId x, ValueId cos, ValueId sin, bool interleaved);
   ValueId rope_grad(ValueId dy, ValueId cos, ValueId sin, bool interleaved);
   ValueId causal_softmax(ValueId x, float scale);
+  // CAUSAL_SOFTMAX within documents: x [B, ..., T, T], starts [B, T] i32
+  // (each query's first visible key).
+  ValueId document_softmax(ValueId x, ValueId starts, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
   ValueId alibi(ValueId x, ValueId slopes);
   ValueId cross_entropy(ValueId logits, ValueId targets);

@@ -208,6 +208,8 @@ void Setup::open_data() {
   data = !cfg.data_path.empty() ? make_megatron_data(cfg)
          : cfg.mock_data        ? make_mock_data(mock_vocab, static_cast<uint64_t>(cfg.seed))
                                 : make_embedded_corpus(static_cast<uint64_t>(cfg.seed));
+  if (uses_documents(cfg.model))
+    batch.documents = std::make_shared<const DocumentInputs>(cfg.model, cfg.tokenizer ? cfg.tokenizer->eod() : -1);
 }
 
 // What runs where: device, model, data and each parallel dimension.
@@ -220,6 +222,14 @@ void Setup::log_run() const {
                 model.hidden_size, model.num_attention_heads, model.seq_length, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
   logger().info("data: {}", data->describe());
+  if (uses_documents(model)) {
+    std::string what;
+    for (const auto& [on, part] : {std::pair{model.reset_position_ids, "positions restart after each EOD"},
+                                   std::pair{model.reset_attention_mask, "attention stays within each document"},
+                                   std::pair{model.eod_mask_loss, "no loss where the input is EOD"}})
+      if (on) what += (what.empty() ? "" : "; ") + std::string(part);
+    logger().info("documents (EOD id {}): {}", cfg.tokenizer ? cfg.tokenizer->eod() : -1, what);
+  }
   if (cfg.rampup.active())  // Megatron's line (num_microbatches_calculator.py)
     logger().info(
         "will use batch size rampup starting from global batch size {} to global batch size {} with batch size "
@@ -340,6 +350,8 @@ void Setup::finish_parameter_gather(const std::string& before) {
 }
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
+  // From the tokens as the data holds them, before sharding rewrites their ids.
+  if (batch.documents) batch.documents->feed(exe, batch.tokens);
   if (at.tp > 1 && has_input(exe, "targets")) shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
   if (at.tp > 1 && has_input(exe, "token_mask")) {
     batch.token_mask.resize(batch.tokens.size());

@@ -19,6 +19,7 @@
 #include "trainer/dist/group_collectives.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/model/document_inputs.h"
 #include "trainer/model/model_state.h"
 #include "trainer/model/run_graphs.h"
 #include "trainer/parallel_layout.h"
@@ -32,6 +33,8 @@ struct LoadedCheckpoint;  // trainer/checkpoint/checkpoint_io.h
 struct Batch {
   std::vector<int32_t> tokens, targets;
   std::vector<float> token_mask;  // tensor parallelism only
+  // The document flags' inputs, computed from the tokens (null without them).
+  std::shared_ptr<const DocumentInputs> documents;
 };
 
 // How far the run is; saved in and restored from checkpoint metadata.

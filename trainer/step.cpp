@@ -33,11 +33,14 @@ Step::Step(Setup& run, const JobControl& control)
     : run_(run),
       control_(control),
       dump_(GradientDump::open(run.comm.rank())),
+      batch_dump_(BatchDump::open(run.comm.rank())),
       overflow_test_iteration_(overflow_test_iteration()) {
   if (dump_ && (run_.at.pp > 1 || run_.at.tp > 1 || run_.state->optimizer_sharded()))
     throw Error(
         "KILN_TEST_DUMP_GRADIENTS: dumps data parallelism only; drop pipeline and tensor parallelism and "
         "--use-distributed-optimizer");
+  if (batch_dump_ && run_.at.pp > 1)
+    throw Error("KILN_TEST_DUMP_BATCHES: dumps runs without pipeline parallelism; drop --pipeline-model-parallel-size");
   // Each bucket's gradient collective starts once backward has written its
   // gradients for the last time, while the earlier layers' backward runs.
   if (overlaps_grad_reduce())
@@ -112,7 +115,9 @@ double Step::forward_backward(double loss_scale) {
       train_step.run(m == run_.micro_batches - 1 ? hooks_.grads_final : nullptr,
                      m == 0 ? hooks_.params_needed : nullptr);
       if (dump_) dump_->micro_batch(train_step, *run_.state, run_.progress.iteration + 1);
-      loss_sum += read_scalar(train_step, "loss");
+      const float loss = read_scalar(train_step, "loss");
+      if (batch_dump_) batch_dump_->loss(loss);
+      loss_sum += loss;
     }
   }
   if (hooks_.params_needed) {
@@ -142,6 +147,7 @@ void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_sca
   const int64_t B = cfg.micro_batch_size;
   const int64_t first_sample = run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B;
   fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
+  if (batch_dump_) batch_dump_->batch(run_.progress.iteration + 1, m, run_.batch.tokens, run_.batch.targets);
   feed(exe, run_.batch, cfg.model, run_.at);
   feed_dropout_keys(exe, first_sample);
   if (cfg.precision.scales_loss() && has_input(exe, kLossScaleInput))

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/batch_dump.h"
 #include "trainer/gradient_dump.h"
 #include "trainer/job_control.h"
 #include "trainer/pipeline_schedule.h"
@@ -62,6 +63,7 @@ class Step {
   const JobControl& control_;
   int64_t nan_in_a_row_ = 0;
   std::unique_ptr<GradientDump> dump_;            // KILN_TEST_DUMP_GRADIENTS, null: off
+  std::unique_ptr<BatchDump> batch_dump_;         // KILN_TEST_DUMP_BATCHES, null: off
   int64_t overflow_test_iteration_ = 0;           // KILN_TEST_GRAD_OVERFLOW_AT, 0: off
   float loss_scale_ = 1.0f;                       // this step's, for the pipeline's micro-batches
   OverlapHooks hooks_;                            // --overlap-grad-reduce, --overlap-param-gather

@@ -16,6 +16,7 @@
 #include "trainer/checkpoint/schedule_check.h"
 #include "trainer/data/gpt_dataset.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/model/document_inputs.h"
 
 namespace kiln::trainer {
 
@@ -136,6 +137,11 @@ void TrainConfig::register_data_flags(Flags& f) {
   f.add("--make-vocab-size-divisible-by", &make_vocab_size_divisible_by,
         "pad the tokenizer's vocab to a multiple of this (x tensor-parallel size)");
   f.add("--data-cache-path", &data_cache_path, "directory for the dataset index caches (default: beside the data)");
+  // Packed documents (trainer/model/document_inputs.h), found by the tokenizer's EOD.
+  f.add("--reset-position-ids", &model.reset_position_ids, "positions restart after each EOD token");
+  f.add("--reset-attention-mask", &model.reset_attention_mask,
+        "each token attends only within its own document (an EOD ends one)");
+  f.add("--eod-mask-loss", &model.eod_mask_loss, "no loss on the tokens whose input is EOD");
 }
 
 // The device, metrics and the data-parallel collectives.
@@ -411,6 +417,12 @@ void TrainConfig::finalize(const Flags& f) {
       throw Error("--vocab-size " + std::to_string(model.vocab_size) +
                   " needs --mock-data; the embedded corpus is byte-level (vocab 256)");
   }
+  if (uses_documents(model) && !tokenizer)
+    throw Error(std::string(model.eod_mask_loss          ? "--eod-mask-loss"
+                            : model.reset_attention_mask ? "--reset-attention-mask"
+                                                         : "--reset-position-ids") +
+                " finds documents by the tokenizer's EOD token, and this run has no tokenizer: train on --data-path "
+                "PREFIX (kiln preprocess --append-eod ends each document with EOD)");
   if (finetune && load.empty()) throw Error("--finetune needs --load CKPT, the checkpoint whose model to start from");
   if (device < 0) throw Error("--device must not be negative");
   num_threads = cap_at_available_cpus("--num-threads", num_threads);

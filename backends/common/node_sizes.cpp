@@ -179,6 +179,10 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->period = n.iattrs[0];
       p->stride = n.iattrs[1];
       return;
+    case KILN_RULE_DOCUMENT_ROWS:  // the starts are [batch, T]
+      rows_by_last_dim(in(0));
+      p->batch = in(1).dims[0];
+      return;
   }
 }
 

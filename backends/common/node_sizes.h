@@ -32,6 +32,7 @@ struct NodeInfo {
   //   LAYERNORM(_GRAD), SOFTMAX_GRAD,
   //   CROSS_ENTROPY(_GRAD), SUM_TO:                rows, cols
   //   CAUSAL_SOFTMAX:                              rows (= batch * T), cols (T)
+  //   DOCUMENT_SOFTMAX:                            rows, cols (T), batch (samples: rows / batch a sample)
   //   SPLIT:                                       rows (outer), parts, inner (per part)
   //   CONCAT:                                      rows (outer), inners (per input), inner (output)
   //   ROPE(_GRAD):                                 rows, cols (D), positions (T), pairs (R), interleaved

@@ -131,14 +131,27 @@ void rope_grad(const Ctx&, const float* dy, const float* cos, const float* sin, 
                int64_t positions, int64_t pairs, bool interleaved);
 
 // ---- kernels_attention.cpp
-void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale);
+// Which keys a query row of [..., t, t] sees: j <= i (CAUSAL_SOFTMAX), from
+// the row's document start on too when `starts` ([samples, t] i32,
+// DOCUMENT_SOFTMAX) is set, rows_per_sample rows to a sample.
+struct VisibleKeys {
+  const int32_t* starts = nullptr;
+  int64_t rows_per_sample = 1;
+  // The first visible key of row r; the last is r % t.
+  int64_t first(int64_t r, int64_t t) const {
+    if (starts == nullptr) return 0;
+    const int64_t i = r % t, s = starts[r / rows_per_sample * t + i];
+    return s < 0 ? 0 : (s > i ? i : s);
+  }
+};
+void causal_softmax(const Ctx&, const float* x, float* y, int64_t batch, int64_t t, float scale, VisibleKeys keys = {});
 void softmax_grad(const Ctx&, const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, float scale);
 
 // ---- kernels_attention16.cpp: the same on bf16/f16 (`dtype`) storage.
 // scratch: threads * 2 * t floats (causal_softmax_16bit), threads * 3 * cols
 // floats (softmax_grad_16bit), none (dropout_16bit)
 void causal_softmax_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* x, uint16_t* y, int64_t batch, int64_t t,
-                          float scale);
+                          float scale, VisibleKeys keys = {});
 void softmax_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* y, const uint16_t* dy, uint16_t* dx, int64_t rows,
                         int64_t cols, float scale);
 void dropout_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* x, const int32_t* key_words, uint16_t* y, int64_t n,

@@ -1,4 +1,4 @@
-// CAUSAL_SOFTMAX, SOFTMAX_GRAD and DROPOUT on bf16/f16 storage: the
+// CAUSAL_SOFTMAX (and DOCUMENT_SOFTMAX), SOFTMAX_GRAD and DROPOUT on bf16/f16 storage: the
 // attention scores and probabilities are the largest activations after the
 // logits ([B, H, T, T]), so these read and write 16-bit values themselves.
 // Each row is widened into the worker's f32 rows of scratch, computed on
@@ -14,18 +14,20 @@ namespace kiln::cpu::KILN_CPU_ISA {
 using namespace simd;
 
 void causal_softmax_16bit(const Ctx& ctx, kiln_dtype dtype, const uint16_t* x, uint16_t* y, int64_t batch, int64_t t,
-                          float scale) {
+                          float scale, VisibleKeys keys) {
   auto* buffers = static_cast<float*>(ctx.scratch);
   for_chunks(ctx, batch * t, grain_for(4 * t), [&](int64_t chunk, int64_t r0, int64_t r1) {
     float* xr = buffers + chunk * 2 * t;
     float* yr = xr + t;
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t len = r % t + 1;  // columns j <= i are unmasked; the rest are stored as 0
-      widen_row(dtype, x + r * t, xr, len);
+      // Columns [first, end) are unmasked; the rest are stored as 0.
+      const int64_t first = keys.first(r, t), end = r % t + 1, len = end - first;
+      widen_row(dtype, x + r * t + first, xr, len);
+      if (first > 0) std::memset(yr, 0, static_cast<size_t>(first) * sizeof(float));
       float m = max_scaled(xr, len, scale);
-      float s = exp_store_sum(xr, scale, m, yr, len);
-      simd::scale(yr, 1.0f / s, yr, len);
-      if (len < t) std::memset(yr + len, 0, static_cast<size_t>(t - len) * sizeof(float));
+      float s = exp_store_sum(xr, scale, m, yr + first, len);
+      simd::scale(yr + first, 1.0f / s, yr + first, len);
+      if (end < t) std::memset(yr + end, 0, static_cast<size_t>(t - end) * sizeof(float));
       narrow_row(dtype, yr, y + r * t, t);
     }
   });

@@ -58,6 +58,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_MAXIMUM,
     KILN_OP_SELECT,
     KILN_OP_DROPOUT_KEYED,
+    KILN_OP_DOCUMENT_SOFTMAX,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -130,6 +131,11 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     case KILN_OP_CAUSAL_SOFTMAX:
       if (low) return causal_softmax_16bit(ctx, nd.x_dtype, hin(0), hout(0), nd.rows / nd.cols, nd.cols, fa(0));
       return causal_softmax(ctx, fin(0), fout(0), nd.rows / nd.cols, nd.cols, fa(0));
+    case KILN_OP_DOCUMENT_SOFTMAX: {
+      const VisibleKeys keys{iin(1), nd.rows / nd.batch};
+      if (low) return causal_softmax_16bit(ctx, nd.x_dtype, hin(0), hout(0), nd.rows / nd.cols, nd.cols, fa(0), keys);
+      return causal_softmax(ctx, fin(0), fout(0), nd.rows / nd.cols, nd.cols, fa(0), keys);
+    }
     case KILN_OP_SOFTMAX_GRAD:
       if (low) return softmax_grad_16bit(ctx, nd.x_dtype, hin(0), hin(1), hout(0), nd.rows, nd.cols, fa(0));
       return softmax_grad(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, fa(0));

@@ -22,7 +22,8 @@ uint64_t NodePlan::kernel_scratch_bytes(int threads) const {
   const kiln_op_info* info = kiln_op_find(op);
   if (info == nullptr) return 0;
   // Ops that read bf16/f16 rows themselves: each worker's f32 rows.
-  if (x_dtype != KILN_F32 && op == KILN_OP_CAUSAL_SOFTMAX) return t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
+  if (x_dtype != KILN_F32 && (op == KILN_OP_CAUSAL_SOFTMAX || op == KILN_OP_DOCUMENT_SOFTMAX))
+    return t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
   if (x_dtype != KILN_F32 && op == KILN_OP_SOFTMAX_GRAD) return t * 3 * static_cast<uint64_t>(cols) * sizeof(float);
   if (x_dtype != KILN_F32 && op == KILN_OP_EMBEDDING_GRAD)
     return embedding16_order_bytes(rows) + t * 2 * static_cast<uint64_t>(cols) * sizeof(float);

@@ -21,6 +21,7 @@ bool converts_itself(kiln_op op) {
     case KILN_OP_CROSS_ENTROPY:
     case KILN_OP_CROSS_ENTROPY_GRAD:
     case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_DOCUMENT_SOFTMAX:
     case KILN_OP_SOFTMAX_GRAD:
     case KILN_OP_DROPOUT:
     case KILN_OP_DROPOUT_KEYED:

@@ -1,5 +1,5 @@
 // Row-wise ops: layernorm and rmsnorm (and the dx part of their gradients), causal softmax
-// and its gradient, cross entropy and its gradient. Each row is reduced
+// (within documents too) and its gradient, cross entropy and its gradient. Each row is reduced
 // either by one work item (CPU devices, and short rows) or by one work group
 // with a tree in local memory; both orders are fixed at compile time, so
 // results are deterministic run to run.
@@ -203,10 +203,22 @@ void causal_softmax(EmitContext& ctx, uint32_t node) {
   row_ptr(k, value(n.outputs[0]), "float", "yr", R);
   const std::string s = flt(n.fattrs[0]);
   k.line("const " + R.I + " i = r % " + R.C() + ";");
-  R.reduce(k, "mx", "max", s + " * xr[j]", "i + 1");
+  // DOCUMENT_SOFTMAX: keys before the row's document start (clamped to
+  // [0, i]) are masked too; sample b holds rows / batch of the rows.
+  std::string first = "0";
+  if (n.op == KILN_OP_DOCUMENT_SOFTMAX) {
+    const std::string starts = k.param(value(n.inputs[1]), "const int");
+    k.line("const int s0 = " + starts + "[r / " + num(static_cast<uint64_t>(inf.rows / inf.batch)) + " * " + R.C() +
+           " + i];");
+    k.line("const " + R.I + " first = s0 < 0 ? 0 : ((" + R.I + ")s0 > i ? i : (" + R.I + ")s0);");
+    first = "first";
+  }
+  const std::string visible = "(j >= " + first + " && j <= i)";
+  R.reduce(k, "mx", "max", "j >= " + first + " ? " + s + " * xr[j] : (-INFINITY)", "i + 1");
   // The exponentials go to y first and are divided in place afterwards.
-  R.reduce(k, "sum", "+", "e", "i + 1", "const float e = exp(" + s + " * xr[j] - mx); yr[j] = e;");
-  R.each(k, "yr[j] = j <= i ? yr[j] / sum : 0.0f;", R.C());
+  R.reduce(k, "sum", "+", "e", "i + 1",
+           "const float e = j >= " + first + " ? exp(" + s + " * xr[j] - mx) : 0.0f; yr[j] = e;");
+  R.each(k, "yr[j] = " + visible + " ? yr[j] / sum : 0.0f;", R.C());
   R.run(ctx, k, node);
 }
 
@@ -281,8 +293,9 @@ void cross_entropy_grad(EmitContext& ctx, uint32_t node) {
 
 // Row-wise kernels.
 constexpr kiln_op kRowOpsList[] = {
-    KILN_OP_LAYERNORM,      KILN_OP_LAYERNORM_GRAD, KILN_OP_RMSNORM,       KILN_OP_RMSNORM_GRAD,
-    KILN_OP_CAUSAL_SOFTMAX, KILN_OP_SOFTMAX_GRAD,   KILN_OP_CROSS_ENTROPY, KILN_OP_CROSS_ENTROPY_GRAD,
+    KILN_OP_LAYERNORM,     KILN_OP_LAYERNORM_GRAD,     KILN_OP_RMSNORM,
+    KILN_OP_RMSNORM_GRAD,  KILN_OP_CAUSAL_SOFTMAX,     KILN_OP_SOFTMAX_GRAD,
+    KILN_OP_CROSS_ENTROPY, KILN_OP_CROSS_ENTROPY_GRAD, KILN_OP_DOCUMENT_SOFTMAX,
 };
 const std::span<const kiln_op> kRowOps{kRowOpsList};
 
@@ -292,7 +305,8 @@ void emit_rows(EmitContext& ctx, uint32_t node) {
     case KILN_OP_LAYERNORM_GRAD: return layernorm_grad(ctx, node);
     case KILN_OP_RMSNORM: return rmsnorm(ctx, node);
     case KILN_OP_RMSNORM_GRAD: return rmsnorm_grad(ctx, node);
-    case KILN_OP_CAUSAL_SOFTMAX: return causal_softmax(ctx, node);
+    case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_DOCUMENT_SOFTMAX: return causal_softmax(ctx, node);
     case KILN_OP_SOFTMAX_GRAD: return softmax_grad(ctx, node);
     case KILN_OP_CROSS_ENTROPY: return cross_entropy(ctx, node);
     case KILN_OP_CROSS_ENTROPY_GRAD: return cross_entropy_grad(ctx, node);

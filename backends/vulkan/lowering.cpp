@@ -784,15 +784,27 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
       return;
     }
     case KILN_OP_CAUSAL_SOFTMAX:
+    case KILN_OP_DOCUMENT_SOFTMAX:
     case KILN_OP_SOFTMAX_GRAD: {
-      const bool grad = n.op == KILN_OP_SOFTMAX_GRAD;
+      const bool grad = n.op == KILN_OP_SOFTMAX_GRAD, docs = n.op == KILN_OP_DOCUMENT_SOFTMAX;
       const uint64_t rows = static_cast<uint64_t>(p.rows), cols = static_cast<uint64_t>(p.cols);
       const Val y = val(n.outputs[0]), x = val(n.inputs[0]), dy = val(n.inputs[grad ? 1 : 0]);
+      // Binding 3: the document starts, whole in every chunk (x stands in
+      // where the op has none); a row's sample is its global row / rps.
+      const Operand starts = docs ? Operand{val(n.inputs[1]).ref, 0, static_cast<uint64_t>(p.batch) * cols * 4, false}
+                                  : Operand{x.ref, cols * x.es(), 0, false};
+      const uint64_t rps = docs ? rows / static_cast<uint64_t>(p.batch) : 1;
       rows_op(
-          pipeline("softmax", {row_group(cols), grad ? 1u : 0u}, pack({y.dt, x.dt, dy.dt})), rows,
-          {{y.ref, cols * y.es(), 0, true}, {x.ref, cols * x.es(), 0, false}, {dy.ref, cols * dy.es(), 0, false}},
+          pipeline("softmax", {row_group(cols), grad ? 1u : 0u, docs ? 1u : 0u}, pack({y.dt, x.dt, dy.dt, KILN_F32})),
+          rows,
+          {{y.ref, cols * y.es(), 0, true},
+           {x.ref, cols * x.es(), 0, false},
+           {dy.ref, cols * dy.es(), 0, false},
+           starts},
           [&](uint64_t r0, uint64_t nr) {
-            return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), u32(r0 % cols, "row"), fbits(n.fattrs[0])};
+            return std::vector<uint32_t>{
+                u32(nr, "rows"),           u32(cols, "cols"),       u32(r0 % cols, "row"),         fbits(n.fattrs[0]),
+                u32(rps, "rows a sample"), u32(r0 / rps, "sample"), u32(r0 % rps, "row in sample")};
           },
           true);
       return;
@@ -921,6 +933,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_RMSNORM,
     KILN_OP_RMSNORM_GRAD,
     KILN_OP_CAUSAL_SOFTMAX,
+    KILN_OP_DOCUMENT_SOFTMAX,
     KILN_OP_SOFTMAX_GRAD,
     KILN_OP_CROSS_ENTROPY,
     KILN_OP_CROSS_ENTROPY_GRAD,

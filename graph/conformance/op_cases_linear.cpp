@@ -1,6 +1,6 @@
 // Built-in cases for the ops with structure beyond one element: matmul
 // (every transpose combination, batched), embedding, layernorm, causal
-// softmax (and ALIBI's bias before it), cross entropy, and their gradients.
+// softmax (within documents too, and ALIBI's bias before it), cross entropy, and their gradients.
 // Sizes are no multiple of any tile; a few are attention-sized to reach the
 // tiled paths.
 #include <cmath>
@@ -141,6 +141,43 @@ void rmsnorm_cases(CaseMaker& m) {
   m.add(KILN_OP_RMSNORM, "[3, 33] with a zero row and a NaN", std::move(g), {{"x", x}, {"gamma", m.rng.uniform({33})}});
 }
 
+// Packed documents: sample b's documents are `len` tokens long (varying by
+// sample, one sample a single document); each query's start is the first
+// position after the last EOD before it, as --reset-attention-mask makes them.
+graph::HostTensor document_starts(int64_t B, int64_t T) {
+  graph::HostTensor starts = graph::HostTensor::zeros(KILN_I32, {B, T});
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = b == 1 ? T : 2 + (5 * b + 3) % 9;
+    for (int64_t i = 0; i < T; ++i) starts.i32[static_cast<size_t>(b * T + i)] = static_cast<int32_t>(i / len * len);
+  }
+  return starts;
+}
+
+void document_softmax_cases(CaseMaker& m) {
+  struct C {
+    Shape x;
+    float scale;
+  };
+  for (const C& c : {C{{1, 1, 1}, 0.5f}, C{{3, 17, 17}, 0.125f}, C{{2, 3, 33, 33}, -0.5f}, C{{4, 12, 64, 64}, 0.125f},
+                     C{{2, 2, 2, 65, 65}, 0.3f}}) {
+    const int64_t B = c.x[0], T = c.x.back();
+    Graph g;
+    g.output("y", g.document_softmax(g.input("x", KILN_F32, c.x), g.input("starts", KILN_I32, {B, T}), c.scale));
+    m.add(KILN_OP_DOCUMENT_SOFTMAX, str(c.x) + " scale " + std::to_string(c.scale), std::move(g),
+          {{"x", m.rng.uniform(c.x, -4.0f, 4.0f)}, {"starts", document_starts(B, T)}});
+  }
+  // Starts outside [0, i] are clamped: below 0 the row is causal, past i it
+  // sees only its own key.
+  const Shape s{2, 3, 9, 9};
+  graph::HostTensor starts = document_starts(2, 9);
+  for (int64_t i = 0; i < 9; i += 2) starts.i32[static_cast<size_t>(i)] = -7;
+  for (int64_t i = 1; i < 9; i += 2) starts.i32[static_cast<size_t>(9 + i)] = 100;
+  Graph g;
+  g.output("y", g.document_softmax(g.input("x", KILN_F32, s), g.input("starts", KILN_I32, {2, 9}), 1.0f));
+  m.add(KILN_OP_DOCUMENT_SOFTMAX, str(s) + " with starts outside [0, i]", std::move(g),
+        {{"x", m.rng.uniform(s, -4.0f, 4.0f)}, {"starts", starts}});
+}
+
 void softmax_cases(CaseMaker& m) {
   for (const Shape& s :
        {Shape{1, 1}, Shape{3, 3}, Shape{17, 17}, Shape{65, 65}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}})
@@ -160,6 +197,7 @@ void softmax_cases(CaseMaker& m) {
     g.output("y", g.causal_softmax(g.input("x", KILN_F32, s), 0.5f));
     m.add(KILN_OP_CAUSAL_SOFTMAX, str(s) + " with -inf scores", std::move(g), {{"x", x}});
   }
+  document_softmax_cases(m);
   for (const Shape& s : {Shape{1, 1}, Shape{17, 17}, Shape{5, 127}, Shape{2, 3, 33, 33}, Shape{4, 12, 64, 64}}) {
     Graph g;
     g.output("dx", g.softmax_grad(g.input("y", KILN_F32, s), g.input("dy", KILN_F32, s), 0.125f));

@@ -1,5 +1,6 @@
 // Attention's softmax: CAUSAL_SOFTMAX (scaled, masked above the diagonal)
-// and its gradient; ALIBI, the per-head linear position bias added to the
+// and its gradient; DOCUMENT_SOFTMAX, masked before each query's document
+// too; ALIBI, the per-head linear position bias added to the
 // scores before it (MPT).
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
@@ -20,6 +21,9 @@ namespace kiln::graph {
 // ---------------------------------------------------------------- builders
 
 ValueId Graph::causal_softmax(ValueId x, float s) { return add_node(KILN_OP_CAUSAL_SOFTMAX, {x}, {}, {s})[0]; }
+ValueId Graph::document_softmax(ValueId x, ValueId starts, float s) {
+  return add_node(KILN_OP_DOCUMENT_SOFTMAX, {x, starts}, {}, {s})[0];
+}
 ValueId Graph::softmax_grad(ValueId y, ValueId dy, float s) {
   return add_node(KILN_OP_SOFTMAX_GRAD, {y, dy}, {}, {s})[0];
 }
@@ -34,6 +38,14 @@ Grads vjp_causal_softmax(Graph& g, const VjpArgs& a) {
   return {g.softmax_grad(a.out(0), a.dy[0], a.node.fattrs.at(0))};
 }
 
+// The same for DOCUMENT_SOFTMAX: its masked entries of y are 0 too. The
+// starts are positions, with no gradient.
+Grads vjp_document_softmax(Graph& g, const VjpArgs& a) {
+  Grads dx = none_for(a);
+  dx[0] = g.softmax_grad(a.out(0), a.dy[0], a.node.fattrs.at(0));
+  return dx;
+}
+
 // y = x + bias(slopes): dx = dy. The slopes are constants of the model
 // (computed on the host from the head count), so they get no gradient.
 Grads vjp_alibi(Graph&, const VjpArgs& a) {
@@ -44,7 +56,9 @@ Grads vjp_alibi(Graph&, const VjpArgs& a) {
 
 // ---------------------------------------------------------------- reference
 
-void op_causal_softmax(const ReferenceCtx& c) {
+// Row i of matrix m: the softmax over first(m, i) <= j <= i.
+template <typename First>
+void masked_softmax_rows(const ReferenceCtx& c, First first) {
   const auto& x = c.f(0);
   double scale = c.fa(0);
   int64_t T = c.shape_in(0).back();
@@ -55,15 +69,31 @@ void op_causal_softmax(const ReferenceCtx& c) {
     for (int64_t i = 0; i < T; ++i) {
       const float* xr = x.data() + (m * T + i) * T;
       float* yr = y.f32.data() + (m * T + i) * T;
+      const int64_t j0 = first(m, i);
       double mx = -INFINITY;
-      for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, scale * xr[j]);
+      for (int64_t j = j0; j <= i; ++j) mx = std::max(mx, scale * xr[j]);
       double sum = 0.0;
-      for (int64_t j = 0; j <= i; ++j) {
+      for (int64_t j = j0; j <= i; ++j) {
         e[static_cast<size_t>(j)] = std::exp(scale * xr[j] - mx);
         sum += e[static_cast<size_t>(j)];
       }
-      for (int64_t j = 0; j <= i; ++j) yr[j] = static_cast<float>(e[static_cast<size_t>(j)] / sum);
+      for (int64_t j = j0; j <= i; ++j) yr[j] = static_cast<float>(e[static_cast<size_t>(j)] / sum);
     }
+}
+
+void op_causal_softmax(const ReferenceCtx& c) {
+  masked_softmax_rows(c, [](int64_t, int64_t) { return int64_t{0}; });
+}
+
+// Sample b's matrices are the b-th 1/B of them; a start is clamped to [0, i].
+void op_document_softmax(const ReferenceCtx& c) {
+  const auto& starts = c.ids(1);
+  const int64_t B = c.shape_in(1)[0], T = c.shape_in(1)[1];
+  const int64_t mats_per_sample = static_cast<int64_t>(c.f(0).size()) / (T * T) / B;
+  masked_softmax_rows(c, [&](int64_t m, int64_t i) {
+    const int64_t s = starts[static_cast<size_t>(m / mats_per_sample * T + i)];
+    return std::clamp<int64_t>(s, 0, i);
+  });
 }
 
 // dx = scale * y * (dy - sum_j dy*y), rows over the last dim.
@@ -108,6 +138,7 @@ void op_alibi(const ReferenceCtx& c) {
 
 void register_attention_ops(OpDefs& defs) {
   defs[KILN_OP_CAUSAL_SOFTMAX] = {vjp_causal_softmax, op_causal_softmax};
+  defs[KILN_OP_DOCUMENT_SOFTMAX] = {vjp_document_softmax, op_document_softmax};
   defs[KILN_OP_SOFTMAX_GRAD] = {nullptr, op_softmax_grad};
   defs[KILN_OP_ALIBI] = {vjp_alibi, op_alibi};
 }

@@ -378,6 +378,14 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
       // iattrs {period, stride}, fattrs {p}; the site is the key's word 4.
       must_be(1, {5});
       return dropout_block(d(0), r.fa->at(0), ia[0], ia[1]);
+    case KILN_RULE_DOCUMENT_ROWS: {
+      // x [B, ..., T, T] (queries x keys of each sample's heads), one start per query.
+      const Dims& x = d(0);
+      if (x.size() < 3 || x[x.size() - 1] != x[x.size() - 2])
+        throw name(0) + " must be [B, ..., T, T], got " + dims_string(x);
+      must_be(1, {x[0], x.back()});
+      return {x};
+    }
   }
   throw std::string("op has no shape rule");
 }

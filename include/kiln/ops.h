@@ -120,7 +120,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_CAST = 27,            /* x -> x's shape in the float dtype iattrs[0] names */
   KILN_RULE_GATHER = 28,          /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
   KILN_RULE_SCATTER = 29,         /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
-  KILN_RULE_DROPOUT_KEYED = 30    /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
+  KILN_RULE_DROPOUT_KEYED = 30,   /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
+  KILN_RULE_DOCUMENT_ROWS = 31    /* (x [B, ..., T, T], starts [B, T] i32) -> x */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -312,7 +313,14 @@ typedef enum kiln_shape_rule {
    * the key's fifth word: key = {seed, step, offset_lo, offset_hi, site}, and y is DROPOUT's with that site, bit for \
    * bit. A layer's dropouts then differ only in their key inputs, so identical layers make identical graphs and    \
    * share one compile unit (graph/compile_units.h); DROPOUT, whose site is an attribute, made one per layer. */      \
-  X(DROPOUT_KEYED, 53, "dropout_keyed", 2, 1, 2, 1, KILN_E, EXACT, DROPOUT_KEYED, "x:f key:i", "y:f")
+  X(DROPOUT_KEYED, 53, "dropout_keyed", 2, 1, 2, 1, KILN_E, EXACT, DROPOUT_KEYED, "x:f key:i", "y:f")            \
+  /* ---- documents (issue 35) */                                                                                   \
+  /* (x [B, ..., T, T], starts [B, T] i32) -> y; fattrs = {scale}. CAUSAL_SOFTMAX within documents: row i of each     \
+   * [T, T] matrix of sample b is the softmax of scale * x[i, j] over s <= j <= i, s = starts[b, i] clamped to         \
+   * [0, i], and y[i, j] = 0 elsewhere (Megatron's --reset-attention-mask: s is the first position after the last      \
+   * EOD before i). With every start 0 it is CAUSAL_SOFTMAX; its gradient is SOFTMAX_GRAD, as masked entries of y      \
+   * are 0. The mask is B x T starts, never a [T, T] tensor. */                                                        \
+  X(DOCUMENT_SOFTMAX, 54, "document_softmax", 2, 1, 0, 1, 0, GEMM, DOCUMENT_ROWS, "x:f starts:i", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

@@ -12,10 +12,9 @@
 # DATASETS is a directory of two corpora made here with kiln preprocess from
 # kiln's docs. --num-threads 2 added (this machine). The paths follow the
 # script's layout under $tmp.
-# --main-grads-dtype bf16 (issue 35) is in the line: bf16 main gradients.
-# Left out, until document-aware training is implemented: the flags of
-# LEFT_OUT, each checked below to be refused in one line; when one is
-# implemented, move it back into the line.
+# --main-grads-dtype bf16 (issue 35) is in the line: bf16 main gradients;
+# so are the script's document flags (--reset-position-ids
+# --reset-attention-mask --eod-mask-loss, docs/DOCUMENTS.md).
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -71,29 +70,11 @@ MIXED_PRECISION_ARGS=(--bf16)
 DISTRIBUTED_ARGS=(--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --use-distributed-optimizer
   --overlap-grad-reduce --overlap-param-gather)
 TOKENIZER_ARGS=(--tokenizer-type HuggingFaceTokenizer --tokenizer-model "$tokenizer")
-DATA_ARGS=(--split "100,0,0" --seq-length "$SEQ_LEN" --num-workers 1 --num-dataset-builder-threads 1
-  --data-path "${data_prefixes[@]}" --data-cache-path "$DATASET_CACHE_DIR")
+DATA_ARGS=(--split "100,0,0" --seq-length "$SEQ_LEN" --reset-position-ids --reset-attention-mask --eod-mask-loss
+  --num-workers 1 --num-dataset-builder-threads 1 --data-path "${data_prefixes[@]}" --data-cache-path "$DATASET_CACHE_DIR")
 line=("${TRANSFORMER_ENGINE_ARGS[@]}" "${NETWORK_SIZE_ARGS[@]}" "${LOGGING_ARGS[@]}" "${REGULARIZATION_ARGS[@]}"
       "${TRAINING_ARGS[@]}" "${INITIALIZATION_ARGS[@]}" "${LEARNING_RATE_ARGS[@]}" "${CHECKPOINTING_ARGS[@]}"
       "${MIXED_PRECISION_ARGS[@]}" "${DISTRIBUTED_ARGS[@]}" "${TOKENIZER_ARGS[@]}" "${DATA_ARGS[@]}" --num-threads 2)
-
-# The script's flags kiln does not implement yet (document-aware training):
-# each is refused in one line naming it.
-LEFT_OUT=(
-  "--reset-position-ids"   # DATA_ARGS: positions restart at each EOD
-  "--reset-attention-mask" # DATA_ARGS: no attention across EOD
-  "--eod-mask-loss"        # DATA_ARGS: no loss on EOD tokens
-)
-for flag in "${LEFT_OUT[@]}"; do
-  # shellcheck disable=SC2086  # the flag and its value split into words
-  if "$kiln" train "${line[@]}" $flag >"$tmp/left_out.out" 2>"$tmp/left_out.err"; then
-    echo "FAIL: $flag was accepted: it is implemented now, so move it back into the launcher's line"; exit 1
-  fi
-  [ "$(grep -c . "$tmp/left_out.err")" -eq 1 ] && grep -qF -- "kiln: error: $flag: " "$tmp/left_out.err" ||
-    { cat "$tmp/left_out.err"; echo "FAIL: $flag: expected one error line naming it"; exit 1; }
-  echo "ok: left out, refused: $(cat "$tmp/left_out.err")"
-done
-[ ! -e "$CKPT_DIR/latest_checkpointed_iteration.txt" ] || { echo "FAIL: a refused line wrote a checkpoint"; exit 1; }
 
 # The script's launch: clean triggers, then the line.
 rm -f "$TRIGGER_DIR/save" "$TRIGGER_DIR/exit"
@@ -106,6 +87,7 @@ trains llama3_8b "$kiln" train "${line[@]}"
 logged llama3_8b "model: 2 layers, hidden 64, 8 heads, seq 64, vocab 1792"
 logged llama3_8b " > padded vocab (size: 1764) with 28 dummy tokens (new size: 1792)"
 logged llama3_8b "data: Megatron GPT dataset ${data_prefixes[0]} ${data_prefixes[1]} (split 100,0,0, seed 28:"
+logged llama3_8b "documents (EOD id "
 logged llama3_8b "global batch size:     4 |"
 logged llama3_8b "throughput per GPU (TFLOP/s/GPU):"
 grep -q '] iteration        9/      20 |.* learning rate: 2.200000E-04 |' "$tmp/llama3_8b.log" ||

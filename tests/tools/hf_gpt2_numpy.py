@@ -44,14 +44,17 @@ def gelu(x):
 ACTIVATIONS = {"gelu_new": gelu_new, "gelu": gelu}
 
 
-def forward(config, t, ids):
-    """Logits [T, vocab] for a list of token ids."""
+def forward(config, t, ids, positions=None, visible=None):
+    """Logits [T, vocab] for a list of token ids, at positions 0..T-1 with
+    a causal mask unless positions [T] and visible [T, T] (query i sees key
+    j) say otherwise (tests/tools/documents_numpy.py)."""
     p = {k: v[1].astype(np.float64) for k, v in t.items()}
     C, H, eps = config["n_embd"], config["n_head"], config["layer_norm_epsilon"]
     D, T = C // H, len(ids)
     act = ACTIVATIONS[config["activation_function"]]
-    h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
-    causal = np.tril(np.ones((T, T), dtype=bool))
+    positions = np.arange(T) if positions is None else np.asarray(positions)
+    h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][positions]
+    causal = np.tril(np.ones((T, T), dtype=bool)) if visible is None else visible
     for l in range(config["n_layer"]):
         L = f"transformer.h.{l}."
         a = layer_norm(h, p[L + "ln_1.weight"], p[L + "ln_1.bias"], eps)

@@ -58,8 +58,10 @@ def rotate_half(x):
     return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
 
 
-def forward(config, t, ids):
-    """Logits [T, vocab] for a list of token ids."""
+def forward(config, t, ids, positions=None, visible=None):
+    """Logits [T, vocab] for a list of token ids, at positions 0..T-1 with
+    a causal mask unless positions [T] and visible [T, T] (query i sees key
+    j) say otherwise (tests/tools/documents_numpy.py)."""
     p = {k: v[1].astype(np.float64) for k, v in t.items()}
     C, H = config["hidden_size"], config["num_attention_heads"]
     G = config.get("num_key_value_heads") or H
@@ -71,10 +73,11 @@ def forward(config, t, ids):
         y = x @ p[name + ".weight"].T
         return y + p[name + ".bias"] if name + ".bias" in p else y
 
-    angles = np.arange(T)[:, None] * inverse_frequencies(config, D)[None, :]
+    positions = np.arange(T) if positions is None else np.asarray(positions)
+    angles = positions[:, None] * inverse_frequencies(config, D)[None, :]
     angles = np.concatenate([angles, angles], axis=-1)  # [T, D]
     cos, sin = np.cos(angles), np.sin(angles)
-    causal = np.tril(np.ones((T, T), dtype=bool))
+    causal = np.tril(np.ones((T, T), dtype=bool)) if visible is None else visible
     h = p["model.embed_tokens.weight"][ids]
     for l in range(config["num_hidden_layers"]):
         L = f"model.layers.{l}."

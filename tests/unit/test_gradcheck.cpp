@@ -372,6 +372,15 @@ TEST(GradCheck, CausalSoftmax) {
   }
 }
 
+TEST(GradCheck, DocumentSoftmax) {
+  // Two samples of two heads: sample 0 holds documents [0, 2) and [2, 5),
+  // sample 1 one document with a start past its row (clamped) at row 3.
+  GradCheck c;
+  ValueId x = c.input("x", {2, 2, 5, 5}, -2.0, 2.0);
+  ValueId starts = c.ids("starts", {2, 5}, {0, 0, 2, 2, 2, 0, 0, 0, 9, 0});
+  c.check(c.weighted_sum(c.g.document_softmax(x, starts, 0.8f)), {"x"});
+}
+
 TEST(GradCheck, Alibi) {
   // One head, several heads, leading batch dims, and a single position.
   for (const Shape& s : {Shape{1, 4, 4}, Shape{3, 5, 5}, Shape{2, 2, 3, 3}, Shape{1, 1, 1}}) {

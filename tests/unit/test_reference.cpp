@@ -563,6 +563,28 @@ TEST(Reference, CausalSoftmaxScalesAndMasksToExactZero) {
       for (size_t j = i + 1; j < 3; ++j) EXPECT_EQ(y[m * 9 + i * 3 + j], 0.0f) << "masked entry not exactly 0";
 }
 
+TEST(Reference, DocumentSoftmaxSeesOnlyItsDocument) {
+  // One sample, two heads, T = 4, documents [0, 2) and [2, 4): row 3 sees
+  // keys 2 and 3 only; with every start 0 it is CAUSAL_SOFTMAX bit for bit.
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {1, 2, 4, 4});
+  g.output("y", g.document_softmax(x, g.input("starts", KILN_I32, {1, 4}), 1.0f));
+  HostTensor xv = F({1, 2, 4, 4}, {0, 9, 9, 9, 1, 2, 9, 9, 7, 7, 0, 9, 7, 7, 1, 2,  //
+                                   3, 9, 9, 9, 0, 0, 9, 9, 5, 5, 2, 9, 5, 5, 0, 0});
+  HostTensor starts = HostTensor::zeros(KILN_I32, {1, 4});
+  starts.i32 = {0, 0, 2, 2};
+  std::vector<float> y = run_y(g, {{"x", xv}, {"starts", starts}});
+  const double e = std::exp(1.0);
+  std::vector<double> want{1, 0, 0, 0, 1 / (1 + e), e / (1 + e), 0, 0, 0, 0, 1, 0, 0, 0, 1 / (1 + e), e / (1 + e),
+                           1, 0, 0, 0, 0.5,         0.5,         0, 0, 0, 0, 1, 0, 0, 0, 0.5,         0.5};
+  expect_near(y, want);
+  for (size_t k : {2u, 3u, 6u, 7u, 8u, 9u, 11u, 12u, 13u}) EXPECT_EQ(y[k], 0.0f) << "entry " << k << " not exactly 0";
+  starts.i32 = {0, 0, 0, 0};
+  Graph causal;
+  causal.output("y", causal.causal_softmax(causal.input("x", KILN_F32, {1, 2, 4, 4}), 1.0f));
+  EXPECT_EQ(run_y(g, {{"x", xv}, {"starts", starts}}), run_y(causal, {{"x", xv}}));
+}
+
 TEST(Reference, SoftmaxGradByHand) {
   Graph g;
   ValueId y = g.input("y0", KILN_F32, {2, 2});

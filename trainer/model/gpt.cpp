@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "graph/compile_units.h"
+#include "trainer/model/document_inputs.h"
 #include "trainer/model/dropout_keys.h"
 #include "trainer/model/layer_spec.h"
 #include "trainer/model/model_size.h"
@@ -14,6 +15,7 @@
 namespace kiln::trainer {
 
 using graph::Graph;
+using graph::Shape;
 using graph::ValueId;
 
 int64_t ModelArchitecture::ffn_hidden() const {
@@ -313,10 +315,28 @@ ValueId norm(Graph& g, const GptConfig& c, Normalization kind, ValueId x, const 
 struct Qkv {
   ValueId q, k, v;
 };
-// The position inputs attention reads: rotary tables or ALiBi slopes (-1 when unused).
+// The position inputs attention reads: rotary tables or ALiBi slopes, and
+// the document starts of --reset-attention-mask (-1 when unused). With
+// --reset-position-ids the rotary tables have a row per token of the
+// micro-batch (per_token) instead of one per position.
 struct PositionValues {
-  ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1;
+  ValueId rotary_cos = -1, rotary_sin = -1, alibi_slopes = -1, document_starts = -1;
+  bool per_token = false;
 };
+
+// ROPE rotates the row at index t of dim -2 by table row t. With tables of
+// a row per token (b * T + t), x [B, ..., T, D] is laid out as
+// [M, B * T, D] (M: its heads) for the rotation and back: two copies each
+// way, paid only under --reset-position-ids with rotary positions.
+ValueId rope_of(Graph& g, ValueId x, const PositionValues& pos, bool interleaved, int64_t B) {
+  if (!pos.per_token) return g.rope(x, pos.rotary_cos, pos.rotary_sin, interleaved);
+  const Shape s = g.shape(x);
+  const int64_t T = s[s.size() - 2], D = s.back(), M = graph::numel(s) / (B * T * D);
+  ValueId y = g.permute(g.reshape(x, {B, M, T, D}), {1, 0, 2, 3});
+  y = g.rope(g.reshape(y, {M, B * T, D}), pos.rotary_cos, pos.rotary_sin, interleaved);
+  y = g.permute(g.reshape(y, {M, B, T, D}), {1, 0, 2, 3});
+  return g.reshape(y, s);
+}
 Qkv split_qkv(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B, ValueId qkv, const Params& p,
               const std::string& L, const PositionValues& pos) {
   const int64_t T = c.seq_length, H = c.local_heads(), G = c.local_query_groups(), D = c.head_dim();
@@ -344,14 +364,23 @@ Qkv split_qkv(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B, Va
   if (spec.positions == PositionEmbedding::Rope) {
     // Megatron-core rotates q and k after the split (and QK-LayerNorm), by
     // the tables the trainer fills (trainer/model/position_inputs.h).
-    q = g.rope(q, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
-    k = g.rope(k, pos.rotary_cos, pos.rotary_sin, c.rotary_interleaved);
+    q = rope_of(g, q, pos, c.rotary_interleaved, B);
+    k = rope_of(g, k, pos, c.rotary_interleaved, B);
   }
   if (per_group > 1) {
     k = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), k), 2), {B * H, T, D});
     v = g.reshape(g.concat(std::vector<ValueId>(static_cast<size_t>(per_group), v), 2), {B * H, T, D});
   }
   return {q, k, v};
+}
+
+// The attention probabilities of scores [B*H, T, T]: causal, and within
+// each token's document under --reset-attention-mask.
+ValueId softmax_of(Graph& g, ValueId scores, const PositionValues& pos, int64_t B, float scale) {
+  if (pos.document_starts < 0) return g.causal_softmax(scores, scale);
+  const Shape s = g.shape(scores);
+  const ValueId per_sample = g.reshape(scores, {B, s[0] / B, s[1], s[2]});
+  return g.reshape(g.document_softmax(per_sample, pos.document_starts, scale), s);
 }
 
 // Causal self-attention over x [B*T, C], on this rank's heads (whole query
@@ -382,9 +411,9 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
     // softmax with scale 1. Each rank's slopes are those of its heads.
     scores = g.reshape(g.scale(scores, scale), {B, H, T, T});
     scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
-    probs = g.causal_softmax(scores, 1.0f);
+    probs = softmax_of(g, scores, pos, B, 1.0f);
   } else {
-    probs = g.causal_softmax(scores, scale);
+    probs = softmax_of(g, scores, pos, B, scale);
   }
   if (c.attention_dropout > 0.0f)
     probs = g.dropout_keyed(probs, dropout_key, c.attention_dropout, H * T * T, c.num_attention_heads * T * T);
@@ -546,8 +575,11 @@ ValueId ForwardBuilder::embed() {
     // A table larger than the sequence (--max-position-embeddings): its
     // first T rows, looked up by the ids 0..T-1, so the gradient of the
     // rows in use is the same as the whole table's and the others get 0.
-    if (c_.position_table_rows() > T) table = g_.embedding(table, g_.input(kPositionIdsInput, KILN_I32, {T}));
-    x = g_.add(x, table);  // broadcast over B
+    if (c_.reset_position_ids)  // each sample's own positions, [B, T, C]
+      table = g_.embedding(table, g_.input(kDocumentPositionsInput, KILN_I32, {B_, T}));
+    else if (c_.position_table_rows() > T)
+      table = g_.embedding(table, g_.input(kPositionIdsInput, KILN_I32, {T}));
+    x = g_.add(x, table);  // broadcast over B without reset positions
   }
   x = g_.reshape(x, {B_ * T, C});
   // Megatron scatters the embedding's output to the sequence-parallel
@@ -561,10 +593,15 @@ ValueId ForwardBuilder::embedding_dropout(ValueId x) {
 
 void ForwardBuilder::declare_position_inputs() {
   const int64_t T = c_.seq_length;
-  if (spec_.positions == PositionEmbedding::Rope) {
+  if (spec_.positions == PositionEmbedding::Rope && c_.reset_position_ids) {
+    pos_.per_token = true;
+    pos_.rotary_cos = g_.input(kDocumentRotaryCosInput, KILN_F32, {B_ * T, c_.rotary_pairs()});
+    pos_.rotary_sin = g_.input(kDocumentRotarySinInput, KILN_F32, {B_ * T, c_.rotary_pairs()});
+  } else if (spec_.positions == PositionEmbedding::Rope) {
     pos_.rotary_cos = g_.input(kRotaryCosInput, KILN_F32, {T, c_.rotary_pairs()});
     pos_.rotary_sin = g_.input(kRotarySinInput, KILN_F32, {T, c_.rotary_pairs()});
   }
+  if (c_.reset_attention_mask) pos_.document_starts = g_.input(kDocumentStartsInput, KILN_I32, {B_, T});
   if (spec_.positions == PositionEmbedding::Alibi)
     pos_.alibi_slopes = g_.input(kAlibiSlopesInput, KILN_F32, {c_.local_heads()});
 }
@@ -626,8 +663,26 @@ GptForward build_gpt_forward(Graph& g, const GptConfig& c, int64_t B) {
   return forward.finish(x);
 }
 
+namespace {
+// --eod-mask-loss: sum over tokens of weight * loss, the weights being the
+// host's loss_mask / loss_mask.sum() (kLossWeightsInput). Each token's loss
+// is log(sum exp(logits - max)) - (logit of its target - max), from the
+// vocab-parallel pieces (summed over the group with tensor parallelism).
+ValueId masked_mean_cross_entropy(Graph& g, const GptConfig& c, ValueId logits, ValueId targets, int64_t N) {
+  const bool tp = c.tensor_parallel > 1;
+  ValueId rowmax = g.row_max(logits);
+  if (tp) rowmax = all_reduce_as(g, rowmax, Graph::Reduction::Max);
+  ValueId sums = g.cross_entropy_shard(logits, targets, rowmax);  // [N, 2] f32
+  if (tp) sums = g.all_reduce(sums, KILN_GROUP_TP);
+  const std::vector<ValueId> parts = g.split(sums, 1, 2);  // [N, 1] each
+  const ValueId per_token = g.add(g.log(parts[0]), g.scale(parts[1], -1.0f));
+  return g.sum_to(g.mul(per_token, g.input(kLossWeightsInput, KILN_F32, {N, 1})), {1});
+}
+}  // namespace
+
 ValueId gpt_loss(Graph& g, const GptForward& f, const GptConfig& c, int64_t B) {
   ValueId targets = g.reshape(g.input("targets", KILN_I32, {B, c.seq_length}), {B * c.seq_length});
+  if (c.eod_mask_loss) return masked_mean_cross_entropy(g, c, f.logits, targets, B * c.seq_length);
   if (c.tensor_parallel == 1) return g.cross_entropy(f.logits, targets);
   // Megatron's vocab-parallel cross-entropy: the row max over the whole
   // vocab, then each shard's sum of exp and target logit, summed.

@@ -105,6 +105,12 @@ struct TrainingChoices {
   // with Uniform, each group of recompute_num_layers layers of the stage
   // keeping only the group's input; with Block, the stage's first
   // recompute_num_layers layers, one by one.
+  // Megatron's document flags for packed samples (trainer/model/document_inputs.h):
+  // positions restart after each EOD, attention stays inside each document,
+  // and tokens whose input is EOD carry no loss.
+  bool reset_position_ids = false;
+  bool reset_attention_mask = false;
+  bool eod_mask_loss = false;
   RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
   RecomputeMethod recompute_method = RecomputeMethod::None;
   int64_t recompute_num_layers = 0;
