@@ -42,6 +42,9 @@ test_packages=(
   python3-numpy
   # The structure check of examples/kubernetes (tests/tools/check_k8s_manifests.py).
   python3-yaml
+  # GNU time: tests/cli/load_header_first.sh bounds peak RSS with its %M; a
+  # fresh Debian has only the shell keyword, which cannot report it.
+  time
   # Compiler cache for every build preset (cmake/Ccache.cmake): a second
   # .ci/run, or a clean clone of a tree already built, recompiles nothing.
   ccache
