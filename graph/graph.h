@@ -125,6 +125,9 @@ class Graph {
   ValueId sum_squares(ValueId x);
   std::vector<ValueId> adamw(ValueId param, ValueId grad, ValueId m, ValueId v, ValueId hparams, float beta1,
                              float beta2, float eps, bool apply_weight_decay);
+  // ADAMW of round(grad * clip) in grad's dtype (ADAMW_CLIP, kiln/ops.h).
+  std::vector<ValueId> adamw_clip(ValueId param, ValueId grad, ValueId m, ValueId v, ValueId hparams, ValueId clip,
+                                  float beta1, float beta2, float eps, bool apply_weight_decay);
   // Collectives name the process group they run over (kiln_group in
   // kiln/ops.h); the executor runs each over the group the host gave it by
   // that name (graph/collectives.h). Tensor parallelism: a sum or max over

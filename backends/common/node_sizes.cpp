@@ -158,6 +158,7 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
     case KILN_RULE_ADAMW:
       p->count = in(0).numel();
       p->weight_decay = n.iattrs[0] != 0;
+      p->grad_dtype = in(1).dtype;
       return;
     case KILN_RULE_ROPE: {
       const Dims& x = in(0).dims;

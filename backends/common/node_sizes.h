@@ -40,6 +40,7 @@ struct NodeInfo {
   //   DROPOUT_KEYED:                               count, period, stride (site -1: key word 4)
   //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
   //   CAST:                                        count
+  //   ADAMW, ADAMW_CLIP:                           count, weight_decay, grad_dtype (input 1's)
   // Every node: x_dtype, y_dtype (its first input's and first output's, f32
   // where it has none), so a kernel knows what its storage holds.
   int64_t count = 0, bcast = 0, rows = 0, cols = 0, batch = 0, m = 0, n = 0, k = 0, vocab = 0;
@@ -52,6 +53,7 @@ struct NodeInfo {
   int64_t positions = 0, pairs = 0;
   bool interleaved = false;
   kiln_dtype x_dtype = KILN_F32, y_dtype = KILN_F32;
+  kiln_dtype grad_dtype = KILN_F32;
 };
 
 // The sizes of every node of `g`, which check_graph must have accepted (no

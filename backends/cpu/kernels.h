@@ -199,6 +199,7 @@ void embedding_grad_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* dy, cons
 void sum_to(const Ctx&, const float* x, float* y, int64_t rows, int64_t cols);
 // scratch: threads doubles
 void sum_squares(const Ctx&, const float* x, float* y, int64_t n);
+void sum_squares_16bit(const Ctx&, kiln_dtype dtype, const uint16_t* x, float* y, int64_t n);
 
 // ---- kernels_layout.cpp (elements of any dtype: elem_bytes 4 or 2, sizes in elements)
 void copy(const Ctx&, const void* x, void* y, int64_t n, int64_t elem_bytes);
@@ -212,6 +213,10 @@ void concat(const Ctx&, const void* const* xs, const int64_t* inners, int64_t co
 void adamw(const Ctx&, const float* p, const float* g, const float* m, const float* v, const float* hparams,
            float* p_out, float* m_out, float* v_out, int64_t n, float beta1, float beta2, float eps,
            bool apply_weight_decay);
+// ADAMW_CLIP: the gradient (of g_dtype) times clip[0], rounded to g_dtype, then adamw's update.
+void adamw_clip(const Ctx&, const float* p, const void* g, kiln_dtype g_dtype, const float* m, const float* v,
+                const float* hparams, const float* clip, float* p_out, float* m_out, float* v_out, int64_t n,
+                float beta1, float beta2, float eps, bool apply_weight_decay);
 
 // ---- kernels_dropout.cpp
 // key_words: DROPOUT's key input {seed, step, offset_lo, offset_hi}.

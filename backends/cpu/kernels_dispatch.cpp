@@ -35,6 +35,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_CONCAT,
     KILN_OP_SUM_SQUARES,
     KILN_OP_ADAMW,
+    KILN_OP_ADAMW_CLIP,
     KILN_OP_ROW_MAX,
     KILN_OP_CROSS_ENTROPY_SHARD,
     KILN_OP_CROSS_ENTROPY_SHARD_GRAD,
@@ -159,10 +160,15 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
       return concat(ctx, xs, nd.inners.data(), static_cast<int64_t>(nd.in.size()), values[nd.out[0]], nd.rows, nd.inner,
                     elem_bytes);
     }
-    case KILN_OP_SUM_SQUARES: return sum_squares(ctx, fin(0), fout(0), nd.count);
+    case KILN_OP_SUM_SQUARES:
+      if (low) return sum_squares_16bit(ctx, nd.x_dtype, hin(0), fout(0), nd.count);
+      return sum_squares(ctx, fin(0), fout(0), nd.count);
     case KILN_OP_ADAMW:
       return adamw(ctx, fin(0), fin(1), fin(2), fin(3), fin(4), fout(0), fout(1), fout(2), nd.count, fa(0), fa(1),
                    fa(2), nd.weight_decay);
+    case KILN_OP_ADAMW_CLIP:
+      return adamw_clip(ctx, fin(0), values[nd.in[1]], nd.grad_dtype, fin(2), fin(3), fin(4), fin(5), fout(0), fout(1),
+                        fout(2), nd.count, fa(0), fa(1), fa(2), nd.weight_decay);
     case KILN_OP_ROW_MAX: return row_max(ctx, fin(0), fout(0), nd.rows, nd.cols);
     case KILN_OP_CROSS_ENTROPY_SHARD:
       return cross_entropy_shard(ctx, fin(0), iin(1), fin(2), fout(0), nd.rows, nd.cols);

@@ -1,7 +1,10 @@
 // SUM_TO (sum over leading dims, e.g. bias gradients) and SUM_SQUARES
-// (gradient norms, accumulated in double).
+// (gradient norms, accumulated in double; a bf16/f16 x is widened a block at
+// a time on the stack, so a bf16 gradient's norm needs no f32 copy of it).
+#include <algorithm>
 #include <cstring>
 
+#include "convert16.h"
 #include "kernels.h"
 
 namespace kiln::cpu::KILN_CPU_ISA {
@@ -48,6 +51,24 @@ void sum_squares(const Ctx& ctx, const float* x, float* y, int64_t n) {
   double* partial = static_cast<double*>(ctx.scratch);
   int64_t chunks =
       for_chunks(ctx, n, 32768, [&](int64_t c, int64_t b, int64_t e) { partial[c] = sum_squares_f64(x + b, e - b); });
+  double total = 0.0;
+  for (int64_t c = 0; c < chunks; ++c) total += partial[c];
+  y[0] = static_cast<float>(total);
+}
+
+void sum_squares_16bit(const Ctx& ctx, kiln_dtype dtype, const uint16_t* x, float* y, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  double* partial = static_cast<double*>(ctx.scratch);
+  int64_t chunks = for_chunks(ctx, n, 32768, [&](int64_t c, int64_t b, int64_t e) {
+    alignas(64) float block[kBlock];
+    double sum = 0.0;
+    for (int64_t i = b; i < e; i += kBlock) {
+      const int64_t len = std::min(kBlock, e - i);
+      widen_row(dtype, x + i, block, len);
+      sum += sum_squares_f64(block, len);
+    }
+    partial[c] = sum;
+  });
   double total = 0.0;
   for (int64_t c = 0; c < chunks; ++c) total += partial[c];
   y[0] = static_cast<float>(total);

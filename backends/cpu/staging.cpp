@@ -22,6 +22,8 @@ bool converts_itself(kiln_op op) {
     case KILN_OP_CROSS_ENTROPY_GRAD:
     case KILN_OP_CAUSAL_SOFTMAX:
     case KILN_OP_DOCUMENT_SOFTMAX:
+    case KILN_OP_ADAMW_CLIP:
+    case KILN_OP_SUM_SQUARES:
     case KILN_OP_SOFTMAX_GRAD:
     case KILN_OP_DROPOUT:
     case KILN_OP_DROPOUT_KEYED:

@@ -29,11 +29,11 @@ std::string v(uint32_t id) { return "v" + std::to_string(id); }
 
 // Ops fused into elementwise kernels (a fused unit may also hold an f32 RESHAPE).
 constexpr kiln_op kElementwiseOpsList[] = {
-    KILN_OP_FILL,          KILN_OP_ADD,     KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
-    KILN_OP_GELU_GRAD,     KILN_OP_ADAMW,   KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
-    KILN_OP_CLAMP_GRAD,    KILN_OP_DROPOUT, KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
-    KILN_OP_LOG,           KILN_OP_TANH,    KILN_OP_ERF,      KILN_OP_MAXIMUM,       KILN_OP_SELECT,
-    KILN_OP_DROPOUT_KEYED,
+    KILN_OP_FILL,          KILN_OP_ADD,        KILN_OP_MUL,      KILN_OP_SCALE,         KILN_OP_GELU,
+    KILN_OP_GELU_GRAD,     KILN_OP_ADAMW,      KILN_OP_SILU,     KILN_OP_SILU_GRAD,     KILN_OP_CLAMP,
+    KILN_OP_CLAMP_GRAD,    KILN_OP_DROPOUT,    KILN_OP_GELU_ERF, KILN_OP_GELU_ERF_GRAD, KILN_OP_EXP,
+    KILN_OP_LOG,           KILN_OP_TANH,       KILN_OP_ERF,      KILN_OP_MAXIMUM,       KILN_OP_SELECT,
+    KILN_OP_DROPOUT_KEYED, KILN_OP_ADAMW_CLIP,
 };
 const std::span<const kiln_op> kElementwiseOps{kElementwiseOpsList};
 
@@ -173,9 +173,13 @@ void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool
       case KILN_OP_SELECT:
         body.push_back("const float " + y + " = " + in(0) + " <= " + in(1) + " ? " + in(2) + " : " + in(3) + ";");
         break;
-      case KILN_OP_ADAMW: {
+      case KILN_OP_ADAMW:
+      case KILN_OP_ADAMW_CLIP: {
         const float b1 = n.fattrs[0], b2 = n.fattrs[1], eps = n.fattrs[2];
-        const std::string p = in(0), grad = in(1), m = in(2), vv = in(3);
+        const std::string p = in(0), m = in(2), vv = in(3);
+        // ADAMW_CLIP: the f32 product with the clip factor, rounded to the gradient's dtype.
+        const std::string grad =
+            n.op == KILN_OP_ADAMW ? in(1) : round_float(g.values[n.inputs[1]].dtype, "(" + in(1) + " * " + in(5) + ")");
         operand(n.inputs[4], 5);  // registers the hyper-parameters
         const std::string hp = loaded.at(n.inputs[4]);
         const std::string gs = "g" + std::to_string(ni), m2 = v(n.outputs[1]), v2 = v(n.outputs[2]);

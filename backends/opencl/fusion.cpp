@@ -94,7 +94,7 @@ bool is_fusible(const ir::DecodedGraph& g, const ir::DecodedNode& n) {
 bool reads_at_index(const ir::DecodedNode& n, const NodeInfo& info, size_t input) {
   // b of ADD, MUL and MAXIMUM repeats as a suffix of a.
   if (kiln_op_table[n.op].rule == KILN_RULE_BROADCAST && input == 1) return info.bcast == info.count;
-  if (n.op == KILN_OP_ADAMW && input == 4) return false;
+  if ((n.op == KILN_OP_ADAMW || n.op == KILN_OP_ADAMW_CLIP) && input >= 4) return false;       // hparams, clip
   if ((n.op == KILN_OP_DROPOUT || n.op == KILN_OP_DROPOUT_KEYED) && input == 1) return false;  // the key, read whole
   return true;
 }

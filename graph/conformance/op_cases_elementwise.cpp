@@ -222,6 +222,30 @@ void adamw_cases(CaseMaker& m) {
                {"v", m.rng.uniform(s, 0.0f, 0.01f)},
                {"hparams", hparams}});
       }
+  // ADAMW_CLIP (the low-precision suite runs these with bf16 and f16
+  // gradients; test_adamw_clip.cpp checks the rounding itself bit for bit).
+  for (const Shape& s : {Shape{1}, Shape{17}, Shape{33, 65}, Shape{70001}})
+    for (bool in_place : {true, false}) {
+      Graph g;
+      ValueId p = g.input("p", KILN_F32, s), gr = g.input("g", KILN_F32, s);
+      ValueId mo = g.input("m", KILN_F32, s), v = g.input("v", KILN_F32, s);
+      ValueId hp = g.input("hparams", KILN_F32, {5}), clip = g.input("clip", KILN_F32, {1});
+      auto out = g.adamw_clip(p, gr, mo, v, hp, clip, 0.9f, 0.999f, 1e-8f, true);
+      g.output("p_out", out[0], in_place ? "p" : "");
+      g.output("m_out", out[1], in_place ? "m" : "");
+      g.output("v_out", out[2], in_place ? "v" : "");
+      graph::HostTensor hparams = graph::HostTensor::zeros(KILN_F32, {5});
+      hparams.f32 = {1e-3f, 0.1f, 1.0f / (1.0f - 0.729f), 1.0f / (1.0f - 0.997003f), 0.25f};
+      graph::HostTensor factor = graph::HostTensor::zeros(KILN_F32, {1});
+      factor.f32 = {0.3713f};
+      m.add(KILN_OP_ADAMW_CLIP, str(s) + (in_place ? " in place" : ""), std::move(g),
+            {{"p", m.rng.uniform(s)},
+             {"g", m.rng.uniform(s)},
+             {"m", m.rng.uniform(s, -0.1f, 0.1f)},
+             {"v", m.rng.uniform(s, 0.0f, 0.01f)},
+             {"hparams", hparams},
+             {"clip", factor}});
+    }
 }
 
 // Ops chained in one graph, as the transformer's epilogues are: a backend

@@ -1,4 +1,5 @@
-// The optimizer step: ADAMW, which updates parameter and moments in place.
+// The optimizer step: ADAMW, which updates parameter and moments in place,
+// and ADAMW_CLIP, the same on a gradient clipped in its own dtype.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -10,6 +11,7 @@
 #include "graph/graph.h"
 #include "graph/ops/op_def.h"
 #include "graph/reference/reference_ctx.h"
+#include "kiln/half.h"
 
 namespace kiln::graph {
 
@@ -20,13 +22,18 @@ std::vector<ValueId> Graph::adamw(ValueId p, ValueId g, ValueId m, ValueId v, Va
   return add_node(KILN_OP_ADAMW, {p, g, m, v, hp}, {wd ? 1 : 0}, {beta1, beta2, eps});
 }
 
+std::vector<ValueId> Graph::adamw_clip(ValueId p, ValueId g, ValueId m, ValueId v, ValueId hp, ValueId clip,
+                                       float beta1, float beta2, float eps, bool wd) {
+  return add_node(KILN_OP_ADAMW_CLIP, {p, g, m, v, hp, clip}, {wd ? 1 : 0}, {beta1, beta2, eps});
+}
+
 namespace {
 
 // ---------------------------------------------------------------- reference
 
-void op_adamw(const ReferenceCtx& c) {
+// ADAMW's update with `grad` as the gradient: input 1, or ADAMW_CLIP's clipped copy.
+void adamw_update(const ReferenceCtx& c, const std::vector<float>& grad) {
   const auto& p = c.f(0);
-  const auto& grad = c.f(1);
   const auto& m = c.f(2);
   const auto& v = c.f(3);
   const auto& hp = c.f(4);
@@ -48,8 +55,28 @@ void op_adamw(const ReferenceCtx& c) {
   }
 }
 
+void op_adamw(const ReferenceCtx& c) { adamw_update(c, c.f(1)); }
+
+// The f32 product rounded once to the gradient's dtype, as a bf16 tensor
+// multiplied in place stores it.
+void op_adamw_clip(const ReferenceCtx& c) {
+  const kiln_dtype dtype = c.in(1).dtype;
+  const float clip = c.f(5).at(0);
+  std::vector<float> clipped = c.f(1);
+  for (float& g : clipped) {
+    const float product = g * clip;
+    g = dtype == KILN_BF16  ? kiln_bf16_to_f32(kiln_f32_to_bf16(product))
+        : dtype == KILN_F16 ? kiln_f16_to_f32(kiln_f32_to_f16(product))
+                            : product;
+  }
+  adamw_update(c, clipped);
+}
+
 }  // namespace
 
-void register_optimizer_ops(OpDefs& defs) { defs[KILN_OP_ADAMW] = {nullptr, op_adamw}; }
+void register_optimizer_ops(OpDefs& defs) {
+  defs[KILN_OP_ADAMW] = {nullptr, op_adamw};
+  defs[KILN_OP_ADAMW_CLIP] = {nullptr, op_adamw_clip};
+}
 
 }  // namespace kiln::graph

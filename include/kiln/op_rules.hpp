@@ -314,6 +314,7 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
     case KILN_RULE_ADAMW:
       for (size_t i = 1; i < 4; ++i) same_as(0, i);
       must_be(4, {5});
+      if (in.size() > 5) must_be(5, {1});  // ADAMW_CLIP's clip factor
       return {d(0), d(0), d(0)};
     case KILN_RULE_CAST:
       if (ia[0] < 0 || ia[0] > 255 || !kiln_dtype_is_float(static_cast<int>(ia[0])))

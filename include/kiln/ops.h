@@ -107,7 +107,7 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SPLIT = 14,           /* x -> iattrs[1] equal parts along iattrs[0] */
   KILN_RULE_CONCAT = 15,          /* xs -> joined along iattrs[0] */
   KILN_RULE_TO_SCALAR = 16,       /* x -> [1] */
-  KILN_RULE_ADAMW = 17,           /* (p, g, m, v same, hparams [5]) -> (p, m, v) */
+  KILN_RULE_ADAMW = 17,           /* (p, g, m, v same, hparams [5][, clip [1]]) -> (p, m, v) */
   KILN_RULE_ALL_REDUCE = 18,      /* x -> x; iattrs[0] in {0 sum, 1 max}, iattrs[1] the group */
   KILN_RULE_ROW_REDUCE = 19,      /* x [..., V] -> [...], rank >= 2 */
   KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
@@ -320,7 +320,15 @@ typedef enum kiln_shape_rule {
    * [0, i], and y[i, j] = 0 elsewhere (Megatron's --reset-attention-mask: s is the first position after the last      \
    * EOD before i). With every start 0 it is CAUSAL_SOFTMAX; its gradient is SOFTMAX_GRAD, as masked entries of y      \
    * are 0. The mask is B x T starts, never a [T, T] tensor. */                                                        \
-  X(DOCUMENT_SOFTMAX, 54, "document_softmax", 2, 1, 0, 1, 0, GEMM, DOCUMENT_ROWS, "x:f starts:i", "y:f")
+  X(DOCUMENT_SOFTMAX, 54, "document_softmax", 2, 1, 0, 1, 0, GEMM, DOCUMENT_ROWS, "x:f starts:i", "y:f")            \
+  /* ---- bf16 main gradients (issue 35) */                                                                         \
+  /* (param, grad, m, v, hparams [5], clip [1]) -> (param', m', v'): ADAMW of the gradient                           \
+   *   g = round(grad * clip) * grad_scale,                                                                            \
+   * the product computed in f32 and rounded once to grad's dtype (any float dtype: for f32 it is the product), as     \
+   * Megatron's clip_grad_by_total_norm_fp32 scales bf16 main grads in place before TE's FusedAdam reads them. Its     \
+   * kernel reads a bf16/f16 gradient as stored, so no f32 copy of it exists; the rest is ADAMW's math. */             \
+  X(ADAMW_CLIP, 55, "adamw_clip", 6, 3, 1, 3, KILN_E | KILN_IP, ELEMENTWISE, ADAMW,                                   \
+    "param:F grad:f m:F v:F hparams:F clip:F", "param:F m:F v:F")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

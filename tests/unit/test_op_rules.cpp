@@ -301,6 +301,21 @@ TEST(OpRules, DtypeErrorsNameTheInputAndBothDtypes) {
   EXPECT_EQ(out[0], bf16({2, 4, 8}));
 }
 
+TEST(OpRules, AdamwClipTakesA16BitGradientAndOneClipFactor) {
+  std::vector<TensorType> out;
+  const std::vector<int64_t> wd = {1};
+  const std::vector<float> betas = {0.9f, 0.95f, 1e-8f};
+  ASSERT_EQ(run(KILN_OP_ADAMW_CLIP, {f32({4}), bf16({4}), f32({4}), f32({4}), f32({5}), f32({1})}, &out, wd, betas),
+            "");
+  EXPECT_EQ(out, (std::vector<TensorType>{f32({4}), f32({4}), f32({4})}));
+  EXPECT_EQ(run(KILN_OP_ADAMW_CLIP, {f32({4}), bf16({4}), f32({4}), f32({4}), f32({5}), f32({2})}, &out, wd, betas),
+            "clip must be [1], got [2]");
+  EXPECT_EQ(run(KILN_OP_ADAMW_CLIP, {f32({4}), bf16({4}), bf16({4}), f32({4}), f32({5}), f32({1})}, &out, wd, betas),
+            "m must be f32, got bf16");
+  EXPECT_EQ(run(KILN_OP_ADAMW_CLIP, {f32({4}), f16({3}), f32({4}), f32({4}), f32({5}), f32({1})}, &out, wd, betas),
+            "grad [3] differs from param [4]");
+}
+
 TEST(OpRules, CastGoesBetweenFloatDtypes) {
   std::vector<TensorType> out;
   ASSERT_EQ(run(KILN_OP_CAST, {f32({2, 3})}, &out, {KILN_BF16}), "");

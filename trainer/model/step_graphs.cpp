@@ -170,8 +170,9 @@ Graph build_grad_norm(const GptConfig& cfg) {
       unit = parameter_unit(s);
       g.set_unit(unit);
     }
-    // A bf16 gradient is squared and summed in f32 (Megatron's fp32 norm of its bf16 main grads).
-    ValueId sq = g.sum_squares(widened(g, g.input(grad_name(s.name), cfg.grad_dtype, s.shape)));
+    // A bf16 gradient is read widened and its squares summed in f32 or
+    // wider (Megatron's fp32 norm of its bf16 main grads), with no f32 copy.
+    ValueId sq = g.sum_squares(g.input(grad_name(s.name), cfg.grad_dtype, s.shape));
     (s.shard_dim >= 0 && cfg.tensor_parallel > 1 ? layer_sharded : layer_replicated).push_back(sq);
   }
   end_layer();
@@ -182,20 +183,28 @@ Graph build_grad_norm(const GptConfig& cfg) {
 }
 
 namespace {
-// The gradient AdamW reads, in f32. A bf16 one (--main-grads-dtype bf16) is
-// first multiplied by the clip factor ("clip" [1]) and rounded back to bf16,
-// as Megatron's clip_grad_by_total_norm_fp32 scales the bf16 main grads in
-// place (multi_tensor_scale: an f32 product, stored in bf16); then widened,
-// exactly, as TE's FusedAdam reads a bf16 gradient. AdamW's grad_scale then
-// divides out the micro-batch and rank count (and no clip factor).
-ValueId optimizer_gradient(Graph& g, const GptConfig& cfg, const std::string& port, const graph::Shape& shape) {
-  ValueId grad = g.input(port, cfg.grad_dtype, shape);
-  if (cfg.grad_dtype == KILN_F32) return grad;
-  ValueId clip = g.find_input(kClipInput)->value;
-  // [n, 1] x [1]: the clip factor broadcast as a suffix.
-  ValueId column = g.reshape(widened(g, grad), {graph::numel(shape), 1});
-  ValueId clipped = g.reshape(g.cast(g.mul(column, clip), cfg.grad_dtype), shape);
-  return g.cast(clipped, KILN_F32);
+// AdamW on parameter s (at param_port) or its shard, each tensor of `shape`,
+// with its gradient at grad_port; the updates are outputs in place. A bf16
+// gradient (--main-grads-dtype bf16) goes to ADAMW_CLIP with the clip factor
+// ("clip" [1]): multiplied by it and rounded back to bf16, as Megatron's
+// clip_grad_by_total_norm_fp32 scales the bf16 main grads in place
+// (multi_tensor_scale: an f32 product, stored in bf16), then widened,
+// exactly, as TE's FusedAdam reads a bf16 gradient, all inside the kernel,
+// so no f32 copy of the gradient exists. grad_scale then divides out the
+// micro-batch and rank count (and no clip factor).
+void adamw_of(Graph& g, const GptConfig& cfg, const AdamWConfig& adam, const ParamSpec& s,
+              const std::string& param_port, const std::string& grad_port, ValueId hp, const graph::Shape& shape) {
+  ValueId p = g.input(param_port, KILN_F32, shape);
+  ValueId grad = g.input(grad_port, cfg.grad_dtype, shape);
+  ValueId m = g.input(exp_avg_name(s.name), KILN_F32, shape);
+  ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, shape);
+  const std::vector<ValueId> out = cfg.grad_dtype == KILN_F32
+                                       ? g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay)
+                                       : g.adamw_clip(p, grad, m, v, hp, g.find_input(kClipInput)->value, adam.beta1,
+                                                      adam.beta2, adam.eps, s.weight_decay);
+  g.output(updated(param_port), out[0], param_port);
+  g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
+  g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
 }
 }  // namespace
 
@@ -206,14 +215,7 @@ Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
   std::vector<ParamSpec> specs = gpt_parameters(cfg);
   for (const auto& s : specs) {
     g.set_unit(parameter_unit(s));
-    ValueId p = g.input(s.name, KILN_F32, s.shape);
-    ValueId grad = optimizer_gradient(g, cfg, grad_name(s.name), s.shape);
-    ValueId m = g.input(exp_avg_name(s.name), KILN_F32, s.shape);
-    ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, s.shape);
-    std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
-    g.output(updated(s.name), out[0], s.name);
-    g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
-    g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
+    adamw_of(g, cfg, adam, s, s.name, grad_name(s.name), hp, s.shape);
   }
   return g;
 }
@@ -225,14 +227,7 @@ Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam
   for (const auto& s : gpt_parameters(cfg)) {
     g.set_unit(parameter_unit(s));
     const graph::Shape part = {shard_elements(graph::numel(s.shape), data_parallel)};
-    ValueId p = g.input(main_param_name(s.name), KILN_F32, part);
-    ValueId grad = optimizer_gradient(g, cfg, grad_shard_name(s.name), part);
-    ValueId m = g.input(exp_avg_name(s.name), KILN_F32, part);
-    ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, part);
-    std::vector<ValueId> out = g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
-    g.output(updated(main_param_name(s.name)), out[0], main_param_name(s.name));
-    g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
-    g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
+    adamw_of(g, cfg, adam, s, main_param_name(s.name), grad_shard_name(s.name), hp, part);
   }
   return g;
 }
