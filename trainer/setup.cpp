@@ -76,9 +76,7 @@ void log_step_schedule(const TrainConfig& cfg) {
 }  // namespace
 
 bool has_input(const graph::Executable& exe, const std::string& port) {
-  for (const auto& p : exe.graph().inputs())
-    if (p.name == port) return true;
-  return false;
+  return exe.graph().find_input(port) != nullptr;
 }
 
 std::vector<graph::Executable*> ChunkSteps::executables() const {

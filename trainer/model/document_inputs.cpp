@@ -22,7 +22,7 @@ DocumentInputs::DocumentInputs(const GptConfig& cfg, int32_t eod) : cfg_(cfg), e
   }
 }
 
-DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& tokens) const {
+DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& tokens, bool with_rotary) const {
   const int64_t T = cfg_.seq_length, B = static_cast<int64_t>(tokens.size()) / T;
   Values v;
   v.starts.resize(tokens.size());
@@ -36,7 +36,7 @@ DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& token
       if (tokens[k] == eod_) start = static_cast<int32_t>(t + 1);
     }
   }
-  if (!cos_.empty()) {
+  if (with_rotary && !cos_.empty()) {
     v.rotary_cos.resize(tokens.size() * static_cast<size_t>(pairs_));
     v.rotary_sin.resize(v.rotary_cos.size());
     for (size_t k = 0; k < tokens.size(); ++k) {
@@ -59,13 +59,10 @@ DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& token
 
 void DocumentInputs::feed(graph::Executable& exe, const std::vector<int32_t>& tokens) const {
   if (!uses_documents(cfg_)) return;
-  const Values v = compute(tokens);
+  const Values v = compute(tokens, exe.graph().find_input(kDocumentRotaryCosInput) != nullptr);
   auto write = [&](const char* port, const auto& values) {
-    for (const auto& in : exe.graph().inputs())
-      if (in.name == port) {
-        exe.buffer(port)->write(values.data(), values.size() * sizeof(values[0]));
-        return;
-      }
+    if (exe.graph().find_input(port) != nullptr)
+      exe.buffer(port)->write(values.data(), values.size() * sizeof(values[0]));
   };
   write(kDocumentStartsInput, v.starts);
   write(kDocumentPositionsInput, v.position_ids);

@@ -42,9 +42,11 @@ class DocumentInputs {
     std::vector<float> rotary_cos, rotary_sin, loss_weights;
   };
   // From the input tokens [B, T] of one micro-batch (before any
-  // tensor-parallel sharding of their ids).
-  Values compute(const std::vector<int32_t>& tokens) const;
-  // Writes those of the values that `exe` declares as inputs.
+  // tensor-parallel sharding of their ids); the rotary tables, B * T rows
+  // where the rest is B * T values, only `with_rotary`.
+  Values compute(const std::vector<int32_t>& tokens, bool with_rotary = true) const;
+  // Writes those of the values that `exe` declares as inputs (a pipeline
+  // stage without attention layers computes no rotary tables).
   void feed(graph::Executable& exe, const std::vector<int32_t>& tokens) const;
 
  private:
