@@ -209,16 +209,14 @@ std::map<std::string, SafeTensor> gpt2_to_hf(const GptConfig& c, const std::map<
 }
 
 ExpectedTensors gpt2_hf_tensors(const GptConfig& c) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   ExpectedTensors out;
   for (const Mapping& m : mappings(c)) out[m.hf] = hf_shape(m, kiln_shapes.at(m.kiln));
   return out;
 }
 
 std::map<std::string, SafeTensor> gpt2_from_hf(const GptConfig& c, const std::map<std::string, SafeTensor>& hf) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   std::map<std::string, SafeTensor> out;
   for (const Mapping& m : mappings(c)) {
     auto it = hf.find(m.hf);

@@ -280,8 +280,7 @@ std::map<std::string, SafeTensor> llama_to_hf(const GptConfig& c, const std::map
 }
 
 ExpectedTensors llama_hf_tensors(const GptConfig& c) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   ExpectedTensors out;
   for (const Mapping& m : mappings(c)) {
     const std::vector<std::vector<int64_t>> shapes = hf_shapes(c, m, kiln_shapes.at(m.kiln));
@@ -291,8 +290,7 @@ ExpectedTensors llama_hf_tensors(const GptConfig& c) {
 }
 
 std::map<std::string, SafeTensor> llama_from_hf(const GptConfig& c, const std::map<std::string, SafeTensor>& hf) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   std::map<std::string, SafeTensor> out;
   for (const Mapping& m : mappings(c)) {
     const graph::Shape& kshape = kiln_shapes.at(m.kiln);

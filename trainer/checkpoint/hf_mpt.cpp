@@ -230,16 +230,14 @@ std::map<std::string, SafeTensor> mpt_to_hf(const GptConfig& c, const std::map<s
 }
 
 ExpectedTensors mpt_hf_tensors(const GptConfig& c) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   ExpectedTensors out;
   for (const Mapping& m : mappings(c)) out[m.hf] = kiln_shapes.at(m.kiln);
   return out;
 }
 
 std::map<std::string, SafeTensor> mpt_from_hf(const GptConfig& c, const std::map<std::string, SafeTensor>& hf) {
-  std::map<std::string, graph::Shape> kiln_shapes;
-  for (const ParamSpec& p : gpt_parameters(c)) kiln_shapes[p.name] = p.full_shape;
+  const std::map<std::string, graph::Shape> kiln_shapes = parameter_shapes(c);
   std::map<std::string, SafeTensor> out;
   for (const Mapping& m : mappings(c)) {
     auto it = hf.find(m.hf);

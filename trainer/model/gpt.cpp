@@ -179,6 +179,12 @@ int64_t parameter_count(const GptConfig& cfg) {
   return n;
 }
 
+std::map<std::string, graph::Shape> parameter_shapes(const GptConfig& cfg) {
+  std::map<std::string, graph::Shape> shapes;
+  for (const auto& p : gpt_parameters(cfg)) shapes[p.name] = p.full_shape;
+  return shapes;
+}
+
 double flops_per_token(const GptConfig& c) {
   return 6.0 * static_cast<double>(parameter_count(c)) +
          12.0 * static_cast<double>(c.num_layers * c.seq_length * c.num_attention_heads * c.head_dim());

@@ -171,6 +171,9 @@ struct ParamSpec {
 // `shape` for cfg.tensor_parallel ranks.
 std::vector<ParamSpec> gpt_parameters(const GptConfig& cfg);
 int64_t parameter_count(const GptConfig& cfg);
+// Each parameter's full (checkpoint) shape by name: what a format
+// converter checks a file's tensors against.
+std::map<std::string, graph::Shape> parameter_shapes(const GptConfig& cfg);
 
 // Training FLOPs per token (forward + backward), PaLM's accounting:
 // 6 * parameters + 12 * layers * seq * hidden for attention.
