@@ -13,9 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/registry.h"
-#include "graph/conformance/runner.h"
+#include "cpu_isa_device.h"
 #include "graph/executor.h"
 #include "graph/graph.h"
 #include "graph/reference/reference.h"
@@ -24,22 +22,7 @@
 namespace kiln::graph {
 namespace {
 
-Device* device(const std::string& isa) {
-  static Registry& registry = Registry::instance();
-  static std::map<std::string, std::unique_ptr<Device>> devices;
-  auto it = devices.find(isa);
-  if (it == devices.end()) {
-    std::unique_ptr<Device> d;
-    try {
-      const conformance::ScopedHints env({"KILN_CPU_ISA=" + isa});
-      d = registry.open("cpu", 0, 2);
-    } catch (const Error&) {
-      // A path above this CPU's: the test skips.
-    }
-    it = devices.emplace(isa, std::move(d)).first;
-  }
-  return it->second.get();
-}
+Device* device(const std::string& isa) { return test::cpu_isa_device(isa); }
 
 constexpr int64_t kN = 5000;  // several stack blocks per worker, and a tail
 constexpr float kClip = 0.3713f;

@@ -15,6 +15,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/registry.h"
+#include "cpu_isa_device.h"
 #include "graph/conformance/runner.h"
 #include "graph/decompose.h"
 #include "graph/graph.h"
@@ -25,25 +26,7 @@
 namespace kiln::graph {
 namespace {
 
-// One device per kernel set (a KILN_CPU_ISA path), opened with 2 threads so
-// the parallel paths run; null where this CPU lacks the path.
-Device* device(const std::string& isa) {
-  // The registry first, so it outlives the devices at exit.
-  static Registry& registry = Registry::instance();
-  static std::map<std::string, std::unique_ptr<Device>> devices;
-  auto it = devices.find(isa);
-  if (it == devices.end()) {
-    std::unique_ptr<Device> d;
-    try {
-      const conformance::ScopedHints env({"KILN_CPU_ISA=" + isa});  // the plugin reads it at device open
-      d = registry.open("cpu", 0, 2);
-    } catch (const Error&) {
-      // A path above this CPU's: the test skips.
-    }
-    it = devices.emplace(isa, std::move(d)).first;
-  }
-  return it->second.get();
-}
+Device* device(const std::string& isa) { return test::cpu_isa_device(isa); }
 
 class CpuOps : public ::testing::TestWithParam<std::string> {
  protected:
