@@ -41,8 +41,6 @@ const char* const kLoader =
     "only";
 const char* const kPipelineOrder =
     "a pipeline-schedule detail of when weight gradients or p2p sends run; the gradients are the same";
-const char* const kDecoupledLr =
-    "kiln has one learning rate schedule for all parameters, none of its own for the embedding and output layer";
 const char* const kWandb =
     "kiln has no Weights & Biases client, so nothing is sent to W&B; --tensorboard-dir writes TensorBoard event "
     "files";
@@ -154,12 +152,6 @@ std::vector<CompatFlag> make_rows() {
       switch_row("--moe-grouped-gemm", Kind::Refused, kMoe),
       value_row("--moe-token-dispatcher-type", Value::Text, {"allgather", "alltoall", "flex"}, Kind::Refused, kMoe),
       value_row("--moe-ffn-hidden-size", Value::Int, {}, Kind::Refused, kMoe),
-      value_row("--decoupled-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
-      value_row("--decoupled-min-lr", Value::Number, {}, Kind::Refused, kDecoupledLr),
-      switch_row("--calculate-per-token-loss", Kind::Refused,
-                 "kiln averages the loss over each micro-batch, then over micro-batches; it has no per-token loss "
-                 "over the global batch"),
-      switch_row("--grad-reduce-in-bf16", Kind::Refused, "kiln all-reduces gradients in fp32"),
   };
 }
 

@@ -32,6 +32,10 @@ void MixedPrecision::register_flags(Flags& f) {
   f.add("--main-grads-dtype", &main_grads_dtype,
         "fp32 or bf16 (with --bf16 --use-precision-aware-optimizer): the dtype gradients accumulate over "
         "micro-batches and are reduced over data-parallel ranks in");
+  f.add("--grad-reduce-in-bf16", &grad_reduce_in_bf16,
+        "with --bf16: accumulate gradients over micro-batches and reduce them over data-parallel ranks in bf16; "
+        "the optimizer widens them to f32 before clipping (with --use-precision-aware-optimizer it clips them in "
+        "bf16, as --main-grads-dtype bf16)");
   f.add("--apply-query-key-layer-scaling", &apply_query_key_layer_scaling,
         "with --fp16/--bf16: divide layer l's attention scores by l before they are stored, and multiply back "
         "inside the fp32 softmax (keeps fp16 scores from overflowing)");
@@ -60,6 +64,15 @@ void MixedPrecision::finalize() const {
       throw Error(
           "--main-grads-dtype bf16 and --accumulate-allreduce-grads-in-fp32 ask for different gradient dtypes; "
           "give one of them");
+  }
+  if (grad_reduce_in_bf16) {
+    // Megatron ignores it without --bf16 (its fp16 and fp32 gradients keep
+    // their own dtype); kiln says so rather than do nothing.
+    if (!bf16) throw Error("--grad-reduce-in-bf16 needs --bf16 (bf16 gradients are for bf16 parameters)");
+    if (accumulate_allreduce_grads_in_fp32)
+      throw Error(
+          "--grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32 ask for different gradient dtypes; give "
+          "one of them");
   }
   if (min_loss_scale > initial_loss_scale)
     throw Error("--min-loss-scale is above --initial-loss-scale; the scale starts at or above its floor");

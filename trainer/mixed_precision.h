@@ -33,6 +33,11 @@ struct MixedPrecision {
   // data-parallel reduction in bf16; the optimizer widens them to f32.
   bool use_precision_aware_optimizer = false;
   std::string main_grads_dtype = "fp32";
+  // --grad-reduce-in-bf16 (with --bf16): the same bf16 accumulators and
+  // reduction without the precision-aware optimizer, which then reads an f32
+  // copy of each gradient and clips that copy in f32 (Megatron's
+  // `main_param.grad = main_grad.float()`).
+  bool grad_reduce_in_bf16 = false;
 
   void register_flags(Flags& flags);
   // Throws kiln::Error naming the flag for a bad combination or value.
@@ -41,8 +46,14 @@ struct MixedPrecision {
   // f32, bf16 or f16.
   kiln_dtype compute_dtype() const { return bf16 ? KILN_BF16 : fp16 ? KILN_F16 : KILN_F32; }
   // The dtype of the main gradients (grad.*, grad_shard.*, the
-  // data-parallel buckets): f32, or bf16 with --main-grads-dtype bf16.
-  kiln_dtype grad_dtype() const { return main_grads_dtype == "bf16" ? KILN_BF16 : KILN_F32; }
+  // data-parallel buckets): f32, or bf16 with --main-grads-dtype bf16 or
+  // --grad-reduce-in-bf16.
+  kiln_dtype grad_dtype() const { return main_grads_dtype == "bf16" || grad_reduce_in_bf16 ? KILN_BF16 : KILN_F32; }
+  // Whether clipping scales the bf16 gradients as stored, rounding the
+  // product to bf16 (the precision-aware optimizer hands TE's FusedAdam the
+  // bf16 main grad itself), or an f32 copy of them (Megatron's other
+  // optimizers). Only matters for bf16 gradients.
+  bool clips_stored_gradients() const { return use_precision_aware_optimizer; }
   // The flag that chose a 16-bit dtype ("--bf16"), or "" for f32.
   const char* flag() const { return bf16 ? "--bf16" : fp16 ? "--fp16" : ""; }
   // fp16 multiplies the loss by a scale before backward (bf16 has fp32's

@@ -105,6 +105,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
   check_outputs();
   open_data();
   schedule = std::make_unique<LrSchedule>(cfg.lr_schedule());
+  if (cfg.decouples_lr()) decoupled_schedule = std::make_unique<LrSchedule>(cfg.decoupled_lr_schedule());
 
   log_run();
   compile_chunks();
@@ -125,7 +126,7 @@ void Setup::join_process_groups() {
                 std::to_string(comm.size()) + " ranks");
   const ParallelState parallel = job_parallel_state(comm.size(), tp, pp);
   at = rank_layout(parallel, rank);
-  batch_terms = static_cast<double>(micro_batches * dp);
+  batch_terms = cfg.weighs_tokens_globally() ? 1.0 : static_cast<double>(micro_batches * dp);
   auto split = [&](const std::string& token) {
     return comm.split(static_cast<int>(parallel.group_index(token, rank)),
                       static_cast<int>(parallel.rank_in_group(token, rank)));
@@ -228,6 +229,12 @@ void Setup::log_run() const {
       if (on) what += (what.empty() ? "" : "; ") + std::string(part);
     logger().info("documents (EOD id {}): {}", cfg.tokenizer ? cfg.tokenizer->eod() : -1, what);
   }
+  if (cfg.weighs_tokens_globally())
+    logger().info("--calculate-per-token-loss: each token's loss weighs 1 / the global batch's kept tokens");
+  else if (cfg.calculate_per_token_loss)
+    logger().info(
+        "--calculate-per-token-loss: every token counts (no --eod-mask-loss), so the token mean over the global "
+        "batch is the mean of the micro-batch means kiln computes");
   if (cfg.rampup.active())  // Megatron's line (num_microbatches_calculator.py)
     logger().info(
         "will use batch size rampup starting from global batch size {} to global batch size {} with batch size "
@@ -340,7 +347,7 @@ void Setup::begin_step() {
   global_batch = cfg.global_batch_at(progress.consumed);
   if (cfg.step_schedule.active()) cfg.check_step_batch(global_batch);  // a resume on more ranks
   micro_batches = cfg.micro_batches_at(progress.consumed);
-  batch_terms = static_cast<double>(micro_batches * at.dp);
+  batch_terms = cfg.weighs_tokens_globally() ? 1.0 : static_cast<double>(micro_batches * at.dp);
 }
 
 void Setup::finish_parameter_gather(const std::string& before) {
@@ -349,7 +356,7 @@ void Setup::finish_parameter_gather(const std::string& before) {
 
 void feed(graph::Executable& exe, Batch& batch, const GptConfig& model, const Layout& at) {
   // From the tokens as the data holds them, before sharding rewrites their ids.
-  if (batch.documents) batch.documents->feed(exe, batch.tokens);
+  if (batch.documents) batch.documents->feed(exe, batch.tokens, batch.loss_tokens);
   if (at.tp > 1 && has_input(exe, "targets")) shard_token_ids(batch.targets, model.local_vocab(), at.tp_rank);
   if (at.tp > 1 && has_input(exe, "token_mask")) {
     batch.token_mask.resize(batch.tokens.size());

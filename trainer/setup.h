@@ -35,6 +35,10 @@ struct Batch {
   std::vector<float> token_mask;  // tensor parallelism only
   // The document flags' inputs, computed from the tokens (null without them).
   std::shared_ptr<const DocumentInputs> documents;
+  // TrainConfig::weighs_tokens_globally(): the kept tokens of the whole
+  // global batch (or evaluation) the loss weights divide by; 0: each
+  // micro-batch's own.
+  int64_t loss_tokens = 0;
 };
 
 // How far the run is; saved in and restored from checkpoint metadata.
@@ -99,6 +103,7 @@ struct Setup {
   std::unique_ptr<SaveDirLock> save_lock;  // rank 0, with --save: this run is the directory's only writer
   std::unique_ptr<TokenSource> data;
   std::unique_ptr<LrSchedule> schedule;
+  std::unique_ptr<LrSchedule> decoupled_schedule;  // --decoupled-lr only
 
   // The same list `kiln precompile` extracts (trainer/model/run_graphs.h),
   // compiled per model chunk: one chunk, or vp under the interleaved

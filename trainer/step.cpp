@@ -1,8 +1,10 @@
 #include "trainer/step.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <string>
@@ -68,7 +70,9 @@ StepResult Step::run() {
   if (dump_) dump_->accumulators(*run_.state, result.iteration);
   result.grad_norm = gradient_norm(loss_scale);
   // Megatron's scheduler counts samples with --train-samples.
-  result.lr = run_.schedule->lr(run_.cfg.sample_based() ? run_.progress.consumed : run_.progress.iteration);
+  const int64_t schedule_at = run_.cfg.sample_based() ? run_.progress.consumed : run_.progress.iteration;
+  result.lr = run_.schedule->lr(schedule_at);
+  if (run_.decoupled_schedule) result.decoupled_lr = run_.decoupled_schedule->lr(schedule_at);
   if (dump_) dump_->learning_rate(result.lr, result.iteration);
   const bool loss_finite = std::isfinite(result.loss);
   bool hopeless = false;  // a skip that a smaller loss scale cannot cure
@@ -94,6 +98,27 @@ StepResult Step::run() {
   return result;
 }
 
+namespace {
+// --calculate-per-token-loss with --eod-mask-loss: the kept tokens of
+// `count` micro-batches of `split`, micro-batch i starting at sample
+// first_sample(i) on this rank, summed over the data-parallel group (its
+// ranks hold the other shares; a tensor-parallel group reads the same
+// micro-batches, so each rank counts them once), before any of them runs:
+// every token's loss weighs 1 over that count, as Megatron divides the
+// summed gradients by the global batch's num_tokens.
+template <class FirstSample>
+int64_t global_kept_tokens(Setup& run, Split split, int64_t count, FirstSample first_sample, const std::string& what) {
+  Batch scratch;
+  double kept = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    fill_batch(*run.data, split, first_sample(i), run.cfg.micro_batch_size, run.cfg.model.seq_length, scratch);
+    kept += static_cast<double>(run.batch.documents->kept_tokens(scratch.tokens));
+  }
+  run.dp_group->sum(std::span<double>(&kept, 1), what);
+  return static_cast<int64_t>(kept);
+}
+}  // namespace
+
 // Gradients accumulate in place in the grad.* buffers. As Megatron's
 // sampler, micro-batch m of the global batch is samples [m x B x DP, +B x DP),
 // and rank r takes the r-th B of them.
@@ -101,6 +126,10 @@ double Step::forward_backward(double loss_scale) {
   const auto scale = static_cast<float>(loss_scale);
   at_iteration_ = " at iteration " + std::to_string(run_.progress.iteration + 1);
   pieces_begun_ = awaited_inside_ = 0;
+  if (run_.cfg.weighs_tokens_globally())
+    run_.batch.loss_tokens = global_kept_tokens(
+        run_, Split::Train, run_.micro_batches, [&](int64_t m) { return micro_batch_sample(m); },
+        "kept-token count all-reduce" + at_iteration_);
   if (!hooks_.params_needed) run_.finish_parameter_gather("the forward" + at_iteration_);
   double loss_sum = 0;
   if (pipeline_) {
@@ -142,10 +171,14 @@ void Step::gradients_final(const std::vector<std::string>& ports) {
   run_.dp_group->progress();
 }
 
+int64_t Step::micro_batch_sample(int64_t m) const {
+  return run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * run_.cfg.micro_batch_size;
+}
+
 void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale) {
   const TrainConfig& cfg = run_.cfg;
   const int64_t B = cfg.micro_batch_size;
-  const int64_t first_sample = run_.progress.consumed + (m * run_.at.dp + run_.at.dp_rank) * B;
+  const int64_t first_sample = micro_batch_sample(m);
   fill_batch(*run_.data, Split::Train, first_sample, B, cfg.model.seq_length, run_.batch);
   if (batch_dump_) batch_dump_->batch(run_.progress.iteration + 1, m, run_.batch.tokens, run_.batch.targets);
   feed(exe, run_.batch, cfg.model, run_.at);
@@ -261,12 +294,19 @@ void Step::update(const StepResult& result, double loss_scale) {
                       static_cast<float>(clip / run_.batch_terms / loss_scale)};
   // bf16 gradients are clipped by a pass of their own, rounded to bf16 as
   // Megatron's (step_graphs.h); grad_scale then only divides out the sum.
-  const bool clips_apart = cfg.model.grad_dtype != KILN_F32;
+  const bool clips_apart = cfg.model.clips_apart();
   const auto clip_factor = static_cast<float>(clip);
   if (clips_apart) hparams[4] = static_cast<float>(1.0 / run_.batch_terms / loss_scale);
   // Each model chunk's parameters (one chunk without the interleaved schedule).
+  // --decoupled-lr: the same values with the decoupled group's rate, for
+  // the chunks that hold the embedding or the output layer.
+  float decoupled[5];
+  std::copy(std::begin(hparams), std::end(hparams), std::begin(decoupled));
+  decoupled[0] = static_cast<float>(result.decoupled_lr);
   for (ChunkSteps& chunk : run_.chunks) {
     chunk.optimizer->buffer("hparams")->write(hparams, sizeof(hparams));
+    if (chunk.optimizer->graph().find_input(kDecoupledHparamsInput) != nullptr)
+      chunk.optimizer->buffer(kDecoupledHparamsInput)->write(decoupled, sizeof(decoupled));
     if (clips_apart) chunk.optimizer->buffer(kClipInput)->write(&clip_factor, sizeof clip_factor);
     chunk.optimizer->run();
   }
@@ -292,6 +332,13 @@ double evaluate(Setup& run) {
     feed(exe, run.batch, cfg.model, at);
   };
   const int64_t count = cfg.eval_micro_batches();
+  // --calculate-per-token-loss: Megatron's validation loss is the token
+  // mean over all evaluated batches too, so the sum is not divided below.
+  const bool per_token = cfg.weighs_tokens_globally();
+  if (per_token)
+    run.batch.loss_tokens = global_kept_tokens(
+        run, Split::Valid, count, [&](int64_t i) { return (i * at.dp + at.dp_rank) * B; },
+        "validation kept-token count all-reduce");
   if (at.pp > 1) {
     PipelineSchedule pipeline(run, prepare);
     sum = pipeline.evaluate(count, prepare);
@@ -306,6 +353,10 @@ double evaluate(Setup& run) {
   // Counted once: by a tensor-parallel group's first rank on the last stage.
   if (at.tp_rank != 0 || !at.last_stage()) sum = 0;
   run.comm.sum(std::span<double>(&sum, 1), "validation loss all-reduce");
+  if (per_token) {
+    run.batch.loss_tokens = 0;  // the next training step counts its own
+    return sum;
+  }
   return sum / static_cast<double>(count * at.dp);
 }
 

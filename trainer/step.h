@@ -20,6 +20,7 @@ namespace kiln::trainer {
 struct StepResult {
   int64_t iteration = 0;  // the one just finished, 1-based
   double loss = 0, grad_norm = 0, lr = 0;
+  double decoupled_lr = -1;      // --decoupled-lr's rate this step; < 0 without it
   int64_t global_batch = 0;      // samples this step trained on (it follows --rampup-batch-size)
   bool skipped = false;          // non-finite loss or gradients: no optimizer step
   bool nan = false;              // skipped for a non-finite loss or gradients, not an fp16 overflow
@@ -42,6 +43,8 @@ class Step {
   // them whose all-gather is still pending, once it has arrived.
   void parameters_needed(const std::vector<std::string>& ports);
   // Writes micro-batch m of this step to a step graph: samples, dropout keys, loss scale.
+  // The first sample of this rank's micro-batch m of the step.
+  int64_t micro_batch_sample(int64_t m) const;
   void prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_scale);
   // With a tied embedding under pipeline parallelism: the first and last
   // stage's gradients of their copies of the word embedding, summed.

@@ -79,6 +79,11 @@ void TrainConfig::register_batch_and_layout_flags(Flags& f) {
 void TrainConfig::register_optimizer_flags(Flags& f) {
   f.add("--lr", &lr, "peak learning rate (kiln's default: Megatron requires it)", Bounds::at_least(0));
   f.add("--min-lr", &min_lr, "learning rate at the end of decay", Bounds::at_least(0));
+  f.add("--decoupled-lr", &decoupled_lr,
+        "peak learning rate of the word embedding and the output layer, on the same schedule (default: --lr)",
+        Bounds::at_least(0));
+  f.add("--decoupled-min-lr", &decoupled_min_lr,
+        "with --decoupled-lr: their learning rate at the end of decay (default: --min-lr)", Bounds::at_least(0));
   f.add("--lr-warmup-iters", &lr_warmup_iters, "linear warmup steps from lr 0");
   f.add("--lr-warmup-fraction", &lr_warmup_fraction,
         "warmup as a fraction of --lr-decay-iters (or --lr-decay-samples); not with --lr-warmup-iters / "
@@ -142,6 +147,9 @@ void TrainConfig::register_data_flags(Flags& f) {
   f.add("--reset-attention-mask", &model.reset_attention_mask,
         "each token attends only within its own document (an EOD ends one)");
   f.add("--eod-mask-loss", &model.eod_mask_loss, "no loss on the tokens whose input is EOD");
+  f.add("--calculate-per-token-loss", &calculate_per_token_loss,
+        "the loss (and its gradient) is the mean over the global batch's tokens, not the mean of the micro-batch "
+        "means; they differ only with --eod-mask-loss");
 }
 
 // The device, metrics and the data-parallel collectives.
@@ -359,6 +367,14 @@ LrSchedule TrainConfig::lr_schedule() const {
   return {lr, min_lr, lr_warmup_iters, lr_decay_iters, lr_decay_style};
 }
 
+// Megatron's _update_min_and_max_lr_in_param_groups: the decoupled group's
+// max_lr and min_lr, the scheduler's warmup, decay and style.
+LrSchedule TrainConfig::decoupled_lr_schedule() const {
+  const LrSchedule main = lr_schedule();
+  return {decoupled_lr, decoupled_min_lr >= 0 ? decoupled_min_lr : min_lr, main.warmup_iters(), main.decay_iters(),
+          main.style()};
+}
+
 void TrainConfig::finalize(const Flags& f) {
   check_load();
   finalize_architecture(f);
@@ -380,6 +396,15 @@ void TrainConfig::finalize(const Flags& f) {
   if (!sample_based() && train_iters == 0 && !f.given("--lr-decay-iters"))
     throw Error("--train-iters 0 trains nothing; give --train-iters N with N > 0 (or --train-samples)");
   (void)lr_schedule();  // throws if invalid
+  if (!decouples_lr() && f.given("--decoupled-min-lr"))
+    throw Error("--decoupled-min-lr needs --decoupled-lr (the decoupled group's peak rate); give both, or neither");
+  if (decouples_lr()) {
+    const double floor = decoupled_min_lr >= 0 ? decoupled_min_lr : min_lr;
+    if (floor > decoupled_lr)
+      throw Error(fmt::format("--decoupled-min-lr ({}{}) must not exceed --decoupled-lr ({})", floor,
+                              f.given("--decoupled-min-lr") ? "" : ", from --min-lr", decoupled_lr));
+    (void)decoupled_lr_schedule();  // the rest of its checks are the main schedule's
+  }
   if (log_interval <= 0) throw Error("--log-interval must be positive");
   if (eval_interval <= 0) throw Error("--eval-interval must be positive");
   if (eval_iters < 0) throw Error("--eval-iters must not be negative");
@@ -396,6 +421,7 @@ void TrainConfig::finalize(const Flags& f) {
     profile = true;
   model.compute_dtype = precision.compute_dtype();
   model.grad_dtype = precision.grad_dtype();
+  model.clip_stored_gradients = precision.clips_stored_gradients();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
   if (!data_path.empty() || mock_data) data::infer_tokenizer_type(tokenizer_spec);
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||

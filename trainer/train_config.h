@@ -105,6 +105,22 @@ struct TrainConfig {
   // The lr schedule in iterations, or in samples when sample_based(); it is
   // evaluated at the iteration or the consumed-samples count.
   LrSchedule lr_schedule() const;
+  // Megatron's --decoupled-lr / --decoupled-min-lr: the word embedding and
+  // the output layer (ParamSpec::embedding_or_output) follow the same
+  // schedule between these two rates instead; < 0: not given (the min
+  // defaults to --min-lr).
+  double decoupled_lr = -1;
+  double decoupled_min_lr = -1;
+  bool decouples_lr() const { return decoupled_lr >= 0; }
+  // Megatron's --calculate-per-token-loss: the loss is the mean over every
+  // token of the global batch that counts, not a mean of micro-batch means.
+  // They differ only when the micro-batches count different tokens, which
+  // is --eod-mask-loss: then each token's loss weighs 1 / (the global
+  // batch's kept tokens), counted on the host and summed over the
+  // data-parallel ranks before the step, and nothing divides it afterwards.
+  bool calculate_per_token_loss = false;
+  bool weighs_tokens_globally() const { return calculate_per_token_loss && model.eod_mask_loss; }
+  LrSchedule decoupled_lr_schedule() const;
   std::string lr_decay_style = "linear";
   double weight_decay = 0.01;
   double clip_grad = 1.0;

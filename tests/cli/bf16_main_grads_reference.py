@@ -13,6 +13,12 @@ own bf16 rounding (not kiln/half.h's), Megatron's rounding points
      grads in place (f32 product, rounded to bf16);
   4. TE FusedAdam (adam_w_mode) widens the bf16 grad to f32 and updates the
      f32 main params and moments.
+With --clip-in f32 (--grad-reduce-in-bf16 without the precision-aware
+optimizer) steps 3 and 4 are Megatron's other optimizers': each bf16 main
+grad is copied to f32 (`main_grad.float()`), clipping scales that copy in
+f32 (no bf16 rounding), and torch's Adam reads it. The reference also runs
+the other clipping mode and checks that kiln's parameters are farther from
+it than the tolerance, so the test can tell the two apart.
 It checks that kiln's reduced bf16 accumulators are bitwise the reference's
 (after kiln's division by the micro-batch and rank count, a power of two),
 and that the reference's own parameter trajectory, run from the first
@@ -21,7 +27,7 @@ iteration. It also checks that the test can tell: rounding once at the end
 (fp32 accumulation) must give different accumulators.
 
 usage: bf16_main_grads_reference.py DUMP_DIR --ranks N [--clip-grad X
-       --weight-decay X ...]: the run's own values of kiln's flags. Train
+       --weight-decay X --clip-in bf16|f32 ...]: the run's own values of kiln's flags. Train
        N+1 iterations to check N steps (step t is checked against the
        parameters kiln dumps before step t+1).
 """
@@ -73,9 +79,10 @@ def read_dump(path, params, grad_bytes):
             continue
         values = []
         for _, n, _ in params:
-            if tag == "S":
-                values.append(np.frombuffer(data, dtype=np.uint16, count=n, offset=at).copy())
-                at += 2 * n
+            if tag == "S":  # the accumulators' dtype: bf16 bits (2 bytes) or f32
+                values.append(np.frombuffer(data, dtype=np.uint16 if grad_bytes == 2 else np.float32, count=n,
+                                            offset=at).copy())
+                at += grad_bytes * n
             else:
                 values.append(np.frombuffer(data, dtype=np.float32, count=n, offset=at).copy())
                 at += 4 * n
@@ -96,6 +103,7 @@ def main():
     ap.add_argument("--beta2", type=float, default=0.999)
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--tolerance", type=float, default=1e-5)
+    ap.add_argument("--clip-in", choices=["bf16", "f32"], default="bf16")
     a = ap.parse_args()
     params = read_manifest(os.path.join(a.dump, "params.txt"))
     ranks = [read_dump(os.path.join(a.dump, f"rank{r}.bin"), params, 2) for r in range(a.ranks)]
@@ -103,10 +111,14 @@ def main():
     D = a.ranks
     if D > 2:
         sys.exit("the reference models a bf16 sum of at most 2 ranks (more: the order is MPI's)")
-    p = [x.astype(np.float32) for x in ranks[0][iterations[0]]["P"]]
-    m = [np.zeros_like(x) for x in p]
-    v = [np.zeros_like(x) for x in p]
-    worst = 0.0
+    # The asked clipping mode's trajectory, and the other mode's.
+    modes = [a.clip_in, "f32" if a.clip_in == "bf16" else "bf16"]
+    start = [x.astype(np.float32) for x in ranks[0][iterations[0]]["P"]]
+    p = {k: [x.copy() for x in start] for k in modes}
+    m = {k: [np.zeros_like(x) for x in start] for k in modes}
+    v = {k: [np.zeros_like(x) for x in start] for k in modes}
+    worst = {k: 0.0 for k in modes}
+    clipped = 0
     told_apart = False
     checked = 0
     for t in iterations:
@@ -115,8 +127,9 @@ def main():
         # Parameters before this step (after the reference's previous one):
         # kiln's against the reference's.
         if t > iterations[0]:
-            for i, kp in enumerate(ranks[0][t]["P"]):
-                worst = max(worst, float(np.max(np.abs(kp - p[i]))))
+            for k in modes:
+                for i, kp in enumerate(ranks[0][t]["P"]):
+                    worst[k] = max(worst[k], float(np.max(np.abs(kp - p[k][i]))))
             checked += 1
         reduced = []
         for i, (name, n, wd) in enumerate(params):
@@ -139,28 +152,37 @@ def main():
             told_apart |= not np.array_equal(once, total)
             reduced.append(total)
         norm = np.sqrt(sum(float(np.sum(bf16_value(g).astype(np.float64) ** 2)) for g in reduced))
+        coeff = np.float32(1.0)
         if a.clip_grad > 0 and norm > a.clip_grad:
             coeff = np.float32(a.clip_grad / (norm + 1e-6))
-            reduced = [bf16_round(bf16_value(g) * coeff) for g in reduced]
+            clipped += 1
         step = t  # the optimizer started at iteration 1
         lr = np.float32(ranks[0][t]["L"])
         c1 = np.float32(1.0 / (1.0 - a.beta1**step))
         c2 = np.float32(1.0 / (1.0 - a.beta2**step))
         b1, b2, eps = np.float32(a.beta1), np.float32(a.beta2), np.float32(a.eps)
-        for i, (name, n, wd) in enumerate(params):
-            g = bf16_value(reduced[i])  # FusedAdam's exact upcast
-            m[i] = b1 * m[i] + (np.float32(1) - b1) * g
-            v[i] = b2 * v[i] + (np.float32(1) - b2) * g * g
-            decay = np.float32(a.weight_decay if wd else 0.0)
-            upd = (m[i] * c1) / (np.sqrt(v[i] * c2) + eps) + decay * p[i]
-            p[i] = (p[i] - lr * upd).astype(np.float32)
-    print(f"{checked} steps checked: reduced bf16 gradients bitwise equal; largest parameter difference {worst:.3g}")
+        for k in modes:
+            for i, (name, n, wd) in enumerate(params):
+                if k == "bf16":  # scaled as stored, then FusedAdam's exact upcast
+                    g = bf16_value(bf16_round(bf16_value(reduced[i]) * coeff))
+                else:  # scaled as an f32 copy
+                    g = (bf16_value(reduced[i]) * coeff).astype(np.float32)
+                m[k][i] = b1 * m[k][i] + (np.float32(1) - b1) * g
+                v[k][i] = b2 * v[k][i] + (np.float32(1) - b2) * g * g
+                decay = np.float32(a.weight_decay if wd else 0.0)
+                upd = (m[k][i] * c1) / (np.sqrt(v[k][i] * c2) + eps) + decay * p[k][i]
+                p[k][i] = (p[k][i] - lr * upd).astype(np.float32)
+    own, other = worst[modes[0]], worst[modes[1]]
+    print(f"{checked} steps checked ({clipped} clipped): reduced bf16 gradients bitwise equal; largest parameter "
+          f"difference {own:.3g} (clipping in {modes[1]} instead: {other:.3g})")
     if checked < 20:
         sys.exit(f"only {checked} steps to check; train 21 iterations")
     if not told_apart:
         sys.exit("fp32 accumulation gives the same bf16 gradients here: the check cannot tell them apart")
-    if worst > a.tolerance:
-        sys.exit(f"parameters differ from the reference by {worst:.3g} > {a.tolerance}")
+    if own > a.tolerance:
+        sys.exit(f"parameters differ from the reference by {own:.3g} > {a.tolerance}")
+    if other <= a.tolerance:
+        sys.exit(f"clipping in {modes[1]} is also within {a.tolerance} ({other:.3g}): the check cannot tell them apart")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 # its --mock-data branch, shrunk to a tiny model) train with kiln: the flags
 # that pick a Megatron implementation detail are accepted and listed in one
 # start-up info line (nothing per step), the outputs kiln lacks are warned
-# about once, --log-throughput adds Megatron's TFLOP/s/GPU; the flags asking for what kiln lacks (FP8, a decoupled LR,
-# bf16 gradient reduction, per-token loss) are each refused in one line.
+# about once, --log-throughput adds Megatron's TFLOP/s/GPU, --decoupled-lr, --grad-reduce-in-bf16 and
+# --calculate-per-token-loss train (their numerics: mpi_decoupled_lr.sh, mpi_bf16_main_grads.sh,
+# mpi_per_token_loss.sh); the flags asking for what kiln lacks (FP8) are each refused in one line.
 # Not here: --train-samples / --lr-*-samples and --load of a first launch
 # (other work); --train-iters and the iters flags stand in for them.
 set -euo pipefail
@@ -18,7 +19,8 @@ llama3=(--use-mcore-models --num-layers 2 --hidden-size 64 --ffn-hidden-size 224
   --apply-layernorm-1p --untie-embeddings-and-output-weights --disable-bias-linear --micro-batch-size 1
   --global-batch-size 2 --train-iters 2 --lr-decay-iters 2 --lr-warmup-iters 1 --lr 0.00015 --min-lr 0.00001
   --lr-decay-style cosine --clip-grad 1.0 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --bf16
-  --cross-entropy-loss-fusion --manual-gc --empty-unused-memory-level 1 --exit-duration-in-mins 235
+  --decoupled-lr 5.0e-4 --decoupled-min-lr 4.5e-5 --grad-reduce-in-bf16 --cross-entropy-loss-fusion
+  --calculate-per-token-loss --manual-gc --empty-unused-memory-level 1 --exit-duration-in-mins 235
   --tensor-model-parallel-size 1 --context-parallel-size 1 --sequence-parallel --use-distributed-optimizer
   --overlap-grad-reduce --overlap-param-gather --mock-data --tokenizer-type NullTokenizer --vocab-size 128256
   --data-cache-path "$tmp/dcache" --tiktoken-pattern v2 --split 99,1,0 --no-create-attention-mask-in-dataloader
@@ -73,9 +75,6 @@ refused() {
 refused '--fp8-format hybrid: kiln has no FP8 training' --fp8-format hybrid
 refused '--fp8-amax-history-len 1024: kiln has no FP8 training' --fp8-amax-history-len 1024
 refused '--fp8-param-gather: kiln has no FP8 training' --fp8-param-gather
-refused '--decoupled-lr 5.0e-4: kiln has one learning rate schedule' --decoupled-lr 5.0e-4
-refused '--grad-reduce-in-bf16: kiln all-reduces gradients in fp32' --grad-reduce-in-bf16
-refused '--calculate-per-token-loss: kiln averages the loss' --calculate-per-token-loss
 refused "--attention-backend fuse: not one of Megatron's choices" --attention-backend fuse
 refused '--context-parallel-size 2: kiln has no context parallelism' --context-parallel-size 2
 

@@ -15,7 +15,13 @@
 #      bf16(bf16(g0) + bf16(g1)): the same losses and parameters, exactly;
 #      also with --use-distributed-optimizer (bf16 reduce-scatter); a
 #      checkpoint resumes exactly (it holds no gradients);
-#   4. the combinations Megatron refuses are refused.
+#   4. the combinations Megatron refuses are refused;
+#   5. --grad-reduce-in-bf16 (NVIDIA's Llama-3 8B FP8 example): the same bf16
+#      accumulation and reduction, but the optimizer clips an f32 copy, one
+#      process and DP=2 against the reference's --clip-in f32 (which also
+#      checks that clipping in bf16 would be told apart), the distributed
+#      optimizer against one process; with
+#      --use-precision-aware-optimizer it is --main-grads-dtype bf16 exactly.
 set -euo pipefail
 kiln=$1
 source "$(dirname "$0")/../tools/mpi.sh"
@@ -71,4 +77,25 @@ refused "needs --bf16" --use-precision-aware-optimizer --main-grads-dtype bf16
 refused "needs --use-precision-aware-optimizer" --bf16 --main-grads-dtype bf16
 refused "ask for different gradient dtypes" "${bf16[@]}" --accumulate-allreduce-grads-in-fp32
 refused "give fp32 or bf16" --main-grads-dtype fp16
-echo "bf16 main gradients: reference, DP=2 and refusals pass"
+refused "grad-reduce-in-bf16 needs --bf16" --grad-reduce-in-bf16
+refused "ask for different gradient dtypes" --bf16 --grad-reduce-in-bf16 --accumulate-allreduce-grads-in-fp32
+
+# 5. --grad-reduce-in-bf16: bf16 sums, an f32 copy clipped in f32.
+reduce=(--bf16 --grad-reduce-in-bf16)
+mkdir "$tmp/r1" "$tmp/r2"
+KILN_TEST_DUMP_GRADIENTS="$tmp/r1" "$kiln" train "${common[@]}" "${reduce[@]}" --global-batch-size 8 \
+  --train-iters 21 >/dev/null
+"$py" "$ref" "$tmp/r1" --ranks 1 --clip-grad 0.5 --weight-decay 0.1 --clip-in f32
+KILN_TEST_DUMP_GRADIENTS="$tmp/r2" mpi 2 "$kiln" train "${common[@]}" "${reduce[@]}" --global-batch-size 8 \
+  --train-iters 21 >/dev/null
+"$py" "$ref" "$tmp/r2" --ranks 2 --clip-grad 0.5 --weight-decay 0.1 --clip-in f32
+# The distributed optimizer (not dumped) follows one process exactly, as in 3.
+"$kiln" train "${common[@]}" "${reduce[@]}" "${pair[@]}" --metrics-file "$tmp/g1.jsonl" >/dev/null
+mpi 2 "$kiln" train "${common[@]}" "${reduce[@]}" "${pair[@]}" --use-distributed-optimizer \
+  --metrics-file "$tmp/g2.jsonl" >/dev/null
+same_trajectory "$tmp/g1.jsonl" "$tmp/g2.jsonl" 10 "--grad-reduce-in-bf16 DP=2 distributed optimizer vs 1 process" 1e-12
+"$kiln" train "${common[@]}" "${reduce[@]}" --use-precision-aware-optimizer "${pair[@]}" \
+  --metrics-file "$tmp/p.jsonl" >/dev/null
+[ "$(losses "$tmp/a.jsonl")" = "$(losses "$tmp/p.jsonl")" ] ||
+  { echo "--grad-reduce-in-bf16 --use-precision-aware-optimizer differs from --main-grads-dtype bf16"; exit 1; }
+echo "bf16 main gradients and --grad-reduce-in-bf16: reference, DP=2 and refusals pass"

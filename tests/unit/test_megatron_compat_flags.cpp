@@ -116,9 +116,6 @@ TEST(MegatronCompatFlags, RefusedFlagsNameTheMissingFeature) {
   EXPECT_TRUE(has(check({"--fp8-param-gather"}), "FP8"));
   EXPECT_TRUE(has(check({"--num-experts", "8"}), "--num-experts 8: kiln has no mixture-of-experts (MoE) layers"));
   EXPECT_TRUE(has(check({"--moe-router-load-balancing-type", "aux_loss"}), "mixture-of-experts"));
-  EXPECT_TRUE(has(check({"--decoupled-lr", "5e-4"}), "one learning rate schedule"));
-  EXPECT_TRUE(has(check({"--grad-reduce-in-bf16"}), "all-reduces gradients in fp32"));
-  EXPECT_TRUE(has(check({"--calculate-per-token-loss"}), "per-token loss"));
 }
 
 TEST(MegatronCompatFlags, OutputsKilnLacksAreAcceptedButNotListedAsNoEffect) {

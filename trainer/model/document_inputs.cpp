@@ -22,7 +22,15 @@ DocumentInputs::DocumentInputs(const GptConfig& cfg, int32_t eod) : cfg_(cfg), e
   }
 }
 
-DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& tokens, bool with_rotary) const {
+int64_t DocumentInputs::kept_tokens(const std::vector<int32_t>& tokens) const {
+  if (!cfg_.eod_mask_loss) return static_cast<int64_t>(tokens.size());
+  int64_t kept = 0;
+  for (int32_t id : tokens) kept += id != eod_ ? 1 : 0;
+  return kept;
+}
+
+DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& tokens, bool with_rotary,
+                                               int64_t loss_tokens) const {
   const int64_t T = cfg_.seq_length, B = static_cast<int64_t>(tokens.size()) / T;
   Values v;
   v.starts.resize(tokens.size());
@@ -48,8 +56,7 @@ DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& token
     }
   }
   if (cfg_.eod_mask_loss) {
-    int64_t kept = 0;
-    for (int32_t id : tokens) kept += id != eod_ ? 1 : 0;
+    const int64_t kept = loss_tokens > 0 ? loss_tokens : kept_tokens(tokens);
     v.loss_weights.resize(tokens.size());
     for (size_t k = 0; k < tokens.size(); ++k)
       v.loss_weights[k] = tokens[k] != eod_ ? static_cast<float>(1.0 / static_cast<double>(kept)) : 0.0f;
@@ -57,9 +64,9 @@ DocumentInputs::Values DocumentInputs::compute(const std::vector<int32_t>& token
   return v;
 }
 
-void DocumentInputs::feed(graph::Executable& exe, const std::vector<int32_t>& tokens) const {
+void DocumentInputs::feed(graph::Executable& exe, const std::vector<int32_t>& tokens, int64_t loss_tokens) const {
   if (!uses_documents(cfg_)) return;
-  const Values v = compute(tokens, exe.graph().find_input(kDocumentRotaryCosInput) != nullptr);
+  const Values v = compute(tokens, exe.graph().find_input(kDocumentRotaryCosInput) != nullptr, loss_tokens);
   auto write = [&](const char* port, const auto& values) {
     if (exe.graph().find_input(port) != nullptr)
       exe.buffer(port)->write(values.data(), values.size() * sizeof(values[0]));

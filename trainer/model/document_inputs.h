@@ -44,10 +44,16 @@ class DocumentInputs {
   // From the input tokens [B, T] of one micro-batch (before any
   // tensor-parallel sharding of their ids); the rotary tables, B * T rows
   // where the rest is B * T values, only `with_rotary`.
-  Values compute(const std::vector<int32_t>& tokens, bool with_rotary = true) const;
+  // The loss weights divide by loss_tokens when it is positive (the global
+  // batch's kept tokens, --calculate-per-token-loss), else by the
+  // micro-batch's own kept tokens.
+  Values compute(const std::vector<int32_t>& tokens, bool with_rotary = true, int64_t loss_tokens = 0) const;
   // Writes those of the values that `exe` declares as inputs (a pipeline
   // stage without attention layers computes no rotary tables).
-  void feed(graph::Executable& exe, const std::vector<int32_t>& tokens) const;
+  void feed(graph::Executable& exe, const std::vector<int32_t>& tokens, int64_t loss_tokens = 0) const;
+  // The tokens of a micro-batch that count towards the loss (inputs other
+  // than EOD under --eod-mask-loss).
+  int64_t kept_tokens(const std::vector<int32_t>& tokens) const;
 
  private:
   GptConfig cfg_;

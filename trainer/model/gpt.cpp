@@ -165,7 +165,10 @@ std::vector<ParamSpec> gpt_parameters(const GptConfig& c) {
   }
   add_norm("decoder.final_layernorm", C);
   if (c.untie_embeddings_and_output_weights) add("output_layer.weight", {c.vocab_size, C}, Init::Normal, true, kRows);
-  for (size_t i = 0; i < p.size(); ++i) p[i].init_stream = i;
+  for (size_t i = 0; i < p.size(); ++i) {
+    p[i].init_stream = i;
+    p[i].embedding_or_output = p[i].name == "embedding.word_embeddings.weight" || p[i].name == "output_layer.weight";
+  }
   if (!c.is_pipeline_stage() && c.first_layer == 0 && c.end_layer < 0) return p;
   std::vector<ParamSpec> stage;
   for (ParamSpec& s : p)

@@ -95,6 +95,14 @@ struct TrainingChoices {
   // f32, or bf16, into which each micro-batch's f32 gradient is added and
   // rounded (docs/MIXED_PRECISION.md, "bf16 main gradients").
   kiln_dtype grad_dtype = KILN_F32;
+  // With bf16 grad_dtype: the clip factor scales the bf16 accumulators as
+  // stored, the product rounded to bf16 (the precision-aware optimizer,
+  // ADAMW_CLIP), or the optimizer widens them first and clips in f32
+  // (--grad-reduce-in-bf16 alone: Megatron's `main_grad.float()` copy).
+  bool clip_stored_gradients = true;
+  // The optimizer step takes the clip factor as an input of its own
+  // ("clip", ADAMW_CLIP) instead of inside AdamW's grad_scale.
+  bool clips_apart() const { return grad_dtype != KILN_F32 && clip_stored_gradients; }
   // --apply-query-key-layer-scaling, which applies with a 16-bit compute
   // dtype only: layer l's attention scores are stored divided by l and
   // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's
@@ -165,6 +173,10 @@ struct ParamSpec {
   // The parameter's index in the whole model's list: its initialisation
   // stream, so a pipeline stage draws the same values as one process.
   uint64_t init_stream = 0;
+  // The word embedding (each stage's copy of a tied one) and the untied
+  // output layer: Megatron's is_embedding_or_output_parameter, the
+  // parameters --decoupled-lr schedules.
+  bool embedding_or_output = false;
 };
 
 // Every parameter of cfg's pipeline stage (the whole model by default), with

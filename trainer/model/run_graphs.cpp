@@ -19,7 +19,7 @@ RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at) {
 RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& model) {
   const int64_t B = cfg.micro_batch_size;
   AdamWConfig adam{static_cast<float>(cfg.adam_beta1), static_cast<float>(cfg.adam_beta2),
-                   static_cast<float>(cfg.adam_eps)};
+                   static_cast<float>(cfg.adam_eps), cfg.decouples_lr()};
   const bool expose = gradient_dump_requested();
   RunGraphs g{build_train_step(model, B, GradMode::Overwrite, expose),
               std::nullopt,

@@ -93,7 +93,11 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode, bool expo
       if (cfg.grad_dtype != KILN_F32) sum = g.cast(sum, cfg.grad_dtype);
     }
     g.output(updated(acc), sum, acc);
-    if (expose_gradients) g.output(micro_grad_name(specs[i].name), grads[i]);
+    // A port needs a value of its own: where the accumulator's output is the
+    // gradient itself (f32, the first micro-batch) the dump reads an exact
+    // copy (x 1).
+    if (expose_gradients)
+      g.output(micro_grad_name(specs[i].name), sum == grads[i] ? g.scale(grads[i], 1.0f) : grads[i]);
   }
   // Each sum runs right after its gradient is made, in that layer's
   // backward unit: the layer's gradients are final when its piece ends.
@@ -191,43 +195,57 @@ namespace {
 // (multi_tensor_scale: an f32 product, stored in bf16), then widened,
 // exactly, as TE's FusedAdam reads a bf16 gradient, all inside the kernel,
 // so no f32 copy of the gradient exists. grad_scale then divides out the
-// micro-batch and rank count (and no clip factor).
+// micro-batch and rank count (and no clip factor). With --grad-reduce-in-bf16
+// alone the optimizer reads an f32 copy (a CAST) and clips it in f32 inside
+// grad_scale, as Megatron's `main_param.grad = main_grad.float()`.
 void adamw_of(Graph& g, const GptConfig& cfg, const AdamWConfig& adam, const ParamSpec& s,
               const std::string& param_port, const std::string& grad_port, ValueId hp, const graph::Shape& shape) {
   ValueId p = g.input(param_port, KILN_F32, shape);
   ValueId grad = g.input(grad_port, cfg.grad_dtype, shape);
   ValueId m = g.input(exp_avg_name(s.name), KILN_F32, shape);
   ValueId v = g.input(exp_avg_sq_name(s.name), KILN_F32, shape);
-  const std::vector<ValueId> out = cfg.grad_dtype == KILN_F32
-                                       ? g.adamw(p, grad, m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay)
-                                       : g.adamw_clip(p, grad, m, v, hp, g.find_input(kClipInput)->value, adam.beta1,
-                                                      adam.beta2, adam.eps, s.weight_decay);
+  const std::vector<ValueId> out =
+      cfg.clips_apart() ? g.adamw_clip(p, grad, m, v, hp, g.find_input(kClipInput)->value, adam.beta1, adam.beta2,
+                                       adam.eps, s.weight_decay)
+                        : g.adamw(p, widened(g, grad), m, v, hp, adam.beta1, adam.beta2, adam.eps, s.weight_decay);
   g.output(updated(param_port), out[0], param_port);
   g.output(updated(exp_avg_name(s.name)), out[1], exp_avg_name(s.name));
   g.output(updated(exp_avg_sq_name(s.name)), out[2], exp_avg_sq_name(s.name));
 }
+
+// The optimizer graph's shared inputs, and which hyper-parameters a parameter reads.
+struct OptimizerInputs {
+  ValueId hparams = -1, decoupled = -1;
+  OptimizerInputs(Graph& g, const GptConfig& cfg, const AdamWConfig& adam) {
+    hparams = g.input("hparams", KILN_F32, {5});
+    if (cfg.clips_apart()) g.input(kClipInput, KILN_F32, {1});
+    const std::vector<ParamSpec> specs = gpt_parameters(cfg);
+    // A middle pipeline stage holds neither, and gets no such input.
+    if (adam.decoupled_lr &&
+        std::any_of(specs.begin(), specs.end(), [](const ParamSpec& s) { return s.embedding_or_output; }))
+      decoupled = g.input(kDecoupledHparamsInput, KILN_F32, {5});
+  }
+  ValueId of(const ParamSpec& s) const { return s.embedding_or_output && decoupled >= 0 ? decoupled : hparams; }
+};
 }  // namespace
 
 Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam) {
   Graph g;
-  ValueId hp = g.input("hparams", KILN_F32, {5});
-  if (cfg.grad_dtype != KILN_F32) g.input(kClipInput, KILN_F32, {1});
-  std::vector<ParamSpec> specs = gpt_parameters(cfg);
-  for (const auto& s : specs) {
+  const OptimizerInputs in(g, cfg, adam);
+  for (const auto& s : gpt_parameters(cfg)) {
     g.set_unit(parameter_unit(s));
-    adamw_of(g, cfg, adam, s, s.name, grad_name(s.name), hp, s.shape);
+    adamw_of(g, cfg, adam, s, s.name, grad_name(s.name), in.of(s), s.shape);
   }
   return g;
 }
 
 Graph build_sharded_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam, int64_t data_parallel) {
   Graph g;
-  ValueId hp = g.input("hparams", KILN_F32, {5});
-  if (cfg.grad_dtype != KILN_F32) g.input(kClipInput, KILN_F32, {1});
+  const OptimizerInputs in(g, cfg, adam);
   for (const auto& s : gpt_parameters(cfg)) {
     g.set_unit(parameter_unit(s));
     const graph::Shape part = {shard_elements(graph::numel(s.shape), data_parallel)};
-    adamw_of(g, cfg, adam, s, main_param_name(s.name), grad_shard_name(s.name), hp, part);
+    adamw_of(g, cfg, adam, s, main_param_name(s.name), grad_shard_name(s.name), in.of(s), part);
   }
   return g;
 }

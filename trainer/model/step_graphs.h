@@ -21,6 +21,9 @@ struct AdamWConfig {
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
+  // --decoupled-lr: the embedding and output parameters read their
+  // hyper-parameters from kDecoupledHparamsInput (its own lr) instead.
+  bool decoupled_lr = false;
 };
 
 inline std::string grad_name(const std::string& p) { return "grad." + p; }
@@ -85,9 +88,13 @@ graph::Graph build_grad_norm(const GptConfig& cfg);
 
 // AdamW on every parameter with hyper-parameters from the "hparams" input
 // ({lr, weight_decay, 1/(1-b1^t), 1/(1-b2^t), grad_scale}). With bf16
-// gradients (cfg.grad_dtype) also "clip" [1], the clip factor applied to
-// the bf16 gradients before AdamW reads them (grad_scale then leaves it out).
+// gradients clipped as stored (cfg.clips_apart()) also "clip" [1], the clip
+// factor applied to the bf16 gradients before AdamW reads them (grad_scale
+// then leaves it out).
 inline constexpr const char* kClipInput = "clip";
+// With AdamWConfig::decoupled_lr: the same five values with the decoupled
+// schedule's lr, for the parameters with ParamSpec::embedding_or_output.
+inline constexpr const char* kDecoupledHparamsInput = "hparams.decoupled";
 graph::Graph build_optimizer_step(const GptConfig& cfg, const AdamWConfig& adam);
 
 // The same on one data-parallel rank's part of every parameter (the ports

@@ -31,6 +31,7 @@ std::string format_iteration(const IterationLog& l) {
   if (l.tflops_per_gpu) s += printf_string(" throughput per GPU (TFLOP/s/GPU): %.1f |", *l.tflops_per_gpu);
   s += printf_string(" throughput (tokens/s): %.1f |", l.tokens_per_second);
   s += printf_string(" learning rate: %.6E |", l.learning_rate);
+  if (l.decoupled_learning_rate) s += printf_string(" decoupled learning rate: %.6E |", *l.decoupled_learning_rate);
   s += printf_string(" global batch size: %5ld |", static_cast<long>(l.global_batch_size));
   if (l.lm_loss) s += printf_string(" lm loss: %.6E |", *l.lm_loss);
   if (l.loss_scale) s += printf_string(" loss scale: %.1f |", *l.loss_scale);
@@ -48,6 +49,7 @@ nlohmann::json iteration_json(const IterationLog& l) {
                       {"learning_rate", l.learning_rate},
                       {"global_batch_size", l.global_batch_size}};
   if (l.tflops_per_gpu) j["tflops_per_gpu"] = *l.tflops_per_gpu;
+  if (l.decoupled_learning_rate) j["decoupled_learning_rate"] = *l.decoupled_learning_rate;
   if (l.lm_loss) j["lm_loss"] = *l.lm_loss;
   if (l.loss_scale) j["loss_scale"] = *l.loss_scale;
   if (l.grad_norm) j["grad_norm"] = *l.grad_norm;

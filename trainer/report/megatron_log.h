@@ -19,6 +19,7 @@ struct IterationLog {
   // --log-throughput: Megatron's model TFLOP/s per GPU (report/model_flops.h).
   std::optional<double> tflops_per_gpu;
   double learning_rate = 0;
+  std::optional<double> decoupled_learning_rate;  // --decoupled-lr
   int64_t global_batch_size = 0;
   // Absent when every iteration of the interval was skipped: Megatron then
   // leaves the fields out, and a 0 would read as a perfect loss.

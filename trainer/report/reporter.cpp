@@ -37,6 +37,7 @@ void Reporter::log(const StepResult& step) {
     line.tflops_per_gpu = megatron_tflops_per_gpu(megatron_iteration_flops(cfg.model, step.global_batch),
                                                   line.ms_per_iteration / 1000.0, run_.comm.size());
   line.learning_rate = step.lr;
+  if (step.decoupled_lr >= 0) line.decoupled_learning_rate = step.decoupled_lr;
   line.global_batch_size = step.global_batch;  // Megatron's: the logged step's
   line.lm_loss = stats_.mean_loss();
   line.grad_norm = stats_.mean_norm();

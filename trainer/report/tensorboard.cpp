@@ -132,6 +132,7 @@ void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t
 void TensorBoardWriter::add_iteration(const IterationLog& l) {
   if (l.lm_loss) add_scalar("lm loss", *l.lm_loss, l.iteration);
   add_scalar("learning-rate", l.learning_rate, l.iteration);
+  if (l.decoupled_learning_rate) add_scalar("decoupled-learning-rate", *l.decoupled_learning_rate, l.iteration);
   if (l.grad_norm) add_scalar("grad-norm", *l.grad_norm, l.iteration);
   if (l.loss_scale) add_scalar("loss-scale", *l.loss_scale, l.iteration);  // Megatron's tag (--bf16/--fp16 runs)
   add_scalar("throughput/tokens-per-sec", l.tokens_per_second, l.iteration);
