@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kiln/fp8.h"
 #include "kiln/half.h"
 #include "kiln/ir.h"
 #include "kiln/plugin.h"
