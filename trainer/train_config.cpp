@@ -598,12 +598,18 @@ void TrainConfig::load_tokenizer(const Flags& f) {
     if (!f.given("--vocab-size"))
       throw Error("--tokenizer-type NullTokenizer needs --vocab-size N, as Megatron (ids 0..N-1, EOD = N)");
     tokenizer_spec.vocab_size = model.vocab_size;
-  } else if (f.given("--vocab-size")) {
-    throw Error("--vocab-size is taken from --tokenizer-type " + tokenizer_spec.type +
-                " (padded to a multiple of --make-vocab-size-divisible-by); drop --vocab-size");
   }
   if (make_vocab_size_divisible_by <= 0) throw Error("--make-vocab-size-divisible-by must be positive");
+  const int64_t flag_vocab = model.vocab_size;
   tokenizer = data::load_tokenizer(tokenizer_spec);
+  // Megatron builds the model from the tokenizer's own vocabulary and reads
+  // --vocab-size for NullTokenizer only; launch scripts pass it anyway
+  // (NVIDIA's Llama-3 8B example, for both its data branches).
+  if (tokenizer_spec.type != "NullTokenizer" && f.given("--vocab-size") && flag_vocab != tokenizer->vocab_size())
+    logger().warn(
+        "--vocab-size {} ignored: the vocabulary is --tokenizer-type {}'s {} ids (padded to a multiple of "
+        "--make-vocab-size-divisible-by), as in Megatron",
+        flag_vocab, tokenizer_spec.type, tokenizer->vocab_size());
   // Megatron's _vocab_size_with_padding.
   const int64_t multiple = make_vocab_size_divisible_by * tensor_model_parallel_size;
   model.vocab_size = (tokenizer->vocab_size() + multiple - 1) / multiple * multiple;

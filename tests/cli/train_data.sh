@@ -98,7 +98,11 @@ train_error() {
 train_error 'needs --tokenizer-type \(GPT2BPETokenizer' --data-path "$tmp/ts_text_document"
 train_error 'needs --vocab-file' --data-path "$tmp/ts_text_document" --tokenizer-type GPT2BPETokenizer
 train_error 'ts_nope.idx does not exist' --data-path "$tmp/ts_nope" "${tok[@]}"
-train_error '--vocab-size is taken from --tokenizer-type GPT2BPETokenizer' "${data[@]}" --vocab-size 1000
 train_error 'mixes weighted and unweighted' --data-path 0.5 "$tmp/ts_text_document" "$tmp/ts_text_document" 0.5 "${tok[@]}"
 train_error 'only apply with --data-path' "${tok[@]}"
+# --vocab-size beside a tokenizer with its own vocabulary: Megatron ignores it; kiln says so.
+"$kiln" train "${data[@]}" "${model[@]}" --train-iters 3 --vocab-size 1000 >/dev/null 2>"$tmp/err" ||
+  { cat "$tmp/err"; exit 1; }
+grep -q "warning\] --vocab-size 1000 ignored: the vocabulary is --tokenizer-type GPT2BPETokenizer's 50257 ids" \
+  "$tmp/err" || { echo "no --vocab-size warning:"; cat "$tmp/err"; exit 1; }
 echo "train_data: ok"

@@ -89,6 +89,9 @@ TEST(GptDataset, SplitParsingAndBoundariesMatchMegatron) {
   EXPECT_THROW(parse_split("90,-10"), kiln::Error);
   EXPECT_EQ(bounds("90/10", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
   EXPECT_EQ(bounds("90, 10", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
+  // The quotes NVIDIA's Llama-3 8B example leaves in the value, as Megatron reads them.
+  EXPECT_EQ(bounds("'90,10'", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
+  EXPECT_EQ(bounds("\"90,10,0\"", 10), (P{{0, 9}, {9, 10}, {-1, -1}}));
 }
 
 // Issue 13 item 20: "1e-9" was called a negative proportion (Megatron's
@@ -106,6 +109,7 @@ TEST(GptDataset, SplitNamesTheTokenItCannotRead) {
             "--split '100,1e-9,0': '1e-9' is not a proportion; write non-negative numbers with digits and a dot only "
             "(Megatron reads nothing else), e.g. --split 969,30,1");
   EXPECT_NE(message("90,-10").find("'-10' is not a proportion"), std::string::npos);
+  EXPECT_NE(message("'90,1e-3'").find("'1e-3' is not a proportion"), std::string::npos);
 }
 
 TEST(GptDataset, IndicesEqualMegatronsForAMultiEpochSplit) {

@@ -99,15 +99,19 @@ int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x
 
 std::vector<double> parse_split(const std::string& split) {
   // Megatron takes every run of [.0-9] as a number; anything else separates.
+  // Only separators may stand between numbers: Megatron would read "1e-9" as
+  // the numbers 1 and 9, and "-5" as 5, silently. Quotes count as
+  // separators: a launch script's word splitting leaves them in the value
+  // (NVIDIA's Llama-3 8B example passes "--split '99,1,0'" through an
+  // unquoted array), and Megatron reads the numbers between them.
+  const auto separates = [](char c) { return c == ',' || c == '/' || c == ' ' || c == '\'' || c == '"'; };
   std::vector<double> v;
   for (size_t i = 0; i < split.size();) {
     if (!(std::isdigit(static_cast<unsigned char>(split[i])) || split[i] == '.')) {
-      // Only separators may stand between numbers: Megatron would read
-      // "1e-9" as the numbers 1 and 9, and "-5" as 5, silently.
-      if (split[i] != ',' && split[i] != '/' && split[i] != ' ') {
+      if (!separates(split[i])) {
         size_t b = i, e = i;
-        while (b > 0 && split[b - 1] != ',' && split[b - 1] != '/' && split[b - 1] != ' ') --b;
-        while (e < split.size() && split[e] != ',' && split[e] != '/' && split[e] != ' ') ++e;
+        while (b > 0 && !separates(split[b - 1])) --b;
+        while (e < split.size() && !separates(split[e])) ++e;
         throw Error("--split '" + split + "': '" + split.substr(b, e - b) +
                     "' is not a proportion; write non-negative numbers with digits and a dot only (Megatron "
                     "reads nothing else), e.g. --split 969,30,1");
