@@ -16,7 +16,7 @@ tokenizer=$(cd "$(dirname "$0")/../data/tokenizers/llama3_style" && pwd)  # a Ll
 model_training=(--use-mcore-models --num-layers 2 --hidden-size 64 --ffn-hidden-size 224 --num-attention-heads 4
   --group-query-attention --num-query-groups 2 --kv-channels 16 --seq-length 32 --max-position-embeddings 32
   --position-embedding-type rope --rotary-base 1000000 --rotary-percent 1.0 --attention-dropout 0.0
-  --hidden-dropout 0.0 --swiglu --normalization RMSNorm --init-method-std 0.0134 --attention-backend fused
+  --hidden-dropout 0.0 --swiglu --init-method-std 0.0134 --attention-backend fused
   --apply-layernorm-1p --untie-embeddings-and-output-weights --disable-bias-linear --micro-batch-size 1
   --global-batch-size 2 --train-samples 4 --lr-decay-samples 4 --lr-warmup-samples 2 --lr 0.00015 --min-lr 0.00001
   --lr-decay-style cosine --clip-grad 1.0 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --bf16
