@@ -9,8 +9,8 @@
 #   2. the logged rates (the Megatron line's "decoupled learning rate" and
 #      the metrics file) are Megatron's OptimizerParamScheduler.get_lr for
 #      each group's max_lr and min_lr, computed here in Python;
-#   3. PP=2 with a tied embedding (each stage's copy on the decoupled rate)
-#      follows one process;
+#   3. PP=2 with a tied embedding (each stage's copy on the decoupled rate),
+#      DP=2 with the distributed optimizer and TP=2 follow one process;
 #   4. refusals, one line each.
 set -euo pipefail
 kiln=$1
@@ -81,6 +81,12 @@ pp=(--lr 1e-2 --min-lr 1e-3 --decoupled-lr 3e-2 --num-layers 2)
 mpi 2 "$kiln" train "${common[@]}" "${pp[@]}" --pipeline-model-parallel-size 2 --metrics-file "$tmp/pp2.jsonl" \
   >/dev/null
 same_trajectory "$tmp/one.jsonl" "$tmp/pp2.jsonl" 8 "--decoupled-lr PP=2 vs 1 process"
+# The distributed optimizer (each rank's shard of the embedding on the decoupled rate) and TP=2 (its rows).
+mpi 2 "$kiln" train "${common[@]}" "${pp[@]}" --use-distributed-optimizer --metrics-file "$tmp/dp2.jsonl" >/dev/null
+same_trajectory "$tmp/one.jsonl" "$tmp/dp2.jsonl" 8 "--decoupled-lr DP=2 distributed optimizer vs 1 process"
+mpi 2 "$kiln" train "${common[@]}" "${pp[@]}" --tensor-model-parallel-size 2 --metrics-file "$tmp/tp2.jsonl" \
+  >/dev/null
+same_trajectory "$tmp/one.jsonl" "$tmp/tp2.jsonl" 8 "--decoupled-lr TP=2 vs 1 process"
 # The decoupled rate changes the run (else the comparison says nothing about it).
 "$kiln" train "${common[@]}" --lr 1e-2 --min-lr 1e-3 --metrics-file "$tmp/plain.jsonl" >/dev/null
 [ "$(losses "$tmp/one.jsonl" | tail -1)" != "$(losses "$tmp/plain.jsonl" | tail -1)" ] ||
