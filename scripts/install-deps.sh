@@ -29,7 +29,7 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   # Engineering checks (docs/CONTRIBUTING.md): clang-14 + libFuzzer runtime for
-  # the fuzz preset, clang-format/clang-tidy 14 for the format and lint checks.
+  # the asan preset, clang-format/clang-tidy 14 for the format and lint checks.
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
   # The CPU devices the tests run on: PoCL (OpenCL) and Mesa's lavapipe
   # (Vulkan), with clinfo and vulkan-tools to see what the loaders find.

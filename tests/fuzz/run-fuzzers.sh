@@ -5,16 +5,20 @@
 #
 #   tests/fuzz/run-fuzzers.sh [BUILD_DIR] [SECONDS_PER_TARGET] [TARGET...]
 #
-# BUILD_DIR is a fuzz-preset build (default build-fuzz), SECONDS_PER_TARGET
+# BUILD_DIR is an asan-preset build (default build-asan; KILN_FUZZ=ON), SECONDS_PER_TARGET
 # defaults to 60, TARGETs to all of them. Exit status 1 if any target failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:-build-fuzz}" && pwd)
+build=$(cd "${1:-build-asan}" && pwd)
 secs=${2:-60}
 shift $(( $# > 2 ? 2 : $# ))
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(ir mmidx safetensors checkpoint_meta jsonl cache_entry)
 parallel=${KILN_FUZZ_JOBS:-2}
+if ! grep -q '^KILN_FUZZ:BOOL=ON$' "$build/CMakeCache.txt" 2> /dev/null; then
+  echo "fuzz: $build is not a libFuzzer build (KILN_FUZZ=ON); cmake --preset asan makes one in build-asan" >&2
+  exit 2
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

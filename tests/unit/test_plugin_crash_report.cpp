@@ -122,7 +122,13 @@ TEST(PluginCrashReport, LongPathsAreCutToOneLine) {
 
 // Under ASan its own fatal-signal handler, installed before kiln's, reports
 // and exits 1 before kiln's one-line report and re-raise can be checked.
-#if defined(__SANITIZE_ADDRESS__)
+// GCC says ASan with __SANITIZE_ADDRESS__, clang with __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_BUILT_WITH_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(KILN_BUILT_WITH_ASAN)
 #define KILN_SKIP_UNDER_ASAN() GTEST_SKIP() << "ASan's fatal-signal handler runs before kiln's report"
 #else
 #define KILN_SKIP_UNDER_ASAN() (void)0
