@@ -26,22 +26,11 @@
 #include "kiln/ir_decode.hpp"
 #include "kiln/ops.h"
 #include "kiln/plugin.h"
-
-#ifndef KILN_TEST_CPU_PLUGIN
-#error "KILN_TEST_CPU_PLUGIN must name the cpu plugin file"
-#endif
+#include "real_cpu_plugin.h"
 
 namespace {
 
-const kiln_plugin_api* real_api() {
-  static const kiln_plugin_api* api = [] {
-    void* lib = dlopen(KILN_TEST_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return static_cast<const kiln_plugin_api*>(nullptr);
-    auto get = reinterpret_cast<kiln_plugin_get_api_fn>(dlsym(lib, KILN_PLUGIN_GET_API_SYMBOL));
-    return get ? get() : nullptr;
-  }();
-  return api;
-}
+const kiln_plugin_api* real_api() { return kiln_test::real_cpu_api(); }
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -130,12 +119,8 @@ kiln_error* execute(kiln_execute_args* args) {
 
 extern "C" __attribute__((visibility("default"))) const kiln_plugin_api* kiln_plugin_get_api(void) {
   static kiln_plugin_api table = [] {
-    kiln_plugin_api t{};
-    const kiln_plugin_api* real = real_api();
-    if (!real) return t;  // struct_size 0: the loader skips us with a reason
-    std::memcpy(&t, real, std::min(sizeof(t), real->struct_size));
-    t.struct_size = sizeof(t);
-    t.name = "execfaults";
+    kiln_plugin_api t = kiln_test::real_cpu_table("execfaults");
+    if (t.struct_size == 0) return t;
     t.compiler_version = compiler_version;
     t.compile = compile;
     t.executable_bytes_free = executable_bytes_free;
