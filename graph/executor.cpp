@@ -73,6 +73,21 @@ bool plugin_runs(const Plugin& plugin, const Graph& g, const Node& n) {
   return plugin.supports(n.op);
 }
 
+// Whether the executor can resolve RESHAPE node `n` as a view instead of
+// sending it to a device: its output is no port (a port has a buffer of its
+// own), and its input is not an input port that an output updates in place
+// (the view would see the update).
+bool host_aliasable(const Graph& g, const Node& n) {
+  if (n.op != KILN_OP_RESHAPE) return false;
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  for (const Port& p : g.outputs()) {
+    if (p.value == y) return false;
+    const Port* updated = p.updates.empty() ? nullptr : g.find_input(p.updates);
+    if (updated != nullptr && updated->value == x) return false;
+  }
+  return true;
+}
+
 // The caller's graph, pruned, without tensor parallelism's forward copies
 // (graph/passes.h), with the composites the primary backend does not list
 // but runs every piece of expanded into those pieces (graph/decompose.h)
@@ -122,7 +137,23 @@ std::vector<int> Executable::place_nodes() const {
       if (known == 0) known = plugin.supports(op) ? 1 : 2;
       runs = known == 1;
     }
-    if (!runs) device_of[i] = kFallbackDevice;
+    // A RESHAPE the backend lacks would cut the graph twice and copy the
+    // bytes on the fallback; as a view it costs nothing.
+    if (!runs) device_of[i] = host_aliasable(graph_, nodes[i]) ? kHostAlias : kFallbackDevice;
+  }
+  // Between fallback nodes only, a RESHAPE stays with them: inside their
+  // piece it is already a view (the memory plan's arena alias), and as a
+  // host alias it would cut that piece in two.
+  std::vector<std::vector<int>> readers(graph_.values().size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (ValueId v : nodes[i].inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (device_of[i] != kHostAlias) continue;
+    const int producer = graph_.value(nodes[i].inputs[0]).producer;
+    bool among_fallback = producer >= 0 && device_of[static_cast<size_t>(producer)] == kFallbackDevice;
+    for (int r : readers[static_cast<size_t>(nodes[i].outputs[0])])
+      among_fallback = among_fallback && device_of[static_cast<size_t>(r)] == kFallbackDevice;
+    if (among_fallback) device_of[i] = kFallbackDevice;
   }
   return device_of;
 }
@@ -134,10 +165,12 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
   segments_.clear();
   steps_.clear();
   port_bindings_.clear();
+  viewed_.clear();
 
   std::map<kiln_op, int64_t> missing;  // op -> its nodes on the fallback
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (device_of[i] == kHostCollective) ++split_.collectives;
+    if (device_of[i] == kHostAlias) ++split_.aliases;
     if (device_of[i] == kFallbackDevice) ++missing[nodes[i].op];
   }
   for (const auto& [op, count] : missing) {
@@ -150,7 +183,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
   const bool by_unit = has_several_units(graph_) && cut_into_units(device_.properties());
   std::vector<Segment> segments;
   std::vector<SegmentGraph> pieces;
-  if (missing.empty() && split_.collectives == 0 && !by_unit) {
+  if (missing.empty() && split_.collectives == 0 && split_.aliases == 0 && !by_unit) {
     // The common case: one piece, exactly the caller's graph.
     Segment all{0, {}};
     for (size_t i = 0; i < nodes.size(); ++i) all.nodes.push_back(static_cast<int>(i));
@@ -198,7 +231,7 @@ bool Executable::build(std::vector<int>& device_of, FallbackDevice* fallback, co
     segment_kinds_.push_back(several_units ? segment_kind(graph_, segment) : nullptr);
   for (size_t s = 0; s < pieces.size(); ++s) {
     const int where = segments[s].device;
-    if (where == kHostCollective) {
+    if (where == kHostCollective || where == kHostAlias) {
       segments_.push_back(nullptr);
       continue;
     }
@@ -314,6 +347,20 @@ void Executable::plan_steps(const std::vector<SegmentGraph>& pieces, const std::
   };
 
   for (size_t s = 0; s < pieces.size(); ++s) {
+    if (segments[s].device == kHostAlias) {
+      // A view: the output is read wherever (and however) the input can be.
+      for (int i : segments[s].nodes) {
+        const Node& node = graph_.nodes()[static_cast<size_t>(i)];
+        const ValueId x = node.inputs.at(0), y = node.outputs.at(0);
+        const auto& from = at[static_cast<size_t>(x)];
+        if (empty(from[0]) && empty(from[1]))
+          throw Error(fmt::format("graph split: value %{} is viewed before it is made", x));
+        at[static_cast<size_t>(y)] = from;
+        viewed_[y] = x;
+        if (made_for_primary.count(x) > 0) made_for_primary.insert(y);
+      }
+      continue;
+    }
     if (segments[s].device == kHostCollective) {
       // Each collective reads its input where it was made (a device buffer)
       // and writes the result to a buffer on the primary device.
@@ -430,6 +477,10 @@ void Executable::find_final_writers(const std::vector<SegmentGraph>& pieces) {
 void Executable::find_first_readers(const std::vector<SegmentGraph>& pieces) {
   std::map<ValueId, std::string> input_of;
   for (const Port& p : graph_.inputs()) input_of[p.value] = p.name;
+  // A view of an input port reads that port (viewed_ is in graph order, so
+  // a view of a view finds its port already mapped).
+  for (const auto& [view, viewed] : viewed_)
+    if (const auto it = input_of.find(viewed); it != input_of.end()) input_of[view] = it->second;
   std::set<std::string> seen;
   first_read_before_.assign(steps_.size(), {});
   auto reads = [&](size_t i, const std::string& port) {

@@ -6,7 +6,9 @@
 // partition.h): the ops the backend lacks run on the fallback device the
 // caller passes (core/fallback_device.h, the cpu backend), and the values
 // crossing between the two devices are copied through host memory at the
-// segment boundaries.
+// segment boundaries. A RESHAPE the backend lacks runs nowhere: the
+// executor passes its input's buffer on as its output, a view of the same
+// bytes.
 //
 // Collective nodes (ALL_REDUCE, ALL_GATHER, ...) are cut out the same way: the executor runs
 // them on the host between the compiled pieces, over the process groups the
@@ -42,6 +44,7 @@ struct ExecutionSplit {
   int64_t primary_nodes = 0;
   int64_t fallback_nodes = 0;
   int64_t collectives = 0;                 // ALL_REDUCE nodes, run by the host
+  int64_t aliases = 0;                     // RESHAPEs the primary lacks, resolved as views (no copy)
   int64_t segments = 0;                    // compiled pieces, run in order
   uint64_t bytes_per_run = 0;              // copied between the devices by each run()
   uint64_t bytes_shared = 0;               // shared in host memory instead (ABI 1.5), per run
@@ -153,6 +156,7 @@ class Executable {
   std::vector<std::vector<std::string>> final_after_;        // per step: the output ports it writes last
   std::vector<std::vector<std::string>> first_read_before_;  // per step: the input ports it reads first
   std::vector<PortBinding> port_bindings_;
+  std::map<ValueId, ValueId> viewed_;                           // a host alias's output -> its input
   std::map<std::string, std::shared_ptr<DeviceBuffer>> ports_;  // by input or plain output name
   bool ports_dirty_ = true;
   // The fallback shares the primary's host memory instead of copying (both

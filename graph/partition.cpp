@@ -40,8 +40,10 @@ std::vector<Segment> partition(const Graph& g, const std::vector<int>& device_of
 
   // List scheduling: keep taking ready nodes of the current device (lowest
   // original index first, so a one-device graph keeps its order) and switch
-  // devices only when the current one has nothing ready, to the device whose
-  // next ready node comes first in the original order.
+  // devices only when the current one has nothing ready: first to the host
+  // aliases that are ready (they cost nothing, and may be what the current
+  // device waits for), else to the device whose next ready node comes first
+  // in the original order.
   using MinHeap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
   std::vector<MinHeap> ready(static_cast<size_t>(kMaxDevices));
   auto queue_of = [&](int node) -> MinHeap& {
@@ -55,8 +57,8 @@ std::vector<Segment> partition(const Graph& g, const std::vector<int>& device_of
   int current = -1;
   for (size_t scheduled = 0; scheduled < n; ++scheduled) {
     if (current < 0 || ready[static_cast<size_t>(current)].empty()) {
-      int next = -1;
-      for (int d = 0; d < kMaxDevices; ++d)
+      int next = ready[static_cast<size_t>(kHostAlias)].empty() ? -1 : kHostAlias;
+      for (int d = 0; d < kMaxDevices && next != kHostAlias; ++d)
         if (!ready[static_cast<size_t>(d)].empty() &&
             (next < 0 || ready[static_cast<size_t>(d)].top() < ready[static_cast<size_t>(next)].top()))
           next = d;

@@ -5,7 +5,8 @@
 // partition() reorders the nodes (any order that respects data dependences
 // and in-place write-after-read is valid) so that each device's nodes form
 // as few contiguous runs as possible, then cuts the order into maximal
-// single-device segments. extract_segments() turns each segment into a graph
+// single-device segments. Host aliases are taken only where the current
+// device has nothing ready, so they cut no run that could go on. extract_segments() turns each segment into a graph
 // of its own whose ports are the values crossing its boundary, so each piece
 // compiles through the ordinary single-device path.
 #pragma once
@@ -22,7 +23,10 @@ namespace kiln::graph {
 constexpr int kPrimaryDevice = 0;   // the backend the graph was built for
 constexpr int kFallbackDevice = 1;  // the CPU backend, for ops the primary lacks
 constexpr int kHostCollective = 2;  // collectives (ALL_REDUCE), run by the host
-constexpr int kMaxDevices = 3;
+// RESHAPEs the executor resolves as views: the output is the input's bytes
+// under another shape, so no device runs them (graph/executor.h).
+constexpr int kHostAlias = 3;
+constexpr int kMaxDevices = 4;
 
 struct Segment {
   int device = 0;          // one of the classes above

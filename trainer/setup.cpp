@@ -37,6 +37,13 @@ void log_split(const std::vector<StepGraph>& graphs) {
   std::map<kiln_op, int64_t> lacks;  // op -> nodes per iteration
   std::string primary, fallback;
   uint64_t per_iteration = 0, shared_per_iteration = 0;
+  int64_t views = 0;  // RESHAPEs the backend lacks, resolved as views
+  for (const StepGraph& g : graphs)
+    if (g.exe) views += g.exe->split().aliases * g.runs_per_iteration;
+  if (views > 0)
+    logger().info("{}: reshape is a view of its input's buffer ({} node{} per iteration; no device runs it)",
+                  graphs.front().exe ? graphs.front().exe->split().primary : std::string("the backend"), views,
+                  views == 1 ? "" : "s");
   for (const StepGraph& g : graphs) {
     if (!g.exe || g.exe->split().fallback.empty()) continue;
     const graph::ExecutionSplit& s = g.exe->split();

@@ -89,6 +89,24 @@ TEST(Partition, InPlaceWritesWaitForEveryReader) {
   EXPECT_EQ(segs[1].nodes, std::vector<int>{1});
 }
 
+// A host alias waits until the current device has nothing ready: it cuts
+// the primary's run only where a primary node needs the view.
+TEST(Partition, HostAliasesRunOnlyWhereTheCurrentDeviceWaits) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {4, 4});
+  ValueId a = g.scale(x, 2.0f);                 // 0: primary
+  ValueId r = g.reshape(a, {16});               // 1: host alias
+  ValueId c = g.scale(x, 3.0f);                 // 2: primary, independent of r
+  g.output("y", g.add(r, g.reshape(c, {16})));  // 3: alias, 4: primary
+  std::vector<int> where = {kPrimaryDevice, kHostAlias, kPrimaryDevice, kHostAlias, kPrimaryDevice};
+  auto segs = partition(g, where);
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_EQ(segs[0].nodes, (std::vector<int>{0, 2}));
+  EXPECT_EQ(segs[1].device, kHostAlias);
+  EXPECT_EQ(segs[1].nodes, (std::vector<int>{1, 3}));
+  EXPECT_EQ(segs[2].nodes, std::vector<int>{4});
+}
+
 TEST(Partition, SegmentGraphsExposeCrossingValuesAndKeepPortNames) {
   Graph g;
   ValueId x = g.input("x", KILN_F32, {4, 4});
@@ -181,6 +199,32 @@ TEST_F(SplitExecution, ValuesCrossBothWaysAndOutputsComeFromEitherDevice) {
   for (const char* name : {"y", "h", "s", "t"})
     for (size_t i = 0; i < ref.at(name).f32.size(); ++i)
       EXPECT_NEAR(got.at(name).f32[i], ref.at(name).f32[i], 1e-4) << name << "[" << i << "]";
+}
+
+// RESHAPEs the primary lacks are views, not fallback work: the primary
+// reads its own results and the input ports under the new shape, with no
+// piece or copy for them; a RESHAPE that makes an output port still runs
+// on the fallback (the port has a buffer of its own). Copied and shared
+// host memory alike give the unsplit run's bits.
+TEST_F(SplitExecution, ReshapesThePrimaryLacksAreViewsNotFallbackWork) {
+  Graph g;
+  ValueId x = g.input("x", KILN_F32, {6, 8}), w = g.input("w", KILN_F32, {8, 3});
+  ValueId bias = g.input("bias", KILN_F32, {48});
+  ValueId r = g.reshape(g.scale(x, 0.5f), {48});  // primary -> view -> primary
+  ValueId c = g.reshape(g.add(r, bias), {6, 8});  // primary -> view -> fallback (matmul)
+  ValueId m = g.matmul(c, w);
+  g.output("y", g.gelu(m));
+  g.output("z", g.add(g.reshape(x, {48}), r));  // a view of an input port
+  g.output("v", g.reshape(m, {18}));            // an output port: fallback
+  TensorMap in{{"x", uniform({6, 8}, 1)}, {"w", uniform({8, 3}, 2)}, {"bias", uniform({48}, 3)}};
+  for (bool host_memory : {false, true}) {
+    partial_ = testing::open_wrapped_cpu(0, host_memory);
+    testing::wrapped_hooks().supported = template_ops;
+    ExecutionSplit split = expect_same_as_cpu(g, in, 2);
+    EXPECT_EQ(split.aliases, 3);
+    EXPECT_EQ(split.fallback_ops, (std::vector<kiln_op>{KILN_OP_MATMUL, KILN_OP_RESHAPE}));
+    EXPECT_EQ(split.fallback_nodes, 2);
+  }
 }
 
 // AdamW runs on the fallback and updates parameter and moments in place;
