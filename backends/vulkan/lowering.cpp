@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "fusion.h"
 #include "kiln/philox.h"
 
 namespace kiln::vk {
@@ -66,6 +67,16 @@ class Lowerer {
   }
 
   void node(size_t index, const ir::DecodedNode& n, const NodeInfo& p);
+  // One fused.comp dispatch for chain `c` (fusion.h); false, emitting
+  // nothing, where its values' dtypes need what fused.comp cannot do.
+  bool chain(const ElementwiseChain& c, const std::vector<NodeInfo>& info);
+  // Whether chains are fused: not with KILN_VULKAN_FUSE=0 (tests compare
+  // both; docs/VULKAN.md's dispatch counts), nor on the staged 16-bit path.
+  bool fuses() const {
+    const char* env = std::getenv("KILN_VULKAN_FUSE");
+    return !stage16_ && !(env != nullptr && std::strcmp(env, "0") == 0);
+  }
+  uint64_t window_limit() const { return limit_; }
 
   // One line per process the first time a graph stages 16-bit values, so a
   // slow 16-bit run says why; native graphs print nothing.
@@ -284,6 +295,71 @@ void Lowerer::elementwise(kiln_op op, uint32_t y, int64_t a, int64_t b, uint64_t
     if (f2) args.push_back(fbits(*f2));
     emit_1d(pipe, {wy, wa, wb}, args, n);
   }
+}
+
+bool Lowerer::chain(const ElementwiseChain& c, const std::vector<NodeInfo>& info) {
+  const ir::DecodedNode& last = g_.nodes[c.nodes.back()];
+  node_ = static_cast<int32_t>(c.nodes.back());
+  scratch_used_ = 0;
+  staged_.clear();
+  const uint64_t count = static_cast<uint64_t>(info[c.nodes.front()].count);
+  const Val vy = val(last.outputs[0]);
+  // Each intermediate rounded to its dtype as its store would; that takes
+  // the 16-bit build, which a chain of f32 bindings does not get.
+  uint32_t rnd = 0, dtypes = 0;
+  for (size_t s = 0; s + 1 < c.nodes.size(); ++s) rnd |= code(g_.nodes[c.nodes[s]].outputs[0]) << (2 * s);
+  std::vector<Binding> bindings{window(vy.ref, count * vy.es(), true)};
+  std::vector<uint32_t> periods{u32(count, "count")};
+  dtypes |= vy.dt;
+  for (size_t k = 0; k < c.values.size(); ++k) {
+    const Val v = val(c.values[k]);
+    const uint64_t n = static_cast<uint64_t>(g_.values[c.values[k]].numel());
+    bindings.push_back(window(v.ref, n * v.es(), c.written[k]));
+    periods.push_back(u32(n, "count"));
+    dtypes |= v.dt << (2 * (k + 1));
+  }
+  if (rnd != 0 && dtypes == 0) return false;
+  // Unused bindings repeat the output's window, read-only: the layout has 8.
+  while (bindings.size() < 8) {
+    bindings.push_back(Binding{bindings[0].ref, bindings[0].bytes, false});
+    periods.push_back(periods[0]);
+    dtypes |= vy.dt << (2 * (bindings.size() - 1));
+  }
+  std::vector<uint32_t> spec{group_, static_cast<uint32_t>(c.nodes.size())};
+  std::vector<uint32_t> fs(4, 0), f2s(4, 0);
+  for (size_t s = 0; s < ElementwiseChain::kMaxStages; ++s)
+    spec.push_back(s < c.nodes.size() ? static_cast<uint32_t>(g_.nodes[c.nodes[s]].op)
+                                      : static_cast<uint32_t>(KILN_OP_FILL));
+  for (size_t s = 0; s < ElementwiseChain::kMaxStages; ++s)
+    spec.push_back(s < c.nodes.size() ? static_cast<uint32_t>(c.b_binding[s]) : 0u);
+  spec.push_back(rnd);
+  for (size_t s = 0; s + 1 < ElementwiseChain::kMaxStages; ++s)
+    spec.push_back(s < c.store_binding.size() ? static_cast<uint32_t>(c.store_binding[s]) : 0u);
+  for (size_t s = 0; s < c.nodes.size(); ++s) {
+    const ir::DecodedNode& n = g_.nodes[c.nodes[s]];
+    if (!n.fattrs.empty()) fs[s] = fbits(n.fattrs[0]);
+    if (n.fattrs.size() > 1) f2s[s] = fbits(n.fattrs[1]);
+  }
+  const uint32_t pipe = pipeline("fused", spec, dtypes);
+  std::vector<uint32_t> args{u32(count, "count")};
+  args.insert(args.end(), periods.begin(), periods.end());
+  args.insert(args.end(), fs.begin(), fs.end());
+  args.insert(args.end(), f2s.begin(), f2s.end());
+  args.push_back(0);  // fused.comp's opaque zero
+  // Its dropout stage, as Lowerer::dropout pushes it for a dispatch at 0.
+  std::vector<uint32_t> drop(5, 0);
+  for (uint32_t index : c.nodes) {
+    const ir::DecodedNode& n = g_.nodes[index];
+    if (n.op != KILN_OP_DROPOUT_KEYED) continue;
+    const uint64_t period = std::min(static_cast<uint64_t>(info[index].period), count);
+    if (period >= (uint64_t{1} << 31)) return false;  // node() refuses it with its message
+    const auto stride = static_cast<uint64_t>(info[index].stride);
+    drop = {static_cast<uint32_t>(period), static_cast<uint32_t>(stride), static_cast<uint32_t>(stride >> 32),
+            kiln_dropout_threshold(n.fattrs[0]), fbits(kiln_dropout_scale(n.fattrs[0]))};
+  }
+  args.insert(args.end(), drop.begin(), drop.end());
+  emit_1d(pipe, std::move(bindings), args, count);
+  return true;
 }
 
 // dst[r * dst_stride + i] = src[r * src_stride + i], chunked over rows.
@@ -970,7 +1046,19 @@ Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, con
   if (!slot_bytes.empty()) slot_bytes[0] = g.arena_bytes;
   for (const ir::DecodedValue& v : g.values)
     slot_bytes[v.slot] = std::max<uint64_t>(slot_bytes[v.slot], v.offset + v.bytes());
-  for (size_t i = 0; i < g.nodes.size(); ++i) l.node(i, g.nodes[i], info[i]);
+  std::vector<ElementwiseChain> chains;
+  if (l.fuses()) chains = elementwise_chains(g, info, l.window_limit());
+  auto next_chain = chains.begin();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (next_chain != chains.end() && next_chain->nodes.front() == i) {
+      const ElementwiseChain& c = *next_chain++;
+      if (l.chain(c, info)) {
+        i = c.nodes.back();
+        continue;
+      }
+    }
+    l.node(i, g.nodes[i], info[i]);
+  }
   return l.finish(slot_bytes);
 }
 

@@ -117,6 +117,17 @@ void chain_cases(CaseMaker& m) {
          {"res", resv},
          {"key12", with_site(key(51, 52, 0), 12)},
          {"key13", with_site(key(51, 52, 0), 13)}});
+  // A chain whose dropout has a period and stride (a tensor-parallel
+  // shard's mask) and a large offset, with the masked value also leaving
+  // the chain, and a second dropout that a fused kernel leaves to its own.
+  Graph strided;
+  h = strided.input("h", KILN_F32, {37, 96});
+  const ValueId kp = strided.input("key", KILN_I32, {5}), kq = strided.input("key2", KILN_I32, {5});
+  const ValueId masked = strided.dropout_keyed(strided.scale(h, 2.0f), kp, 0.25f, 48, 96);
+  strided.output("masked", masked);
+  strided.output("y", strided.dropout_keyed(strided.add(masked, h), kq, 0.5f));
+  m.add(KILN_OP_DROPOUT_KEYED, "in a chain with a period, a stride and a second dropout", std::move(strided),
+        {{"h", hv}, {"key", with_site(key(7, 9, (uint64_t{1} << 32) + 5), 3)}, {"key2", with_site(key(7, 9, 0), 4)}});
 }
 
 }  // namespace

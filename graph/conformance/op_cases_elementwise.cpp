@@ -314,6 +314,27 @@ void gelu_erf_cases(CaseMaker& m) {
 
 }  // namespace
 
+// Nine ops in a row (longer than one fused kernel of the Vulkan backend
+// holds), the running value as ADD's second operand, broadcast MUL and
+// MAXIMUM operands, two intermediates that leave the chain, and one read
+// again by a later op. Made last, from a generator of its own, so the
+// cases above keep their inputs.
+void long_chain_cases(CaseMaker& m) {
+  Graph c;
+  ValueId x = c.input("x", KILN_F32, {29, 66}), r = c.input("r", KILN_F32, {29, 66});
+  ValueId col = c.input("col", KILN_F32, {66}), row = c.input("row", KILN_F32, {66});
+  ValueId t = c.silu(c.add(r, c.scale(x, 0.75f)));  // x * 0.75, then r + that
+  ValueId u = c.tanh(c.mul(t, col));
+  c.output("t", t);
+  ValueId v = c.maximum(c.clamp(c.exp(u), 0.5f, 2.0f), row);
+  c.output("y", c.mul(c.add(v, u), t));
+  m.add(KILN_OP_MUL, "in a chain of nine with broadcasts and intermediates read again", std::move(c),
+        {{"x", m.rng.uniform({29, 66}, -2.0f, 2.0f)},
+         {"r", m.rng.uniform({29, 66})},
+         {"col", m.rng.uniform({66})},
+         {"row", m.rng.uniform({66}, 0.0f, 2.0f)}});
+}
+
 void add_elementwise_cases(Suite& suite) {
   CaseMaker m(suite, 1234);
   fill_cases(m);
@@ -325,6 +346,8 @@ void add_elementwise_cases(Suite& suite) {
   adamw_cases(m);
   chain_cases(m);
   gelu_erf_cases(m);
+  CaseMaker chains(suite, 1235);
+  long_chain_cases(chains);
 }
 
 }  // namespace kiln::conformance
