@@ -14,12 +14,7 @@ set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-"$kiln" devices >"$tmp/devices" 2>&1
-if ! awk '$1 == "backend" { on = ($2 == "vulkan") } on && /^  device 0:/ { found = 1 } END { exit !found }' \
-    "$tmp/devices"; then
-  echo "SKIPPED: no Vulkan device (kiln devices found no vulkan device 0)"
-  exit 0
-fi
+source "$(dirname "$0")/../tools/vulkan_device.sh"
 
 # --cache-dir off: KILN_VULKAN_FUSE is not part of the compile-cache key.
 common=(--backend vulkan --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32

@@ -12,10 +12,7 @@
 set -u
 kiln=$1
 fail=0
-if ! "$kiln" devices 2>&1 | grep -A1 -E '^backend vulkan ' | grep -q '^  device 0:'; then
-  echo "SKIPPED: no Vulkan device (kiln devices found no vulkan device 0)"
-  exit 0
-fi
+source "$(dirname "$0")/../tools/vulkan_device.sh"
 
 # Ops whose every case splits into windows of 64 KiB (the others have cases
 # with one operand above it that is bound whole by design: a broadcast bias,

@@ -17,14 +17,9 @@ set -uo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-"$kiln" devices >"$tmp/devices" 2>&1
-if ! awk '$1 == "backend" { on = ($2 == "vulkan") } on && /^  device 0:/ { found = 1 } END { exit !found }' \
-    "$tmp/devices"; then
-  echo "SKIPPED: no Vulkan device (kiln devices found no vulkan device 0)"
-  exit 0
-fi
+source "$(dirname "$0")/../tools/vulkan_device.sh"
 if ! awk '$1 == "backend" { on = ($2 == "vulkan") } on && /low precision:.*16-bit storage/ { found = 1 }
-    END { exit !found }' "$tmp/devices"; then
+    END { exit !found }' <<<"$vulkan_listing"; then
   echo "SKIPPED: the Vulkan device has no 16-bit storage"
   exit 0
 fi

@@ -13,15 +13,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-listing=$("$kiln" devices 2>&1)
-if ! grep -A1 -E '^backend vulkan ' <<<"$listing" | grep -q '^  device 0:'; then
-  echo "SKIPPED: no Vulkan device (kiln devices found no vulkan device 0)"
-  exit 0
-fi
-grep -A3 -E '^backend vulkan ' <<<"$listing"
+source "$(dirname "$0")/../tools/vulkan_device.sh"
+grep -A3 -E '^backend vulkan ' <<<"$vulkan_listing"
 # Where Mesa's lavapipe ICD is installed, it is one of the devices.
 if ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 &&
-   ! awk '$1 == "backend" { on = ($2 == "vulkan") } on && /^  device [0-9]+: llvmpipe/ { found = 1 } END { exit !found }' <<<"$listing"; then
+   ! awk '$1 == "backend" { on = ($2 == "vulkan") } on && /^  device [0-9]+: llvmpipe/ { found = 1 } END { exit !found }' <<<"$vulkan_listing"; then
   echo "FAIL: lavapipe is installed but kiln devices does not list an llvmpipe device under vulkan"
   fail=1
 fi
