@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/fp8.h"
 #include "kiln/ir.h"
 
 namespace kiln::graph {
@@ -160,6 +161,14 @@ class Graph {
   // x converted to another float dtype (f32, bf16, f16): narrowing rounds
   // to nearest even (kiln/ops.h's CAST).
   ValueId cast(ValueId x, kiln_dtype dtype);
+  // CAST_FP8 of x with a per-tensor scale [1] (ignored when `current`: the
+  // scale then comes from x's own amax): {y, amax} (kiln/ops.h).
+  struct Fp8Cast {
+    ValueId y, amax;
+  };
+  Fp8Cast cast_fp8(ValueId x, ValueId scale, kiln_fp8_format format, bool current);
+  // x itself, whose gradient is cast to FP8 with these (FP8_GRAD_CAST).
+  ValueId fp8_grad_cast(ValueId x, ValueId scale, kiln_fp8_format format, bool current);
 
   // The compile unit (Node::unit) that nodes added from now on belong to.
   void set_unit(int32_t unit) { current_unit_ = unit; }

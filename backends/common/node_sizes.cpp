@@ -129,6 +129,11 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
     case KILN_RULE_SCATTER:  // never compiled by a plugin
       p->count = in(0).numel();
       return;
+    case KILN_RULE_CAST_FP8:
+      p->count = in(0).numel();
+      p->fp8_format = n.iattrs[0];
+      p->fp8_current = n.iattrs[1] != 0;
+      return;
     case KILN_RULE_PERMUTE:
       p->count = in(0).numel();
       p->permute = plan_permute(in(0).dims, n.iattrs);

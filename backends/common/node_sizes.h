@@ -40,6 +40,7 @@ struct NodeInfo {
   //   DROPOUT_KEYED:                               count, period, stride (site -1: key word 4)
   //   ALIBI:                                       count, rows (= batch * H * T), cols (T), heads (H)
   //   CAST:                                        count
+  //   CAST_FP8, FP8_GRAD_CAST:                     count, fp8_format, fp8_current
   //   ADAMW, ADAMW_CLIP:                           count, weight_decay, grad_dtype (input 1's)
   // Every node: x_dtype, y_dtype (its first input's and first output's, f32
   // where it has none), so a kernel knows what its storage holds.
@@ -54,6 +55,8 @@ struct NodeInfo {
   bool interleaved = false;
   kiln_dtype x_dtype = KILN_F32, y_dtype = KILN_F32;
   kiln_dtype grad_dtype = KILN_F32;
+  int64_t fp8_format = 0;  // kiln_fp8_format
+  bool fp8_current = false;
 };
 
 // The sizes of every node of `g`, which check_graph must have accepted (no

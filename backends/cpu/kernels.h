@@ -102,6 +102,11 @@ void select_kernel(const Ctx&, const float* a, const float* b, const float* x, c
 // * kElementwise16Block floats.
 void elementwise_16bit(const Ctx&, const NodePlan& node, void* const* values);
 
+// ---- kernels_fp8.cpp: CAST_FP8, x and y in `dtype` (f32, bf16 or f16);
+// scratch: threads floats.
+void cast_fp8(const Ctx&, const void* x, kiln_dtype dtype, const float* scale, void* y, float* amax, int64_t n,
+              int64_t format, bool current);
+
 // ---- kernels_matmul.cpp
 void matmul(const Ctx&, const float* a, const float* b, float* y, int64_t batch, int64_t m, int64_t n, int64_t k,
             bool trans_a, bool trans_b);

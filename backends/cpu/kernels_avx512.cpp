@@ -21,6 +21,7 @@
 #include "kernels_elementwise16.cpp"
 #include "kernels_embedding.cpp"
 #include "kernels_embedding16.cpp"
+#include "kernels_fp8.cpp"
 #include "kernels_layout.cpp"
 #include "kernels_loss.cpp"
 #include "kernels_math.cpp"

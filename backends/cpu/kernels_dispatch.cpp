@@ -60,6 +60,7 @@ constexpr kiln_op kSupportedOpList[] = {
     KILN_OP_SELECT,
     KILN_OP_DROPOUT_KEYED,
     KILN_OP_DOCUMENT_SOFTMAX,
+    KILN_OP_CAST_FP8,
 };
 const std::span<const kiln_op> kSupportedOps{kSupportedOpList};
 
@@ -191,6 +192,9 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     }
     case KILN_OP_ALIBI: return alibi(ctx, fin(0), fin(1), fout(0), nd.rows, nd.cols, nd.heads);
     case KILN_OP_CAST: return cast(ctx, values[nd.in[0]], nd.x_dtype, values[nd.out[0]], nd.y_dtype, nd.count);
+    case KILN_OP_CAST_FP8:
+      return cast_fp8(ctx, values[nd.in[0]], nd.x_dtype, fin(1), values[nd.out[0]], fout(1), nd.count, nd.fp8_format,
+                      nd.fp8_current);
     case KILN_OP_ALL_REDUCE:  // host collectives: not in the support list, compile refuses them
     case KILN_OP_ALL_GATHER:
     case KILN_OP_REDUCE_SCATTER:
@@ -200,6 +204,7 @@ void run_node(const Ctx& ctx, const NodePlan& nd, void* const* values) {
     // list; the host expands them into the ops above.
     case KILN_OP_SQUARED_RELU:
     case KILN_OP_SQUARED_RELU_GRAD:
+    case KILN_OP_FP8_GRAD_CAST:
     case KILN_OP_COUNT_:
     default: break;  // and the elementwise ops, run above
   }

@@ -41,6 +41,8 @@ uint64_t NodePlan::kernel_scratch_bytes(int threads) const {
       return x_dtype == KILN_F32 ? 0 : t * 2 * static_cast<uint64_t>(cols) * sizeof(float);
     case KILN_RULE_SUMS_LOSS: return static_cast<uint64_t>(rows) * sizeof(double);
     case KILN_RULE_TO_SCALAR: return t * sizeof(double);
+    case KILN_RULE_CAST_FP8:
+      return t * sizeof(float);  // each worker's amax
     // 16-bit GEMM: each worker's f32 block of C (gemm.h).
     case KILN_RULE_MATMUL:
       return x_dtype == KILN_F32 ? 0 : t * static_cast<uint64_t>(gemm_16bit_tile_floats(m, n)) * sizeof(float);

@@ -17,6 +17,7 @@ uint64_t align64(uint64_t x) { return (x + 63) / 64 * 64; }
 bool converts_itself(kiln_op op) {
   switch (op) {
     case KILN_OP_CAST:
+    case KILN_OP_CAST_FP8:
     case KILN_OP_MATMUL:
     case KILN_OP_CROSS_ENTROPY:
     case KILN_OP_CROSS_ENTROPY_GRAD:

@@ -118,6 +118,7 @@ const Generator kGenerators[] = {
     {&kRopeOps, emit_rope},
     {&kAlibiOps, emit_alibi},
     {&kCastOps, emit_cast, true},
+    {&kFp8Ops, emit_cast_fp8, true},
 };
 
 bool lists(const std::span<const kiln_op>& ops, int32_t op) {
@@ -305,6 +306,8 @@ Program generate(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, c
       "#pragma OPENCL FP_CONTRACT OFF\n\n";
   if (std::any_of(g.values.begin(), g.values.end(), [](const ir::DecodedValue& v) { return is_16bit(v.dtype); }))
     prog.source += kLowPrecisionPrelude;
+  if (std::any_of(g.nodes.begin(), g.nodes.end(), [](const ir::DecodedNode& n) { return n.op == KILN_OP_CAST_FP8; }))
+    prog.source += kFp8Prelude;
   for (size_t k = 0; k < texts.size(); ++k) {
     const std::string name = "k" + std::to_string(k);
     std::string t = *texts[k];

@@ -140,6 +140,10 @@ std::vector<std::string> dropout_lines(const std::string& y, const std::string& 
 void emit_alibi(EmitContext& ctx, uint32_t node);
 extern const std::span<const kiln_op> kCastOps;
 void emit_cast(EmitContext& ctx, uint32_t node);  // one elementwise kernel
+extern const std::span<const kiln_op> kFp8Ops;
+void emit_cast_fp8(EmitContext& ctx, uint32_t node);  // amax partials, scale, cast (codegen_fp8.cpp)
+// kiln/fp8.h's functions in OpenCL C, which CAST_FP8's kernels call.
+extern const char* const kFp8Prelude;
 
 // Column sums shared by sum_to and layernorm_grad: out_i[c] = sum over rows
 // r of expr_i(r, c), in a fixed order (chunks of rows, then the chunks).

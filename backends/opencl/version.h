@@ -4,5 +4,5 @@
 #pragma once
 
 namespace kiln::ocl {
-inline constexpr const char* kCompilerVersion = "opencl-2";
+inline constexpr const char* kCompilerVersion = "opencl-3";
 }  // namespace kiln::ocl

@@ -248,6 +248,7 @@ class Lowerer {
   void sum_squares(const ir::DecodedNode& n, const NodeInfo& p);
   void adamw(const ir::DecodedNode& n, const NodeInfo& p);
   void dropout(const ir::DecodedNode& n, const NodeInfo& p);
+  void cast_fp8(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Val dst, Val src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb);
@@ -712,6 +713,59 @@ void Lowerer::dropout(const ir::DecodedNode& n, const NodeInfo& p) {
   }
 }
 
+// CAST_FP8 (cast_fp8.comp) in three passes: each chunk's workgroups write
+// the amax of their shares of x to scratch partials; one workgroup per
+// window of partials folds them into the amax output, the last one storing
+// the scale and its reciprocal in scratch; then the cast, an invocation an
+// element. A max, unlike a sum, is the same whatever the split, so the amax
+// is the reference's bits.
+void Lowerer::cast_fp8(const ir::DecodedNode& n, const NodeInfo& p) {
+  const uint64_t count = static_cast<uint64_t>(p.count);
+  const Val y = val(n.outputs[0]), x = val(n.inputs[0]);
+  const uint64_t chunk = chunk_elems();
+  std::vector<uint64_t> groups;  // of each chunk's first pass
+  uint64_t total = 0;
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    groups.push_back(std::min<uint64_t>(256, ceil_div(std::min(chunk, count - e0), uint64_t{group_} * 4)));
+    total += groups.back();
+  }
+  const Ref partial = scratch(std::max<uint64_t>(total, 1) * 4), scales = scratch(8);
+  const Binding scale_in = window(at(n.inputs[1]), 4, false), amax = window(at(n.outputs[1]), 4, true),
+                scales_out = window(scales, 8, true), scales_in = window(scales, 8, false);
+  const auto format = static_cast<uint32_t>(p.fp8_format), current = p.fp8_current ? 1u : 0u;
+  const uint32_t dtypes = pack({y.dt, x.dt});
+  // Elements [e0, e0 + m) of x or y.
+  auto part = [&](const Val& v, uint64_t e0, uint64_t m, bool writes) {
+    return window(plus(v.ref, e0 * v.es()), m * v.es(), writes);
+  };
+  // Bindings as cast_fp8.comp declares them: y, x, partials, scale, amax,
+  // s and s_inv; one a pass does not use repeats another's window, read-only.
+  uint64_t at_partial = 0;
+  for (size_t c = 0; c < groups.size(); ++c) {
+    const uint64_t e0 = c * chunk, m = std::min(chunk, count - e0);
+    const Binding xs = part(x, e0, m, false);
+    emit(pipeline(kiln_op_name(n.op), {group_, 0u, 0u, 0u}, dtypes),
+         {xs, xs, window(plus(partial, at_partial * 4), groups[c] * 4, true), scale_in, scale_in, scale_in},
+         {u32(m, "count"), 0u, 0u}, static_cast<uint32_t>(groups[c]));
+    at_partial += groups[c];
+  }
+  // No partials (an empty x) still stores amax 0 and the scales.
+  const uint64_t per_window = limit_ / 4;
+  for (uint64_t q0 = 0; q0 == 0 || q0 < total; q0 += per_window) {
+    const uint64_t nq = std::min(per_window, total - q0);
+    const Binding partials = window(plus(partial, q0 * 4), std::max<uint64_t>(nq, 1) * 4, false);
+    emit(pipeline(kiln_op_name(n.op), {group_, 1u, format, current}, dtypes),
+         {partials, partials, partials, scale_in, amax, scales_out},
+         {u32(nq, "partials"), q0 == 0 ? 1u : 0u, q0 + nq >= total ? 1u : 0u}, 1);
+  }
+  for (uint64_t e0 = 0; e0 < count; e0 += chunk) {
+    const uint64_t m = std::min(chunk, count - e0);
+    emit_1d(pipeline(kiln_op_name(n.op), {group_, 2u, format, 0u}, dtypes),
+            {part(y, e0, m, true), part(x, e0, m, false), scales_in, scales_in, scales_in, scales_in},
+            {u32(m, "count"), 0u, 0u}, m);
+  }
+}
+
 // bf16/f16 storage. Natively (a device with 16-bit storage): every shader
 // loads and stores 16-bit bindings itself (shaders/io.glsl, the "<shader>16"
 // builds, Pipeline::dtypes), widening to f32 in registers and rounding once
@@ -914,6 +968,7 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     case KILN_OP_ADAMW: return adamw(n, p);
     case KILN_OP_DROPOUT:
     case KILN_OP_DROPOUT_KEYED: return dropout(n, p);
+    case KILN_OP_CAST_FP8: return cast_fp8(n, p);
     // A copy, converting between dtypes (copy2d's 16-bit build), or between
     // f32 copies where node() stages the 16-bit side.
     case KILN_OP_CAST:
@@ -1037,6 +1092,7 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_TANH,
     KILN_OP_ERF,
     KILN_OP_MAXIMUM,
+    KILN_OP_CAST_FP8,  // not FP8_GRAD_CAST: a composite, a RESHAPE on the host
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -79,6 +79,7 @@ void add_vocab_parallel_cases(Suite& suite);  // row_max, cross_entropy_shard, c
 void add_rotary_cases(Suite& suite);          // rope, rope_grad
 void add_dropout_cases(Suite& suite);         // dropout
 void add_cast_cases(Suite& suite);            // cast, between every pair of float dtypes
+void add_fp8_cases(Suite& suite);             // cast_fp8 in every dtype and format, fp8_grad_cast
 void add_math_cases(Suite& suite);            // exp, log, tanh, erf, max, select
 void add_composite_cases(Suite& suite);       // squared_relu (+ grad): composites, checked as decompositions
 // The cases of the float ops above again with bf16 and f16 storage.

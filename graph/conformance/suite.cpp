@@ -17,6 +17,7 @@ Suite Suite::builtin() {
   add_rotary_cases(s);
   add_dropout_cases(s);
   add_cast_cases(s);
+  add_fp8_cases(s);
   add_math_cases(s);
   add_composite_cases(s);
   add_low_precision_cases(s);

@@ -66,5 +66,6 @@ void register_dropout_ops(OpDefs& defs);
 void register_cast_ops(OpDefs& defs);
 void register_math_ops(OpDefs& defs);
 void register_composite_activation_ops(OpDefs& defs);
+void register_fp8_ops(OpDefs& defs);
 
 }  // namespace kiln::graph

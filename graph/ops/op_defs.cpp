@@ -25,6 +25,7 @@ const OpDefs& op_defs() {
     register_cast_ops(d);
     register_math_ops(d);
     register_composite_activation_ops(d);  // after elementwise: adds the activations' decompositions
+    register_fp8_ops(d);
     return d;
   }();
   return defs;

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kiln/half.h" /* kiln_f32_bits_, kiln_f32_from_bits_ */
+
 typedef enum kiln_fp8_format {
   KILN_FP8_E4M3 = 0, /* forward tensors (and every tensor under --fp8-format e4m3) */
   KILN_FP8_E5M2 = 1  /* gradients under --fp8-format hybrid: more range, less precision */
@@ -106,6 +108,81 @@ static inline uint8_t kiln_f32_to_fp8(float value, kiln_fp8_format f) {
 /* x rounded to the nearest FP8 value (as narrowing and widening again). */
 static inline float kiln_fp8_round(float value, kiln_fp8_format f) {
   return kiln_fp8_to_f32(kiln_f32_to_fp8(value, f), f);
+}
+
+/* ---- CAST_FP8's per-tensor scaling (kiln/ops.h), in integer arithmetic too,
+ * so a device whose float division is not correctly rounded (OpenCL's and
+ * Vulkan's single precision allow 2.5 ulp) still gives these bits. */
+
+/* a / b rounded to nearest, ties to even (IEEE division), for a positive
+ * normal a (CAST_FP8 divides 1 and the formats' maxima) and any b: a zero b
+ * gives infinity, an infinite one zero, a NaN NaN; the quotient overflows to
+ * infinity and underflows through the subnormals to zero. */
+static inline float kiln_fp8_div(float a, float b) {
+  const uint32_t ub = kiln_f32_bits_(b), sign = ub & 0x80000000u, ab = ub & 0x7FFFFFFFu;
+  if (ab > 0x7F800000u) return kiln_f32_from_bits_(0x7FC00000u);
+  if (ab == 0x7F800000u) return kiln_f32_from_bits_(sign);
+  if (ab == 0) return kiln_f32_from_bits_(sign | 0x7F800000u);
+  const uint32_t ua = kiln_f32_bits_(a);
+  uint32_t ma = (ua & 0x7FFFFFu) | 0x800000u, mb = (ab & 0x7FFFFFu) | 0x800000u;
+  int eb = (int)(ab >> 23);
+  if (eb == 0) { /* a subnormal b: normalise its significand */
+    mb = ab;
+    eb = 1;
+    while (mb < 0x800000u) {
+      mb <<= 1;
+      --eb;
+    }
+  }
+  int e = (int)(ua >> 23) - eb + 127; /* the quotient's biased exponent once ma / mb is in [1, 2) */
+  if (ma < mb) {
+    ma <<= 1;
+    --e;
+  }
+  if (e >= 255) return kiln_f32_from_bits_(sign | 0x7F800000u);
+  const int keep = e >= 1 ? 24 : 23 + e; /* significant bits: fewer for a subnormal quotient */
+  if (keep < 0) return kiln_f32_from_bits_(sign);
+  /* Long division, a quotient bit a step; the remainder stays below 2^25. */
+  uint32_t q = 0, r = ma;
+  for (int i = 0; i < keep; ++i) {
+    const uint32_t bit = r >= mb ? 1u : 0u;
+    if (bit) r -= mb;
+    q = q << 1 | bit;
+    r <<= 1;
+  }
+  const uint32_t guard = r >= mb ? 1u : 0u;
+  if (guard) r -= mb;
+  if (guard && (r != 0 || (q & 1u))) ++q;
+  if (e < 1) return kiln_f32_from_bits_(sign | q); /* a subnormal's bits (2^23: rounded up to the smallest normal) */
+  if (q == 1u << 24) {                             /* rounding carried into the next binade */
+    q >>= 1;
+    if (++e >= 255) return kiln_f32_from_bits_(sign | 0x7F800000u);
+  }
+  return kiln_f32_from_bits_(sign | (uint32_t)e << 23 | (q & 0x7FFFFFu));
+}
+
+/* The running amax of a tensor: max(acc, |x|) with a NaN x passed over (as
+ * fmaxf), on the bits, whose order is the values' for non-negative floats. */
+static inline float kiln_fp8_amax(float acc, float x) {
+  const uint32_t a = kiln_f32_bits_(x) & 0x7FFFFFFFu;
+  return a <= 0x7F800000u && a > kiln_f32_bits_(acc) ? kiln_f32_from_bits_(a) : acc;
+}
+
+/* Transformer Engine's current ("tensorwise") scale, compute_scale_from_amax
+ * with its recipe's defaults: fp8_max / amax; 1 for an amax of 0, infinity
+ * or NaN; the largest finite float for a quotient past it. */
+static inline float kiln_fp8_current_scale(float amax, kiln_fp8_format f) {
+  const uint32_t a = kiln_f32_bits_(amax) & 0x7FFFFFFFu;
+  if (a == 0 || a >= 0x7F800000u) return 1.0f;
+  const float s = kiln_fp8_div(kiln_fp8_max(f), kiln_f32_from_bits_(a));
+  return kiln_f32_bits_(s) == 0x7F800000u ? kiln_f32_from_bits_(0x7F7FFFFFu) : s;
+}
+
+/* One element of CAST_FP8: x * scale narrowed to FP8, widened, times
+ * scale_inv (kiln_fp8_div(1, scale)); both products in f32. */
+static inline float kiln_fp8_scaled_round(float x, float scale, float scale_inv, kiln_fp8_format f) {
+  const float scaled = x * scale;
+  return kiln_fp8_round(scaled, f) * scale_inv;
 }
 
 #endif /* KILN_FP8_H */

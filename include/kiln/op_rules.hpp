@@ -387,6 +387,13 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
       must_be(1, {x[0], x.back()});
       return {x};
     }
+    case KILN_RULE_CAST_FP8:
+      if (ia[0] != 0 && ia[0] != 1) throw "format must be 0 (E4M3) or 1 (E5M2), got " + std::to_string(ia[0]);
+      if (ia[1] != 0 && ia[1] != 1)
+        throw "current must be 0 (the scale input) or 1 (from amax), got " + std::to_string(ia[1]);
+      must_be(1, {1});
+      if (r.info.num_outputs == 1) return {d(0)};  // FP8_GRAD_CAST
+      return {d(0), {1}};
   }
   throw std::string("op has no shape rule");
 }

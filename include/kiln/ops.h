@@ -121,7 +121,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_GATHER = 28,          /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
   KILN_RULE_SCATTER = 29,         /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
   KILN_RULE_DROPOUT_KEYED = 30,   /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
-  KILN_RULE_DOCUMENT_ROWS = 31    /* (x [B, ..., T, T], starts [B, T] i32) -> x */
+  KILN_RULE_DOCUMENT_ROWS = 31,   /* (x [B, ..., T, T], starts [B, T] i32) -> x */
+  KILN_RULE_CAST_FP8 = 32         /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -328,7 +329,21 @@ typedef enum kiln_shape_rule {
    * Megatron's clip_grad_by_total_norm_fp32 scales bf16 main grads in place before TE's FusedAdam reads them. Its     \
    * kernel reads a bf16/f16 gradient as stored, so no f32 copy of it exists; the rest is ADAMW's math. */             \
   X(ADAMW_CLIP, 55, "adamw_clip", 6, 3, 1, 3, KILN_E | KILN_IP, ELEMENTWISE, ADAMW,                                   \
-    "param:F grad:f m:F v:F hparams:F clip:F", "param:F m:F v:F")
+    "param:F grad:f m:F v:F hparams:F clip:F", "param:F m:F v:F")                                                    \
+  /* ---- FP8 (issue 35): every bit of both is kiln/fp8.h's */                                                      \
+  /* (x, scale [1]) -> (y, amax [1]); iattrs = {format (kiln_fp8_format: 0 E4M3, 1 E5M2), current (0 or 1)}. A        \
+   * per-tensor FP8 cast, Transformer Engine's, in x's own dtype:                                                       \
+   *   amax = max |x[k]| (kiln_fp8_amax: a NaN is passed over, as by fmaxf; 0 if every element is NaN),                \
+   *   s = current ? kiln_fp8_current_scale(amax, format) : scale[0]   (TE's tensorwise or delayed recipe),            \
+   *   y[k] = kiln_fp8_scaled_round(x[k], s, kiln_fp8_div(1, s), format):                                              \
+   * the f32 product x * s narrowed to FP8 (to nearest even, saturating), widened, multiplied in f32 by s's            \
+   * reciprocal (correctly rounded), then rounded once to y's dtype. A GEMM of two such y is TE's FP8 GEMM computed     \
+   * in a wider type. Its VJP passes the gradient straight through; amax feeds the host's amax history. */            \
+  X(CAST_FP8, 56, "cast_fp8", 2, 2, 2, 0, 0, EXACT, CAST_FP8, "x:f scale:F", "y:f amax:F")                          \
+  /* (x, scale [1]) -> y = x; iattrs as CAST_FP8's. Where a gradient is cast: its VJP is CAST_FP8 of dy with these     \
+   * attributes and scale (TE's cast of a linear layer's grad_output, E5M2 under --fp8-format hybrid). A composite     \
+   * of one RESHAPE to its own shape, a view, so no backend needs a kernel for it. */                                 \
+  X(FP8_GRAD_CAST, 57, "fp8_grad_cast", 2, 1, 2, 0, 0, EXACT, CAST_FP8, "x:f scale:F", "y:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

@@ -21,6 +21,7 @@ windowed=fill,add,mul,scale,gelu,gelu_grad,sum_to,sum_squares,adamw,matmul,layer
 windowed+=,softmax_grad,reshape,split,concat,gpt_train_step,gpt_optimizer_step
 windowed+=,silu,silu_grad,clamp,clamp_grad
 windowed+=,rope,rope_grad
+windowed+=,cast_fp8
 out=$(KILN_VULKAN_MAX_BINDING_BYTES=65536 "$kiln" check-backend vulkan --filter "$windowed" 2>&1)
 status=$?
 echo "$out"
