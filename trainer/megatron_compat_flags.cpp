@@ -136,13 +136,6 @@ std::vector<CompatFlag> make_rows() {
       value_row("--distributed-backend", Value::Text, {"nccl", "gloo"}, Kind::NoEffect,
                 "picks torch.distributed's backend; kiln's ranks communicate over MPI (mpirun) with any choice"),
       // Features kiln lacks.
-      value_row("--fp8-format", Value::Text, {"e4m3", "hybrid"}, Kind::Refused, kFp8),
-      value_row("--fp8-recipe", Value::Text, {"tensorwise", "delayed", "mxfp8", "blockwise"}, Kind::Refused, kFp8),
-      value_row("--fp8-amax-history-len", Value::Int, {}, Kind::Refused, kFp8),
-      value_row("--fp8-amax-compute-algo", Value::Text, {"most_recent", "max"}, Kind::Refused, kFp8),
-      value_row("--fp8-margin", Value::Int, {}, Kind::Refused, kFp8),
-      value_row("--fp8-interval", Value::Int, {}, Kind::Refused, kFp8),
-      switch_row("--fp8-param-gather", Kind::Refused, kFp8),
       value_row("--num-experts", Value::Int, {}, Kind::Refused, kMoe),
       value_row("--moe-router-topk", Value::Int, {}, Kind::Refused, kMoe),
       many_row("--moe-router-load-balancing-type", Value::Text,

@@ -35,7 +35,9 @@ inline constexpr const char* kOneKernel =
 inline constexpr const char* kOneAttention =
     "kiln has one attention implementation per backend; every backend computes the same softmax(QK^T/sqrt(d))V";
 inline constexpr const char* kNoGc = "kiln is C++ and has no garbage collector to schedule";
-inline constexpr const char* kFp8 = "kiln has no FP8 training (its compute dtypes are fp32, --bf16 and --fp16)";
+inline constexpr const char* kFp8 =
+    "kiln's FP8 training is per-tensor scaling (--fp8-recipe delayed or tensorwise) of every transformer layer's "
+    "linear layers, wgrad included (docs/MIXED_PRECISION.md); it has no such option";
 inline constexpr const char* kMoe = "kiln has no mixture-of-experts (MoE) layers";
 
 std::vector<CompatFlag> compat_model_rows();     // model features kiln lacks

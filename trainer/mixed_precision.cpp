@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "graph/memory_plan.h"
 #include "graph/serialize.h"
+#include "trainer/fp8_scaling.h"
 
 namespace kiln::trainer {
 
@@ -39,6 +40,31 @@ void MixedPrecision::register_flags(Flags& f) {
   f.add("--apply-query-key-layer-scaling", &apply_query_key_layer_scaling,
         "with --fp16/--bf16: divide layer l's attention scores by l before they are stored, and multiply back "
         "inside the fp32 softmax (keeps fp16 scores from overflowing)");
+  f.add("--fp8-format", &fp8_format,
+        "e4m3 or hybrid: cast the inputs, weights and output gradients of each layer's linear layers to FP8 "
+        "(hybrid: E4M3 forward, E5M2 gradients), in a wider type where the device has no FP8 units");
+  f.add("--fp8-recipe", &fp8_recipe,
+        "FP8 scaling: delayed (each tensor's scale from its amax history) or tensorwise (from its own amax)");
+  f.add("--fp8-amax-history-len", &fp8_amax_history_len, "delayed FP8 scaling: iterations of amax history",
+        Bounds::at_least(1));
+  f.add("--fp8-amax-compute-algo", &fp8_amax_compute_algo,
+        "delayed FP8 scaling: the scale's amax is the history's max or its most_recent");
+  f.add("--fp8-margin", &fp8_margin, "delayed FP8 scaling: the scale is fp8_max / amax / 2^margin",
+        Bounds::at_least(0));
+  f.add("--fp8-interval", &fp8_interval,
+        "accepted for Megatron's scripts (deprecated in Transformer Engine): kiln updates FP8 scales every iteration",
+        Bounds::at_least(1));
+  f.add("--fp8-param-gather", &fp8_param_gather,
+        "accepted with --fp8-format: kiln gathers parameters in their own dtype and casts each weight to FP8 "
+        "before its GEMM, which gives the same values");
+}
+
+Fp8Recipe MixedPrecision::fp8() const {
+  Fp8Recipe r;
+  r.enabled = !fp8_format.empty();
+  r.backward = fp8_format == "hybrid" ? KILN_FP8_E5M2 : KILN_FP8_E4M3;
+  r.current = fp8_recipe == "tensorwise";
+  return r;
 }
 
 void MixedPrecision::finalize() const {
@@ -74,8 +100,30 @@ void MixedPrecision::finalize() const {
           "--grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32 ask for different gradient dtypes; give "
           "one of them");
   }
+  finalize_fp8();
   if (min_loss_scale > initial_loss_scale)
     throw Error("--min-loss-scale is above --initial-loss-scale; the scale starts at or above its floor");
+}
+
+void MixedPrecision::finalize_fp8() const {
+  if (fp8_format.empty()) {
+    const bool recipe_flag = fp8_recipe != "delayed" || fp8_amax_history_len != 1 ||
+                             fp8_amax_compute_algo != "most_recent" || fp8_margin != 0 || fp8_interval != 1 ||
+                             fp8_param_gather;
+    if (recipe_flag)
+      throw Error(
+          "--fp8-recipe, --fp8-amax-history-len, --fp8-amax-compute-algo, --fp8-margin, --fp8-interval and "
+          "--fp8-param-gather apply with --fp8-format e4m3|hybrid only");
+    return;
+  }
+  if (fp8_format != "e4m3" && fp8_format != "hybrid")
+    throw Error("--fp8-format " + fp8_format + ": give e4m3 or hybrid");
+  if (fp8_recipe == "mxfp8" || fp8_recipe == "blockwise")
+    throw Error("--fp8-recipe " + fp8_recipe + ": kiln implements per-tensor scaling only (delayed or tensorwise); " +
+                fp8_recipe + " scales blocks of elements");
+  if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise")
+    throw Error("--fp8-recipe " + fp8_recipe + ": give delayed or tensorwise");
+  parse_fp8_amax_algo(fp8_amax_compute_algo);  // names the flag in its error
 }
 
 void check_device_stores(Device& device, const MixedPrecision& precision) {

@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "kiln/ir.h"
 #include "trainer/flags.h"
+#include "trainer/model/fp8_recipe.h"
 
 namespace kiln::trainer {
 
@@ -38,10 +39,20 @@ struct MixedPrecision {
   // copy of each gradient and clips that copy in f32 (Megatron's
   // `main_param.grad = main_grad.float()`).
   bool grad_reduce_in_bf16 = false;
+  // FP8 training (docs/MIXED_PRECISION.md, "FP8"): Megatron's --fp8-* flags
+  // with Transformer Engine's recipes; "" format: none.
+  std::string fp8_format;
+  std::string fp8_recipe = "delayed";
+  int64_t fp8_amax_history_len = 1;
+  std::string fp8_amax_compute_algo = "most_recent";
+  int64_t fp8_margin = 0;
+  int64_t fp8_interval = 1;
+  bool fp8_param_gather = false;
 
   void register_flags(Flags& flags);
   // Throws kiln::Error naming the flag for a bad combination or value.
   void finalize() const;
+  void finalize_fp8() const;
 
   // f32, bf16 or f16.
   kiln_dtype compute_dtype() const { return bf16 ? KILN_BF16 : fp16 ? KILN_F16 : KILN_F32; }
@@ -59,6 +70,10 @@ struct MixedPrecision {
   // fp16 multiplies the loss by a scale before backward (bf16 has fp32's
   // exponent range and needs none, as in Megatron).
   bool scales_loss() const { return fp16; }
+  // What --fp8-format and --fp8-recipe make of the model's linear layers.
+  Fp8Recipe fp8() const;
+  // The delayed recipe keeps an amax history per cast tensor on the host.
+  bool fp8_delayed() const { return !fp8_format.empty() && fp8_recipe == "delayed"; }
 };
 
 // Refuses a device that cannot store the run's compute dtype, with one line

@@ -118,6 +118,7 @@ void PipelineSchedule::backward(const PipelinePass& pass, bool first, bool last)
   exe.run(last ? hooks_.grads_final : nullptr, first && last_virtual(pass.chunk) ? hooks_.params_needed : nullptr);
   // After its last piece too: another chunk's or stage's work follows.
   if (last && hooks_.grads_final) hooks_.grads_final(exe.output_ports());
+  run_.progress.fp8.record(exe);
   if (last_virtual(pass.chunk)) loss_sum_ += read_scalar(exe, "loss");
   if (!first_virtual(pass.chunk))
     exe.buffer(kGradHiddenIn)->read(grad_input_.data(), grad_input_.size() * sizeof(float));

@@ -332,6 +332,23 @@ void Setup::make_model_state(const LoadedCheckpoint& resume) {
     progress = resume_from(resume, *state, cfg);
   else
     state->initialize(static_cast<uint64_t>(cfg.seed));
+  std::vector<GptConfig> chunk_models;
+  for (const ChunkSteps& chunk : chunks) chunk_models.push_back(chunk.model);
+  progress.fp8 = Fp8State(cfg.precision, chunk_models);
+  if (cfg.resumes() && !cfg.finetune && !cfg.no_load_optim)
+    progress.fp8.load(resume.optimizer, resume.dir + "/optimizer.safetensors");
+  if (progress.fp8.enabled()) {
+    logger().info("{}", progress.fp8.describe(cfg.precision));
+    // No in-tree backend has FP8 matrix units: the casts round to FP8 values
+    // held in the compute dtype, which the GEMMs multiply with f32 sums.
+    logger().info("FP8: the {} backend has no FP8 units: FP8 values are computed and multiplied in {}",
+                  device->backend(), kiln_dtype_name(cfg.model.compute_dtype));
+    if (cfg.precision.fp8_interval != 1)
+      logger().warn(
+          "--fp8-interval {} ignored (deprecated in Transformer Engine): kiln updates FP8 scales every "
+          "iteration",
+          cfg.precision.fp8_interval);
+  }
   for (const ChunkSteps& chunk : chunks)
     for (graph::Executable* exe : chunk.executables()) state->bind(*exe);
   if (at.dp > 1) dist::check_parameters_identical(*dp_group, *state, progress.iteration, /*at_start=*/true);

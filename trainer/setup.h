@@ -17,6 +17,7 @@
 #include "trainer/dist/comm.h"
 #include "trainer/dist/gradient_sync.h"
 #include "trainer/dist/group_collectives.h"
+#include "trainer/fp8_state.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/model/document_inputs.h"
@@ -51,6 +52,8 @@ struct Progress {
   int64_t rng_seed = 0;
   // --fp16's loss scale (1 otherwise), saved with the optimizer state.
   LossScaleState loss_scale;
+  // --fp8-format's scales and amax histories, saved with the optimizer state.
+  Fp8State fp8;
 };
 
 // One model chunk's compiled step graphs. The first micro-batch of a step

@@ -65,6 +65,10 @@ StepResult Step::run() {
   // The scale this iteration's backward uses (updated at its end).
   const double loss_scale = run_.progress.loss_scale.scale;
   const double loss_sum = forward_backward(loss_scale);
+  // The FP8 amaxes of every rank holding the same tensors: data-parallel
+  // replicas and tensor-parallel shards (TE's amax reduction group).
+  run_.progress.fp8.end_interval({run_.dp_group, run_.tp_owned.get()},
+                                 "FP8 amax all-reduce at iteration " + std::to_string(result.iteration));
   sum_across_ranks(loss_sum, result);
   if (result.iteration == overflow_test_iteration_ && run_.comm.rank() == 0) poison_gradient();
   if (dump_) dump_->accumulators(*run_.state, result.iteration);
@@ -143,6 +147,7 @@ double Step::forward_backward(double loss_scale) {
       if (dump_ && m == 0) dump_->parameters(*run_.state, run_.progress.iteration + 1);
       train_step.run(m == run_.micro_batches - 1 ? hooks_.grads_final : nullptr,
                      m == 0 ? hooks_.params_needed : nullptr);
+      run_.progress.fp8.record(train_step);
       if (dump_) dump_->micro_batch(train_step, *run_.state, run_.progress.iteration + 1);
       const float loss = read_scalar(train_step, "loss");
       if (batch_dump_) batch_dump_->loss(loss);
@@ -183,6 +188,7 @@ void Step::prepare_micro_batch(graph::Executable& exe, int64_t m, float loss_sca
   if (batch_dump_) batch_dump_->batch(run_.progress.iteration + 1, m, run_.batch.tokens, run_.batch.targets);
   feed(exe, run_.batch, cfg.model, run_.at);
   feed_dropout_keys(exe, first_sample);
+  run_.progress.fp8.feed(exe);
   if (cfg.precision.scales_loss() && has_input(exe, kLossScaleInput))
     exe.buffer(kLossScaleInput)->write(&loss_scale, sizeof loss_scale);
 }
@@ -330,6 +336,7 @@ double evaluate(Setup& run) {
   auto prepare = [&](graph::Executable& exe, int64_t i) {
     fill_batch(*run.data, Split::Valid, (i * at.dp + at.dp_rank) * B, B, cfg.model.seq_length, run.batch);
     feed(exe, run.batch, cfg.model, at);
+    run.progress.fp8.feed(exe);
   };
   const int64_t count = cfg.eval_micro_batches();
   // --calculate-per-token-loss: Megatron's validation loss is the token

@@ -423,6 +423,7 @@ void TrainConfig::finalize(const Flags& f) {
   model.grad_dtype = precision.grad_dtype();
   model.clip_stored_gradients = precision.clips_stored_gradients();
   model.query_key_layer_scaling = precision.apply_query_key_layer_scaling;
+  model.fp8 = precision.fp8();
   if (!data_path.empty() || mock_data) data::infer_tokenizer_type(tokenizer_spec);
   const bool tokenizer_flags = !tokenizer_spec.type.empty() || !tokenizer_spec.vocab_file.empty() ||
                                !tokenizer_spec.merge_file.empty() || !tokenizer_spec.tokenizer_model.empty();

@@ -5,36 +5,18 @@
 # start-up info line (nothing per step), the outputs kiln lacks are warned
 # about once, --log-throughput adds Megatron's TFLOP/s/GPU, --decoupled-lr, --grad-reduce-in-bf16 and
 # --calculate-per-token-loss train (their numerics: mpi_decoupled_lr.sh, mpi_bf16_main_grads.sh,
-# mpi_per_token_loss.sh); the flags asking for what kiln lacks (FP8) are each refused in one line.
+# mpi_per_token_loss.sh) and its FP8 flags train (fp8_training.sh); the flags asking for what kiln lacks
+# are each refused in one line.
 # As the script passes them: its samples flags (2 iterations of 2 here), --load of
 # a first launch, and its "--split '99,1,0'" whose quotes its word splitting keeps.
 set -euo pipefail
 kiln=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-tokenizer=$(cd "$(dirname "$0")/../data/tokenizers/llama3_style" && pwd)  # a Llama-3-style tokenizer.json
-
-model_training=(--use-mcore-models --num-layers 2 --hidden-size 64 --ffn-hidden-size 224 --num-attention-heads 4
-  --group-query-attention --num-query-groups 2 --kv-channels 16 --seq-length 32 --max-position-embeddings 32
-  --position-embedding-type rope --rotary-base 1000000 --rotary-percent 1.0 --attention-dropout 0.0
-  --hidden-dropout 0.0 --swiglu --init-method-std 0.0134 --attention-backend fused
-  --apply-layernorm-1p --untie-embeddings-and-output-weights --disable-bias-linear --micro-batch-size 1
-  --global-batch-size 2 --train-samples 4 --lr-decay-samples 4 --lr-warmup-samples 2 --lr 0.00015 --min-lr 0.00001
-  --lr-decay-style cosine --clip-grad 1.0 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --bf16
-  --decoupled-lr 5.0e-4 --decoupled-min-lr 4.5e-5 --grad-reduce-in-bf16 --cross-entropy-loss-fusion
-  --calculate-per-token-loss --manual-gc --empty-unused-memory-level 1 --exit-duration-in-mins 235
-  --tensor-model-parallel-size 1 --context-parallel-size 1 --sequence-parallel --use-distributed-optimizer
-  --overlap-grad-reduce --overlap-param-gather)
-# The script's two data branches (its TOKENIZER_ARG/DATA_ARG "MOCK" or not).
-mock_data=(--mock-data --tokenizer-type NullTokenizer --vocab-size 128256 --data-cache-path "$tmp/dcache"
-  --tiktoken-pattern v2 --split "'99,1,0'" --no-create-attention-mask-in-dataloader --no-mmap-bin-files --num-workers 1)
-real_data=(--data-path "$tmp/llama3_text_document" --tokenizer-type HuggingFaceTokenizer --tokenizer-model "$tokenizer"
-  --data-cache-path "$tmp/dcache" --split "'99,1,0'" --no-create-attention-mask-in-dataloader --no-mmap-bin-files
-  --num-workers 1 --vocab-size 128256)
-logging() {  # CHECKPOINT_PATH TENSORBOARD_LOGS_PATH
-  echo --log-interval 1 --eval-iters 1 --eval-interval 1000 --save-interval 1000 --log-throughput --profile \
-    --profile-step-start 4 --profile-step-end 6 --ckpt-format torch_dist --distributed-timeout-minutes 60 \
-    --save "$1" --load "$1" --tensorboard-dir "$2" --num-threads 2
-}
+source "$(dirname "$0")/../tools/llama3_8b_fp8_example.sh"
+# The script as written: its DTYPE is "fp8", so DTYPE_ARGS are in (their numerics: fp8_training.sh).
+# shellcheck disable=SC2207  # the words of the example's groups
+model_training=($(example_model_training 4 4 2) $(example_dtype_args) $(example_parallel_args))
+logging() { example_logging "$@"; }
 # shellcheck disable=SC2207  # the paths are mktemp's, without spaces
 llama3=("${model_training[@]}" "${mock_data[@]}" $(logging "$tmp/ckpt" "$tmp/tb"))
 run_only=(--metrics-file "$tmp/metrics.jsonl")
@@ -82,9 +64,8 @@ refused() {
     { echo "$* -> stderr:"; cat "$tmp/err"; exit 1; }
   echo "ok: $(cat "$tmp/err")"
 }
-refused '--fp8-format hybrid: kiln has no FP8 training' --fp8-format hybrid
-refused '--fp8-amax-history-len 1024: kiln has no FP8 training' --fp8-amax-history-len 1024
-refused '--fp8-param-gather: kiln has no FP8 training' --fp8-param-gather
+refused '--fp8-recipe mxfp8: kiln implements per-tensor scaling only' --fp8-recipe mxfp8
+refused "--no-fp8-wgrad: kiln's FP8 training is per-tensor scaling" --no-fp8-wgrad
 refused "--attention-backend fuse: not one of Megatron's choices" --attention-backend fuse
 refused '--context-parallel-size 2: kiln has no context parallelism' --context-parallel-size 2
 
@@ -102,15 +83,7 @@ grep -q '^  --attention-backend S  *\[no effect\]' "$tmp/help-all" || { echo "--
 grep -q '^  --lr-decay-style' "$tmp/help-all" || { echo "--help-all lacks kiln's own flags"; exit 1; }
 # The script's real-data branch: a Megatron dataset made by kiln preprocess
 # (kiln's docs, one document a paragraph) with a Hugging Face tokenizer.
-python3 - "$(dirname "$0")/../../docs" >"$tmp/docs.jsonl" <<'PY'
-import glob, json, sys
-for path in sorted(glob.glob(sys.argv[1] + "/*.md")):
-    for paragraph in open(path, encoding="utf-8").read().split("\n\n"):
-        if paragraph.strip():
-            print(json.dumps({"text": paragraph}))
-PY
-"$kiln" preprocess --input "$tmp/docs.jsonl" --output-prefix "$tmp/llama3" --tokenizer-type HuggingFaceTokenizer \
-  --tokenizer-model "$tokenizer" --append-eod --workers 1 >/dev/null 2>&1
+make_example_data
 # shellcheck disable=SC2046  # logging's words
 "$kiln" train "${model_training[@]}" "${real_data[@]}" $(logging "$tmp/ckpt_real" "$tmp/tb_real") >"$tmp/out" \
   2>"$tmp/err" || { echo "llama3 flags did not train on real data:"; cat "$tmp/err"; exit 1; }

@@ -10,17 +10,10 @@ set -euo pipefail
 kiln=$1
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data/tokenizers" && pwd)
-docs=$(cd "$here/../../docs" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # One JSON document per paragraph of the docs.
-python3 - "$docs" >"$tmp/docs.jsonl" <<'PY'
-import glob, json, sys
-for path in sorted(glob.glob(sys.argv[1] + "/*.md")):
-    for paragraph in open(path, encoding="utf-8").read().split("\n\n"):
-        if paragraph.strip():
-            print(json.dumps({"text": paragraph}))
-PY
+python3 "$here/../tools/docs_jsonl.py" >"$tmp/docs.jsonl"
 
 model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --micro-batch-size 8
        --split 98,2,0 --eval-iters 0 --log-interval 1 --lr 5e-3 --lr-warmup-iters 5 --hidden-dropout 0

@@ -12,13 +12,7 @@ if [ ! -f "$vocab" ] || [ ! -f "$merges" ]; then
   exit 77
 fi
 mkdir -p "$tmp/gpt2"
-python3 - "$(dirname "${BASH_SOURCE[0]}")/../../docs" >"$tmp/docs.jsonl" <<'PY'
-import glob, json, sys
-for path in sorted(glob.glob(sys.argv[1] + "/*.md")):
-    for paragraph in open(path, encoding="utf-8").read().split("\n\n"):
-        if paragraph.strip():
-            print(json.dumps({"text": paragraph}))
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/docs_jsonl.py" >"$tmp/docs.jsonl"
 # As Megatron's README: preprocess_data.py with the GPT-2 files and --append-eod.
 "$kiln" preprocess --input "$tmp/docs.jsonl" --output-prefix "$tmp/gpt2/my-gpt2" --tokenizer-type GPT2BPETokenizer \
   --vocab-file "$vocab" --merge-file "$merges" --append-eod --workers 2 2>"$tmp/preprocess.err" ||

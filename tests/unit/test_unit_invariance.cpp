@@ -91,6 +91,11 @@ const std::vector<Configuration>& configurations() {
       {"full recompute",
        {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"}},
       {"selective recompute", {"--recompute-granularity", "selective"}},
+      {"FP8 hybrid, delayed scaling (bf16)",
+       {"--bf16", "--fp8-format", "hybrid", "--fp8-amax-history-len", "16", "--fp8-amax-compute-algo", "max"}},
+      {"FP8 e4m3, tensorwise scaling, TP=2",
+       {"--fp8-format", "e4m3", "--fp8-recipe", "tensorwise", "--tensor-model-parallel-size", "2"},
+       2},
   };
   return all;
 }

@@ -16,6 +16,7 @@
 #include "core/regular_file.h"
 #include "trainer/checkpoint/model_config.h"
 #include "trainer/data/stop_signals.h"
+#include "trainer/fp8_state.h"
 
 namespace kiln::trainer {
 namespace fs = std::filesystem;
@@ -183,7 +184,8 @@ void check_finite(const fs::path& file, const std::map<std::string, SafeTensor>&
 // The model and optimizer tensors of the model in meta.json's "config",
 // as ModelState saves them; false when there is no usable config (the
 // callers that need one refuse the checkpoint then, naming the key).
-bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, ExpectedTensors& optimizer) {
+bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, ExpectedTensors& optimizer,
+                      const std::string& dir) {
   auto config = meta.find("config");
   if (config == meta.end() || !config->is_object()) return false;
   std::vector<ParamSpec> params;
@@ -196,6 +198,21 @@ bool expected_tensors(const nlohmann::json& meta, ExpectedTensors& model, Expect
     model[p.name] = p.full_shape;
     optimizer[p.name + ".exp_avg"] = p.full_shape;
     optimizer[p.name + ".exp_avg_sq"] = p.full_shape;
+  }
+  // The FP8 scaling state of a delayed-recipe run (trainer/fp8_state.h).
+  const nlohmann::json* fp8 = nullptr;
+  if (auto opt = meta.find("optimizer"); opt != meta.end() && opt->is_object())
+    if (auto f = opt->find("fp8"); f != opt->end() && f->is_object()) fp8 = &*f;
+  if (fp8 != nullptr) {
+    const auto len = fp8->find("amax_history_len");
+    if (len == fp8->end() || !len->is_number_unsigned() || len->get<uint64_t>() < 1 ||
+        len->get<uint64_t>() > (uint64_t{1} << 30))
+      throw Error("checkpoint " + dir +
+                  "/meta.json: 'optimizer.fp8.amax_history_len' is not a positive integer; "
+                  "the checkpoint is corrupt, re-save it or point --load at another");
+    for (const auto& [name, shape] :
+         Fp8State::checkpoint_tensors(len->get<int64_t>(), GptConfig(model_config_from_json(*config))))
+      optimizer[name] = shape;
   }
   return true;
 }
@@ -396,7 +413,7 @@ LoadedCheckpoint load_checkpoint(const std::string& load_path, CheckpointParts p
   // The tensors meta.json's model has, checked against each file's header
   // before its payload is read (a header may claim any size).
   ExpectedTensors model, optimizer;
-  const bool known = expected_tensors(out.meta, model, optimizer);
+  const bool known = expected_tensors(out.meta, model, optimizer, out.dir);
   out.model = load_tensors(dir / kModelFileName, known ? &model : nullptr);
   check_finite(dir / kModelFileName, out.model);
   if (with_optimizer && parts == CheckpointParts::ModelAndOptimizer)

@@ -162,6 +162,7 @@ void Checkpointer::save(int64_t it) {
   if (cfg.tokenizer) meta["tokenizer"] = tokenizer_record_json(cfg.tokenizer_spec, *cfg.tokenizer);
   if (cfg.no_save_optim) meta["optimizer"]["state_saved"] = false;
   if (cfg.precision.scales_loss()) meta["optimizer"]["grad_scaler"] = loss_scale_json(p.loss_scale);
+  if (!cfg.no_save_optim && !p.fp8.checkpoint_meta().is_null()) meta["optimizer"]["fp8"] = p.fp8.checkpoint_meta();
   meta["rng"] = cfg.no_save_rng ? nlohmann::json() : nlohmann::json{{"dropout_seed", p.rng_seed}};
   auto s0 = Clock::now();
   // Parameters and optimizer state are identical on every data-parallel
@@ -183,7 +184,10 @@ void Checkpointer::save(int64_t it) {
   if (run_.at.dp_rank == 0) {
     std::map<std::string, SafeTensor> model_tensors = run_.state->save_model();
     std::map<std::string, SafeTensor> optimizer_tensors;  // none under --no-save-optim (every rank skips the gather)
-    if (!cfg.no_save_optim) optimizer_tensors = run_.state->save_optimizer();
+    if (!cfg.no_save_optim) {
+      optimizer_tensors = run_.state->save_optimizer();
+      run_.progress.fp8.save(optimizer_tensors);
+    }
     // Every stage's full tensors reach the first stage's first rank.
     if (run_.pp_group && run_.at.tp_rank == 0)
       gather_pipeline_stages(cfg, *run_.pp_group, model_tensors, optimizer_tensors);

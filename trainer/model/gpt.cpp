@@ -233,6 +233,33 @@ ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
   return b >= 0 ? g.add(y, b) : y;
 }
 
+// ---- FP8 (GptConfig::fp8, trainer/model/fp8_recipe.h): a layer's linear
+// layers cast their GEMM's operands, and the gradient of its output.
+
+// v cast to FP8 with the scale of tensor <name>.<role> (its own amax's
+// under the tensorwise recipe).
+ValueId fp8_cast(Graph& g, const GptConfig& c, const std::string& name, const char* role, ValueId v) {
+  const ValueId scale = g.input(fp8_scale_port(fp8_tensor_name(name, role)), KILN_F32, {1});
+  return g.cast_fp8(v, scale, c.fp8.forward, c.fp8.current).y;
+}
+
+// The GEMM's output y, whose gradient is cast to FP8 before the GEMM's
+// backward reads it. Before the bias: TE computes the bias's gradient from
+// the gradient as it arrives.
+ValueId fp8_grad_output(Graph& g, const GptConfig& c, const std::string& name, ValueId y) {
+  const ValueId scale = g.input(fp8_scale_port(fp8_tensor_name(name, "grad_output")), KILN_F32, {1});
+  return g.fp8_grad_cast(y, scale, c.fp8.backward, c.fp8.current);
+}
+
+// A column-parallel layer (linear_qkv, linear_fc1): linear() of the
+// parameters under `name`, on FP8 operands with --fp8-format.
+ValueId column_parallel_linear(Graph& g, const GptConfig& c, ValueId x, const Params& p, const std::string& name) {
+  const ValueId w = p.at(name + ".weight"), b = optional_param(p, name + ".bias");
+  if (!c.fp8.enabled) return linear(g, x, w, b);
+  const ValueId y = linear(g, fp8_cast(g, c, name, "input", x), fp8_cast(g, c, name, "weight", w), -1);
+  return b >= 0 ? g.add(fp8_grad_output(g, c, name, y), b) : fp8_grad_output(g, c, name, y);
+}
+
 // ---- sequence parallelism (GptConfig::sequence_parallel). Hidden states
 // [B*T, C] become this rank's slice of each sample's tokens, [B*T/R, C];
 // the collectives move slices along the sequence dim of [B, T, C] and are
@@ -272,7 +299,16 @@ ValueId scatter_sequence(Graph& g, const GptConfig& c, int64_t B, ValueId x) {
 // is complete, and are rounded once: what one process's GEMM stores, up to
 // the order of the f32 additions. Rounding each partial first would differ
 // from one process by an occasional bf16 ulp.
-ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, ValueId w, ValueId b) {
+//
+// Under --fp8-format x and W are cast on each rank, and the gradient of the
+// whole (reduced) output before it goes back to the partial products.
+ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, const Params& p,
+                            const std::string& name) {
+  ValueId w = p.at(name + ".weight"), b = optional_param(p, name + ".bias");
+  if (c.fp8.enabled) {
+    x = fp8_cast(g, c, name, "input", x);
+    w = fp8_cast(g, c, name, "weight", w);
+  }
   const kiln_dtype dtype = g.value(w).dtype;
   ValueId y;
   if (c.tensor_parallel == 1) {
@@ -283,6 +319,7 @@ ValueId row_parallel_linear(Graph& g, const GptConfig& c, int64_t B, ValueId x, 
     y = c.splits_sequence() ? reduce_scatter_sequence(g, c, B, partial) : g.all_reduce(partial, KILN_GROUP_TP);
     if (dtype != KILN_F32) y = g.cast(y, dtype);
   }
+  if (c.fp8.enabled) y = fp8_grad_output(g, c, name, y);
   // On this rank's slice of the sequence the (replicated) bias gets that
   // slice's share of its gradient: the copy sums it over the group.
   if (b >= 0 && c.splits_sequence()) b = g.copy_to_tp_region(b, KILN_GROUP_TP);
@@ -399,8 +436,7 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
                   const std::string& L, const PositionValues& pos, ValueId dropout_key, int64_t layer,
                   std::vector<graph::RecomputeSegment>& recompute_segments) {
   const int64_t T = c.seq_length, H = c.local_heads(), D = c.head_dim();
-  ValueId qkv = linear(g, x, p.at(L + "self_attention.linear_qkv.weight"),
-                       optional_param(p, L + "self_attention.linear_qkv.bias"));
+  ValueId qkv = column_parallel_linear(g, c, x, p, L + "self_attention.linear_qkv");
   // MPT's QKV clipping (kiln extension): every q, k and v element within [-x, x].
   if (c.clip_qkv > 0.0f) qkv = g.clamp(qkv, -c.clip_qkv, c.clip_qkv);
   const Qkv h = split_qkv(g, c, spec, B, qkv, p, L, pos);
@@ -432,8 +468,7 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
   y = g.reshape(y, {B, H, T, D});
   y = g.permute(y, {0, 2, 1, 3});  // [B, T, H, D]
   y = g.reshape(y, {B * T, H * D});
-  return row_parallel_linear(g, c, B, y, p.at(L + "self_attention.linear_proj.weight"),
-                             optional_param(p, L + "self_attention.linear_proj.bias"));
+  return row_parallel_linear(g, c, B, y, p, L + "self_attention.linear_proj");
 }
 
 // The MLP's middle parts (layer_spec.h's MlpKind): fc1's output -> fc2's input.
@@ -460,10 +495,9 @@ MlpPart mlp_part(MlpKind kind) {
 // fc1 column-parallel, fc2 row-parallel: the middle part applies to each
 // rank's columns on their own, so the MLP needs one all-reduce.
 ValueId mlp(Graph& g, const GptConfig& c, MlpKind kind, int64_t B, ValueId x, const Params& p, const std::string& L) {
-  ValueId h = linear(g, x, p.at(L + "mlp.linear_fc1.weight"), optional_param(p, L + "mlp.linear_fc1.bias"));
+  ValueId h = column_parallel_linear(g, c, x, p, L + "mlp.linear_fc1");
   h = mlp_part(kind)(g, h);
-  return row_parallel_linear(g, c, B, h, p.at(L + "mlp.linear_fc2.weight"),
-                             optional_param(p, L + "mlp.linear_fc2.bias"));
+  return row_parallel_linear(g, c, B, h, p, L + "mlp.linear_fc2");
 }
 
 // Where layer l stands in full recomputation's units (Megatron's

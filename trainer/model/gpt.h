@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "graph/recompute.h"
+#include "trainer/model/fp8_recipe.h"
 #include "trainer/model/model_options.h"
 
 namespace kiln::trainer {
@@ -119,6 +120,9 @@ struct TrainingChoices {
   bool reset_position_ids = false;
   bool reset_attention_mask = false;
   bool eod_mask_loss = false;
+  // --fp8-format: the layers' linear GEMMs on FP8 operands
+  // (trainer/model/fp8_recipe.h).
+  Fp8Recipe fp8;
   RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
   RecomputeMethod recompute_method = RecomputeMethod::None;
   int64_t recompute_num_layers = 0;

@@ -1,6 +1,9 @@
 #include "trainer/model/step_graphs.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 
 #include "graph/autodiff.h"
 #include "graph/compile_units.h"
@@ -46,6 +49,25 @@ ValueId handed_on_objective(Graph& g, const GptForward& f, int64_t elements) {
 }
 }  // namespace
 
+namespace {
+// The delayed recipe's amaxes (trainer/model/fp8_recipe.h): each CAST_FP8
+// whose scale is a tensor's scale input gets that tensor's amax output. A
+// recomputed forward casts a tensor again, to the same amax: the first
+// cast's is the port.
+void expose_fp8_amaxes(Graph& g) {
+  std::map<ValueId, std::string> tensor_of_scale;
+  for (const graph::Port& p : g.inputs())
+    if (std::string t = fp8_tensor_of_scale_port(p.name); !t.empty()) tensor_of_scale[p.value] = t;
+  std::set<std::string> exposed;
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op != KILN_OP_CAST_FP8) continue;
+    const auto it = tensor_of_scale.find(n.inputs[1]);
+    if (it != tensor_of_scale.end() && exposed.insert(it->second).second)
+      g.output(fp8_amax_port(it->second), n.outputs[1]);
+  }
+}
+}  // namespace
+
 Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode, bool expose_gradients) {
   Graph g;
   GptForward f = build_gpt_forward(g, cfg, B);
@@ -72,6 +94,7 @@ Graph build_train_step(const GptConfig& cfg, int64_t B, GradMode mode, bool expo
   g = graph::widen_f16_parameter_gradients(g);
   if (loss >= 0) g.output("loss", loss);
   if (!cfg.pre_process) g.output(kGradHiddenIn, grads.back());
+  if (cfg.fp8.enabled && !cfg.fp8.current) expose_fp8_amaxes(g);
   const size_t sums_begin = g.nodes().size();
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string acc = grad_name(specs[i].name);
