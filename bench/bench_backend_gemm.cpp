@@ -4,13 +4,19 @@
 // GEMM itself (for OpenCL: argument setup, CLBlast's padding/transposes; for
 // Vulkan: descriptor updates, command-buffer submission).
 //
-//   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] [--set=gpu]
+//   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] [--set=gpu|test]
+//                      [--variants=NAME=V1,V2,...]
 //
 // e.g. --backend=vulkan --filter=default --rounds=2 on lavapipe (slow: CI
 // figures are for the record only). --set=gpu swaps in the shapes of GPT-2
 // 124M at seq 1024 x micro-batch 8 (8192 tokens per GEMM), the shapes a
 // GPU is measured at (bench/gpu/run.sh; bench/gpu/torch_gemm.py times
-// cuBLAS at the same ones).
+// cuBLAS at the same ones). --set=test: every GEMM of the hidden-64 test
+// model (bench/first_iteration.sh), then a ladder of cubes in each layout.
+// --variants compiles each shape once per value of the environment
+// variable NAME (a plugin's compile-time choice, e.g.
+// KILN_OPENCL_GEMM=clblast,kiln) and times them round-robin, a column each,
+// so that load on a shared machine favours none of them.
 //
 // Prints a Markdown table (what docs/OPENCL.md and docs/VULKAN.md quote): best-of-N GFLOP/s
 // per shape. A first call per shape runs untimed (it compiles kernels: on
@@ -25,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,16 +53,47 @@ struct Case {
   std::string what;
   int64_t m, n, k;
   bool ta, tb;
+  int64_t batch = 1;
 };
 
-std::vector<Case> cases(bool gpu) {
+enum class Set { kDefault, kGpu, kTest };
+
+// The hidden-64 test model (2 layers, 4 heads, seq 32, micro-batch 2, vocab
+// 512): 64 tokens, the attention products of 8 (sample, head) pairs.
+void test_model(std::vector<Case>& out) {
+  auto linear = [&](const std::string& name, int64_t t, int64_t k, int64_t n) {
+    out.push_back({name + " fwd", t, n, k, false, true});
+    out.push_back({name + " dgrad", t, k, n, false, false});
+    out.push_back({name + " wgrad", n, k, t, true, false});
+  };
+  out.push_back({"test attention q.k^T nt", 32, 32, 16, false, true, 8});
+  out.push_back({"test attention p.v nn", 32, 16, 32, false, false, 8});
+  out.push_back({"test attention p^T.dy tn", 32, 16, 32, true, false, 8});
+  linear("test qkv T=64 K=64 N=192", 64, 64, 192);
+  linear("test attn-proj T=64 K=64 N=64", 64, 64, 64);
+  linear("test mlp-up T=64 K=64 N=256", 64, 64, 256);
+  linear("test mlp-down T=64 K=256 N=64", 64, 256, 64);
+  linear("test lm-head T=64 K=64 N=512", 64, 64, 512);
+  for (int64_t s : {96, 128, 160, 192, 256, 320, 384, 512}) {
+    const std::string n = "cube " + std::to_string(s);
+    out.push_back({n + " nn", s, s, s, false, false});
+    out.push_back({n + " nt", s, s, s, false, true});
+    out.push_back({n + " tn", s, s, s, true, false});
+  }
+}
+
+std::vector<Case> cases(Set set) {
   std::vector<Case> out;
   auto linear = [&](const std::string& name, int64_t t, int64_t k, int64_t n) {
     out.push_back({name + " fwd", t, n, k, false, true});
     out.push_back({name + " dgrad", t, k, n, false, false});
     out.push_back({name + " wgrad", n, k, t, true, false});
   };
-  if (gpu) {  // GPT-2 124M, seq 1024 x micro-batch 8: every linear layer.
+  if (set == Set::kTest) {
+    test_model(out);
+    return out;
+  }
+  if (set == Set::kGpu) {  // GPT-2 124M, seq 1024 x micro-batch 8: every linear layer.
     linear("124M qkv T=8192 K=768 N=2304", 8192, 768, 2304);
     linear("124M attn-proj T=8192 K=768 N=768", 8192, 768, 768);
     linear("124M mlp-up T=8192 K=768 N=3072", 8192, 768, 3072);
@@ -76,16 +114,25 @@ std::vector<Case> cases(bool gpu) {
   return out;
 }
 
+// op(X) is rows x cols; X as stored, with `batch` leading when above 1.
+kiln::graph::Shape shape_of(int64_t batch, bool trans, int64_t rows, int64_t cols) {
+  kiln::graph::Shape s = trans ? kiln::graph::Shape{cols, rows} : kiln::graph::Shape{rows, cols};
+  if (batch > 1) s.insert(s.begin(), batch);
+  return s;
+}
+
 // Runs `c` once on the device and once on the reference; NMSE of the result.
 double verify(kiln::Device& dev, const Case& c) {
   // A smaller stand-in with the same layout (the reference is slow), still
   // several of the largest tiles wide with ragged edges in every dimension,
   // and deep enough that a weight gradient takes a GPU plugin's split-K path.
   const int64_t m = std::min<int64_t>(c.m, 267), n = std::min<int64_t>(c.n, 301), k = std::min<int64_t>(c.k, 1100);
+  const int64_t batch = std::min<int64_t>(c.batch, 3);
   Graph g;
-  ValueId a = g.input("a", KILN_F32, c.ta ? kiln::graph::Shape{k, m} : kiln::graph::Shape{m, k});
-  ValueId b = g.input("b", KILN_F32, c.tb ? kiln::graph::Shape{n, k} : kiln::graph::Shape{k, n});
-  g.output("y", g.matmul(a, b, c.ta, c.tb));
+  ValueId a = g.input("a", KILN_F32, shape_of(batch, c.ta, m, k));
+  ValueId b = g.input("b", KILN_F32, shape_of(batch, c.tb, k, n));
+  const ValueId y = g.matmul(a, b, c.ta, c.tb);
+  g.output("y", y);
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   kiln::graph::TensorMap in;
@@ -98,10 +145,10 @@ double verify(kiln::Device& dev, const Case& c) {
   for (const char* name : {"a", "b"}) exe.buffer(name)->write(in[name].data(), in[name].bytes());
   // Poison the output: an element the kernel never writes stays NaN and
   // fails the check.
-  const std::vector<float> poison(static_cast<size_t>(m * n), std::nanf(""));
+  const std::vector<float> poison(static_cast<size_t>(batch * m * n), std::nanf(""));
   exe.buffer("y")->write(poison.data(), poison.size() * 4);
   exe.run();
-  HostTensor got = HostTensor::zeros(KILN_F32, {m, n});
+  HostTensor got = HostTensor::zeros(KILN_F32, g.shape(y));
   exe.buffer("y")->read(got.data(), got.bytes());
   const HostTensor want = kiln::graph::run_reference(g, in).at("y");
   double num = 0, den = 0;
@@ -113,36 +160,101 @@ double verify(kiln::Device& dev, const Case& c) {
   return den > 0 ? num / den : num;
 }
 
-double gflops(kiln::Device& dev, const Case& c, int rounds) {
+// One compiled case, with its operands written and its first call made.
+struct Timed {
+  std::unique_ptr<kiln::graph::Executable> exe;
+  double best = 1e30;  // seconds
+};
+
+Timed prepare(kiln::Device& dev, const Case& c) {
   Graph g;
-  ValueId a = g.input("a", KILN_F32, c.ta ? kiln::graph::Shape{c.k, c.m} : kiln::graph::Shape{c.m, c.k});
-  ValueId b = g.input("b", KILN_F32, c.tb ? kiln::graph::Shape{c.n, c.k} : kiln::graph::Shape{c.k, c.n});
+  ValueId a = g.input("a", KILN_F32, shape_of(c.batch, c.ta, c.m, c.k));
+  ValueId b = g.input("b", KILN_F32, shape_of(c.batch, c.tb, c.k, c.n));
   g.output("y", g.matmul(a, b, c.ta, c.tb));
-  kiln::graph::Executable exe(dev, g);
+  Timed t;
+  t.exe = std::make_unique<kiln::graph::Executable>(dev, g);
   // Random operands: constant or zero data can run faster than real data.
-  std::vector<float> data(static_cast<size_t>(std::max(c.m * c.k, c.k * c.n)));
+  const int64_t elems_a = c.batch * c.m * c.k, elems_b = c.batch * c.k * c.n;
+  std::vector<float> data(static_cast<size_t>(std::max(elems_a, elems_b)));
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& x : data) x = u(gen);
-  exe.buffer("a")->write(data.data(), static_cast<uint64_t>(c.m * c.k) * 4);
-  exe.buffer("b")->write(data.data(), static_cast<uint64_t>(c.k * c.n) * 4);
-  exe.run();  // compiles the library's kernels, untimed
+  t.exe->buffer("a")->write(data.data(), static_cast<uint64_t>(elems_a) * 4);
+  t.exe->buffer("b")->write(data.data(), static_cast<uint64_t>(elems_b) * 4);
+  t.exe->run();  // compiles the library's kernels, untimed
   dev.synchronize();
-  double best = 1e30;
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    exe.run();
-    dev.synchronize();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return t;
+}
+
+void time_once(kiln::Device& dev, Timed& t) {
+  const auto t0 = std::chrono::steady_clock::now();
+  t.exe->run();
+  dev.synchronize();
+  t.best = std::min(t.best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+double gflops(const Case& c, double seconds) {
+  return 2.0 * static_cast<double>(c.batch) * static_cast<double>(c.m) * static_cast<double>(c.n) *
+         static_cast<double>(c.k) / seconds / 1e9;
+}
+
+// --variants=NAME=V1,V2: the variable and its values ({"", {""}}: none).
+struct Variants {
+  std::string name;
+  std::vector<std::string> values{""};
+};
+
+Variants parse_variants(const std::string& spec) {
+  Variants v;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) return v;
+  v.name = spec.substr(0, eq);
+  v.values.clear();
+  for (size_t at = eq + 1;;) {
+    const size_t comma = spec.find(',', at);
+    v.values.push_back(spec.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
   }
-  return 2.0 * static_cast<double>(c.m) * static_cast<double>(c.n) * static_cast<double>(c.k) / best / 1e9;
+  return v;
+}
+
+void set_variant(const Variants& v, size_t i) {
+  if (!v.name.empty()) setenv(v.name.c_str(), v.values[i].c_str(), 1);
+}
+
+// Verifies and times `c` under every variant; false (after a message) when
+// a result is wrong.
+bool bench_case(kiln::Device& dev, const Case& c, const Variants& v, int rounds) {
+  std::vector<Timed> timed;
+  for (size_t i = 0; i < v.values.size(); ++i) {
+    set_variant(v, i);
+    const double e = verify(dev, c);
+    if (!(e <= 1e-6)) {
+      std::fprintf(stderr, "%s%s: wrong result (NMSE %.3g); not timing\n", c.what.c_str(),
+                   v.name.empty() ? "" : (" (" + v.name + "=" + v.values[i] + ")").c_str(), e);
+      return false;
+    }
+    timed.push_back(prepare(dev, c));
+  }
+  for (int r = 0; r < rounds; ++r)
+    for (Timed& t : timed) time_once(dev, t);
+  const size_t sp = c.what.rfind(' ');
+  std::printf("| %s | %s | %s%lld x %lld x %lld |", c.what.substr(0, sp).c_str(), c.what.substr(sp + 1).c_str(),
+              c.batch > 1 ? (std::to_string(c.batch) + " x ").c_str() : "", static_cast<long long>(c.m),
+              static_cast<long long>(c.n), static_cast<long long>(c.k));
+  for (const Timed& t : timed) std::printf(" %.1f |", gflops(c, t.best));
+  std::printf("\n");
+  std::fflush(stdout);
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = "opencl", filter;
-  bool gpu_set = false;
+  Set set = Set::kDefault;
+  Variants variants;
   int device = 0, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -155,31 +267,30 @@ int main(int argc, char** argv) {
     else if (a.rfind("--filter=", 0) == 0)
       filter = a.substr(9);
     else if (a == "--set=gpu")
-      gpu_set = true;
+      set = Set::kGpu;
+    else if (a == "--set=test")
+      set = Set::kTest;
+    else if (a.rfind("--variants=", 0) == 0 && !parse_variants(a.substr(11)).name.empty())
+      variants = parse_variants(a.substr(11));
     else {
       std::fprintf(stderr,
                    "usage: bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] "
-                   "[--set=gpu]\n");
+                   "[--set=gpu|test] [--variants=NAME=V1,V2,...]\n");
       return 2;
     }
   }
   try {
     auto dev = kiln::Registry::instance().open(backend, device);
     std::printf("backend %s, device %d: %s\n\n", backend.c_str(), device, dev->properties().name);
-    std::printf("| shape | layout | m x n x k | GFLOP/s |\n|---|---|---|---|\n");
-    for (const Case& c : cases(gpu_set)) {
+    std::string head = "| shape | layout | m x n x k |", rule = "|---|---|---|";
+    for (const std::string& value : variants.values) {
+      head += variants.name.empty() ? " GFLOP/s |" : " " + variants.name + "=" + value + " |";
+      rule += "---|";
+    }
+    std::printf("%s\n%s\n", head.c_str(), rule.c_str());
+    for (const Case& c : cases(set)) {
       if (!filter.empty() && c.what.find(filter) == std::string::npos) continue;
-      const double e = verify(*dev, c);
-      if (!(e <= 1e-6)) {
-        std::fprintf(stderr, "%s: wrong result (NMSE %.3g); not timing\n", c.what.c_str(), e);
-        return 1;
-      }
-      const double g = gflops(*dev, c, rounds);
-      const size_t sp = c.what.rfind(' ');
-      std::printf("| %s | %s | %lld x %lld x %lld | %.1f |\n", c.what.substr(0, sp).c_str(),
-                  c.what.substr(sp + 1).c_str(), static_cast<long long>(c.m), static_cast<long long>(c.n),
-                  static_cast<long long>(c.k), g);
-      std::fflush(stdout);
+      if (!bench_case(*dev, c, variants, rounds)) return 1;
     }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "bench_backend_gemm: %s\n", e.what());

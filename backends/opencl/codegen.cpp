@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 
 #include "emit.h"
@@ -79,13 +78,15 @@ uint64_t pow2_floor(uint64_t v) {
 Target target_for(const DeviceInfo& device) {
   // For tests only: KILN_OPENCL_GPU_CODEGEN=1 generates the GPU variants
   // (work group per row) on any device, so a CPU-only machine exercises them.
-  const char* gpu = std::getenv("KILN_OPENCL_GPU_CODEGEN");
-  const bool cpu = device.kind == KILN_DEVICE_CPU && !(gpu != nullptr && *gpu != '\0' && *gpu != '0');
+  const bool cpu = device.kind == KILN_DEVICE_CPU && !gpu_codegen_forced();
   Target t;
   t.row_per_item = cpu;
   t.max_work_group = std::max<size_t>(1, std::min<size_t>(device.max_work_group_size, 256));
   t.elementwise_group = std::min<size_t>(t.max_work_group, 64);
   t.pretranspose_batched_b = cpu;
+  t.gemm = gemm_policy();
+  t.cpu_device = device.kind == KILN_DEVICE_CPU;
+  t.float_vector = std::clamp<uint32_t>(device.float_vector, 1, 16);
   return t;
 }
 
@@ -110,7 +111,7 @@ struct Generator {
   bool native16 = false;
 };
 const Generator kGenerators[] = {
-    {&kMatmulOps, emit_matmul},
+    {&kMatmulOps, emit_matmul, true},  // stages only the shapes it gives CLBlast
     {&kRowOps, emit_rows},
     {&kReduceOps, emit_reduce},
     {&kLayoutOps, emit_layout, true},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device.h"
+#include "gemm_choice.h"
 #include "lower.h"
 #include "schedule.h"
 
@@ -26,6 +27,13 @@ struct Target {
   // batched GEMM: CLBlast's direct kernel with B transposed is 3-4x slower
   // on PoCL (attention's q k^T: 6.5 against 23 GFLOP/s).
   bool pretranspose_batched_b = false;
+  // MATMUL: the KILN_OPENCL_GEMM policy (gemm_choice.h), whether `auto`
+  // may pick kiln's kernel (a CPU device, where it was measured), and the
+  // vector width kiln's kernel computes in (the device's preferred float
+  // width: 16 on AVX-512, 8 on AVX2).
+  GemmPolicy gemm = GemmPolicy::Auto;
+  bool cpu_device = false;
+  uint32_t float_vector = 8;
 };
 
 Target target_for(const DeviceInfo& device);

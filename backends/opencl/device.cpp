@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gemm_choice.h"
 #include "version.h"
 
 namespace kiln::ocl {
@@ -95,9 +96,10 @@ std::vector<DeviceInfo> enumerate(std::string* why_none) {
       if (has_extension(device_string(d, CL_DEVICE_EXTENSIONS), "cl_khr_fp16"))
         info.low_precision |= KILN_LOWP_F16_ARITHMETIC;
       info.is_pocl = info.platform_name.find("Portable Computing Language") != std::string::npos;
-      info.fingerprint = fingerprint_hex(info.platform_name + "|" + info.platform_version + "|" + info.name + "|" +
-                                         info.vendor + "|" + info.driver_version + "|" + info.device_version + "|" +
-                                         device_string(d, CL_DEVICE_OPENCL_C_VERSION) + "|" + kCompilerVersion);
+      info.float_vector = device_value<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, 1);
+      info.identity = info.platform_name + "|" + info.platform_version + "|" + info.name + "|" + info.vendor + "|" +
+                      info.driver_version + "|" + info.device_version + "|" +
+                      device_string(d, CL_DEVICE_OPENCL_C_VERSION) + "|" + kCompilerVersion;
       out.push_back(std::move(info));
     }
   }
@@ -105,6 +107,15 @@ std::vector<DeviceInfo> enumerate(std::string* why_none) {
 }
 
 }  // namespace
+
+bool gpu_codegen_forced() {
+  const char* gpu = std::getenv("KILN_OPENCL_GPU_CODEGEN");
+  return gpu != nullptr && *gpu != '\0' && *gpu != '0';
+}
+
+std::string fingerprint(const DeviceInfo& device) {
+  return fingerprint_hex(device.identity + "|gemm=" + gemm_policy_key() + (gpu_codegen_forced() ? "|gpu-codegen" : ""));
+}
 
 kiln::plugin_kit::DeviceList<DeviceInfo>& device_list() {
   static kiln::plugin_kit::DeviceList<DeviceInfo> list(

@@ -26,10 +26,21 @@ struct DeviceInfo {
   uint64_t local_mem_bytes = 0;
   bool is_pocl = false;
   uint32_t low_precision = 0;  // KILN_LOWP_* bits
-  // 64 hex digits over what determines compiled code: platform, device,
-  // driver and this plugin's compiler version.
-  std::string fingerprint;
+  uint32_t float_vector = 1;   // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+  // Platform, device, driver and this plugin's compiler version, joined:
+  // what fingerprint() hashes with the plugin's compile-time choices.
+  std::string identity;
 };
+
+// 64 hex digits over what determines compiled code: the device's identity
+// and the environment choices that change what compile generates
+// (KILN_OPENCL_GEMM, KILN_OPENCL_GPU_CODEGEN), read now, so the compile
+// cache never hands an executable to a process that would compile another.
+std::string fingerprint(const DeviceInfo& device);
+
+// KILN_OPENCL_GPU_CODEGEN=1, for tests: generate the GPU variants (work
+// group per row) whatever the device.
+bool gpu_codegen_forced();
 
 // The devices, enumerated once. No platform at all (no ICD, or
 // OCL_ICD_VENDORS pointing at an empty directory) is an empty list, with

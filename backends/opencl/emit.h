@@ -127,7 +127,13 @@ extern const std::span<const kiln_op> kEmbeddingGradOps;
 extern const std::span<const kiln_op> kRopeOps;
 extern const std::span<const kiln_op> kAlibiOps;
 void emit_elementwise(EmitContext& ctx, const Unit& unit, const std::vector<bool>& stored);
-void emit_matmul(EmitContext& ctx, uint32_t node);
+void emit_matmul(EmitContext& ctx, uint32_t node);  // kiln's kernel or CLBlast (codegen_matmul.cpp)
+// kiln's GEMM kernel for a MATMUL node, 16-bit storage read and written
+// natively (codegen_gemm.cpp).
+void emit_kiln_gemm(EmitContext& ctx, uint32_t node);
+// MATMUL's b [batch, n, k] transposed into an f32 temporary [batch, k, n]
+// by one kernel that reads b as `dt`; returns the temporary.
+Operand emit_transpose_b(EmitContext& ctx, uint32_t node, kiln_dtype dt);
 void emit_rows(EmitContext& ctx, uint32_t node);    // layernorm(_grad), softmax(_grad), cross entropy(_grad)
 void emit_reduce(EmitContext& ctx, uint32_t node);  // sum_to, sum_squares
 void emit_layout(EmitContext& ctx, uint32_t node);  // permute, split, concat, reshape, embedding

@@ -7,11 +7,12 @@
 // builds then travel in the binary), and store source, program binary and
 // schedule in the executable bytes.
 // load: recreate the program from the binary (from source if the driver
-// refuses it) and its kernels. execute: replay the schedule on the device's
-// one in-order queue; nothing returns to the host between kernels. It
-// returns once everything is enqueued, except for graphs with index checks
-// (embedding, cross entropy), which wait to read the error flag: their
-// callers read the loss right after anyway.
+// refuses it) and its kernels (on PoCL, running each launch once on
+// scratch, which loads the work-group functions). execute: replay the
+// schedule on the device's one in-order queue; nothing returns to the host
+// between kernels. It returns once everything is enqueued, except for
+// graphs with index checks (embedding, cross entropy), which wait to read
+// the error flag: their callers read the loss right after anyway.
 //
 // The C boundary (argument checks, errors, the function table, the
 // executable container) is the plugin kit's (kiln/plugin_kit.hpp): this file
@@ -127,9 +128,10 @@ struct OpenclPlugin {
     // once, and their step time stays within issue 20's 3% of whole graphs
     // on PoCL (each unit is a program of its own and its fusion stops at the
     // unit's border, but the queue is not finished between units).
-    return {d.name,        d.vendor,        d.platform_name + " " + d.driver_version,
-            d.kind,        d.memory_bytes,  d.compute_units,
-            d.fingerprint, d.low_precision, /*whole_graph_units=*/false};
+    const std::string fp = kiln::ocl::fingerprint(d);
+    return {d.name, d.vendor,        d.platform_name + " " + d.driver_version,
+            d.kind, d.memory_bytes,  d.compute_units,
+            fp,     d.low_precision, /*whole_graph_units=*/false};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {
@@ -155,6 +157,17 @@ struct OpenclPlugin {
     auto b = std::make_unique<kiln_buffer>();
     b->mem = create_buffer(device->context, size, "allocating " + std::to_string(size) + " bytes");
     b->size = size;
+    // PoCL backs a buffer with host memory whose pages the first write maps:
+    // zeroing it now (queued, so before any later command) moves those page
+    // faults from the first training step into setup (3-4 ms of the
+    // hidden-64 test model's 16 ms first step, issue 32).
+    if (device->info->is_pocl) {
+      const cl_uint zero = 0;
+      const cl_int status = clEnqueueFillBuffer(device->queue, b->mem, &zero, sizeof(zero), 0,
+                                                std::max<uint64_t>(size, 64) / 4 * 4, 0, nullptr, nullptr);
+      if (status != CL_SUCCESS) clReleaseMemObject(b->mem);
+      kiln::ocl::cl_check(status, "zeroing a new buffer");
+    }
     return b.release();
   }
   static void buffer_free(kiln_device*, kiln_buffer* buffer) {
@@ -203,7 +216,7 @@ struct OpenclPlugin {
     kiln::ocl::Program prog = kiln::ocl::generate(g, info, kiln::ocl::target_for(d));
 
     kiln::ocl::ExecutableImage image;
-    image.stamp = {kiln::ocl::kCompilerVersion, d.fingerprint, d.name};
+    image.stamp = {kiln::ocl::kCompilerVersion, kiln::ocl::fingerprint(d), d.name};
     if (!prog.source.empty()) {
       kiln::ocl::ScopedContext ctx(args.device_index);
       cl_program program = kiln::ocl::build_from_source(ctx.get(), d.id, prog.source);
@@ -239,6 +252,10 @@ struct OpenclPlugin {
         kiln::ocl::cl_check(status, "clCreateKernel " + name);
         exe->kernels.push_back(k);
       }
+      // PoCL loads each kernel's work-group function (built at compile, in
+      // the binary) at its first enqueue; run every launch once here, on
+      // scratch, so that the first step does not (work_group_builds.h).
+      if (dev->info->is_pocl) kiln::ocl::build_work_groups(dev->context, dev->info->id, exe->program, s);
     }
     if (!s.arena_in_slot0 && s.arena_bytes > 0)
       exe->arena = create_buffer(dev->context, s.arena_bytes, "allocating the executable's arena");

@@ -4,5 +4,5 @@
 #pragma once
 
 namespace kiln::ocl {
-inline constexpr const char* kCompilerVersion = "opencl-3";
+inline constexpr const char* kCompilerVersion = "opencl-4";
 }  // namespace kiln::ocl

@@ -6,6 +6,11 @@
 // it, before reading the binary: a program loaded from it then runs at once,
 // with PoCL's own kernel cache off (POCL_KERNEL_CACHE=0). Other drivers keep
 // what they keep; the launches cost them one run of the kernels.
+//
+// A program created from that binary still loads each work-group function
+// at the kernel's first enqueue (0.1-0.3 ms each, 5-8 ms of the hidden-64
+// test model's first step, issue 32), so on PoCL load runs every launch
+// once too: one run of the unit's kernels on scratch at setup instead.
 #pragma once
 
 #include "common.h"

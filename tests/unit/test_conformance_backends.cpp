@@ -1,9 +1,9 @@
 // The one op-correctness harness (graph/conformance), instantiated per
 // backend as IREE's hal/cts instantiates one suite per driver: the cpu
 // plugin with its AVX-512, AVX2+FMA and baseline kernels, OpenCL
-// (PoCL in CI) with the code it generates for this device and with the GPU
-// variants, and Vulkan (lavapipe in CI). A backend or device this machine
-// lacks is skipped, saying why.
+// (PoCL in CI) with the code it generates for this device, with the GPU
+// variants and with CLBlast's GEMM, and Vulkan (lavapipe in CI). A backend
+// or device this machine lacks is skipped, saying why.
 //
 // Every graph runs twice and must give the same bits. PoCL spends about half
 // a second building each program, so the OpenCL instances put all op cases
@@ -102,22 +102,26 @@ TEST_P(BackendConformance, PassesEveryCase) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BackendConformance,
-                         ::testing::Values(
-                             // Each of the cpu plugin's kernel sets (a path this CPU lacks is skipped).
-                             Instance{"cpu_avx512", "cpu", {"KILN_CPU_ISA=avx512"}, 1, {}},
-                             Instance{"cpu_avx2", "cpu", {"KILN_CPU_ISA=avx2"}, 1, {}},
-                             Instance{"cpu_baseline", "cpu", {"KILN_CPU_ISA=baseline"}, 1, {}},
-                             Instance{"opencl", "opencl", {}, 0, {}},
-                             // A work group per row and tree reductions in local memory: the code a
-                             // GPU gets, generated for this device on request so CPU-only CI checks it.
-                             Instance{"opencl_gpu_codegen",
-                                      "opencl",
-                                      {"KILN_OPENCL_GPU_CODEGEN=1"},
-                                      0,
-                                      {"layernorm", "softmax", "cross_entropy", "embedding"}},
-                             Instance{"vulkan", "vulkan", {}, 64, {}}),
-                         [](const auto& info) { return info.param.label; });
+INSTANTIATE_TEST_SUITE_P(
+    Backends, BackendConformance,
+    ::testing::Values(
+        // Each of the cpu plugin's kernel sets (a path this CPU lacks is skipped).
+        Instance{"cpu_avx512", "cpu", {"KILN_CPU_ISA=avx512"}, 1, {}},
+        Instance{"cpu_avx2", "cpu", {"KILN_CPU_ISA=avx2"}, 1, {}},
+        Instance{"cpu_baseline", "cpu", {"KILN_CPU_ISA=baseline"}, 1, {}},
+        // The code generated for this device (on a CPU device, kiln's GEMM kernel).
+        Instance{"opencl", "opencl", {}, 0, {}},
+        // A work group per row and tree reductions in local memory: the code a
+        // GPU gets, generated for this device on request so CPU-only CI checks it.
+        Instance{"opencl_gpu_codegen",
+                 "opencl",
+                 {"KILN_OPENCL_GPU_CODEGEN=1"},
+                 0,
+                 {"layernorm", "softmax", "cross_entropy", "embedding"}},
+        // CLBlast's GEMM, which auto keeps for GPUs; a CPU device runs kiln's own.
+        Instance{"opencl_clblast", "opencl", {"KILN_OPENCL_GEMM=clblast"}, 0, {"matmul", "gpt_train_step"}},
+        Instance{"vulkan", "vulkan", {}, 64, {}}),
+    [](const auto& info) { return info.param.label; });
 
 }  // namespace
 }  // namespace kiln::conformance

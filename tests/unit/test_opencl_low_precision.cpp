@@ -1,10 +1,10 @@
 // bf16 and f16 on the OpenCL plugin (docs/OPENCL.md, "Low precision"), on the
 // first OpenCL device (PoCL in CI): what the generated program looks like
 // (f32 programs keep their source, 16-bit chains fuse into one kernel that
-// converts as it loads and stores, GEMM is staged through f32), and the
-// numerics the per-op conformance cases do not reach: a fused chain rounds
-// every op's 16-bit output, and 16-bit values that start mid-word move bit
-// for bit. Skipped, saying why, without a plugin or device.
+// converts as it loads and stores, kiln's GEMM reads 16-bit storage and
+// CLBlast's is staged through f32), and the numerics the per-op conformance
+// cases do not reach: a fused chain rounds every op's 16-bit output, and
+// 16-bit values that start mid-word move bit for bit. Skipped, saying why, without a plugin or device.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -111,14 +111,32 @@ TEST_F(OpenclLowPrecision, SixteenBitChainsAreOneKernelConvertingAsTheyGo) {
   EXPECT_NE(f16.find("vstore_half_rte("), std::string::npos) << f16;
 }
 
-TEST_F(OpenclLowPrecision, SixteenBitGemmIsStagedThroughF32) {
+// CLBlast's SGEMM takes f32 only: under KILN_OPENCL_GEMM=clblast a 16-bit
+// MATMUL is staged (widen a, widen b, round c around the CLBlast step).
+TEST_F(OpenclLowPrecision, SixteenBitClblastGemmIsStagedThroughF32) {
+  const conformance::ScopedHints clblast({"KILN_OPENCL_GEMM=clblast"});
   Graph g;
   g.output("c", g.matmul(g.input("a", KILN_BF16, {8, 16}), g.input("b", KILN_BF16, {16, 4})));
   const std::string s = source_of(g);
-  // Widen a, widen b, round c; the GEMM itself is CLBlast's SGEMM.
   EXPECT_GE(kernels_in(s), 2u) << s;  // sizes that need no guard share one widening kernel
   EXPECT_NE(s.find("kiln_bf16_f32("), std::string::npos) << s;
   EXPECT_NE(s.find("kiln_f32_bf16("), std::string::npos) << s;
+}
+
+// kiln's own GEMM kernel (the default on a CPU device) reads and writes
+// 16-bit storage itself: one kernel, no staging, and a result within the
+// 16-bit GEMM tolerance of the reference.
+TEST_F(OpenclLowPrecision, SixteenBitKilnGemmReadsAndWrites16BitItself) {
+  const conformance::ScopedHints kiln_gemm({"KILN_OPENCL_GEMM=kiln"});
+  for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
+    SCOPED_TRACE(kiln_dtype_name(dt));
+    Graph g;
+    g.output("c", g.matmul(g.input("a", dt, {8, 16}), g.input("b", dt, {16, 40})));
+    const std::string s = source_of(g);
+    EXPECT_EQ(kernels_in(s), 1u) << s;  // staging would add widening and rounding kernels
+    check(g, {{"a", rnd(dt, {8, 16})}, {"b", rnd(dt, {16, 40})}},
+          conformance::low_precision_threshold(dt, conformance::kTolGemm));
+  }
 }
 
 // The reference rounds each op's 16-bit output before the next op reads it;
