@@ -155,6 +155,8 @@ class OnednnGemm final : public LibraryGemm {
         b.scratch = pd.scratchpad_desc();
         if (r == 0 && c == 0) implementation_ = pd.impl_info_str();
       }
+    warm_up(blocks_[0],
+            implementation_ + (s.trans_a ? " ta" : "") + (s.trans_b ? " tb" : "") + " " + kiln_dtype_name(s.dtype));
   }
 
   void run(const void* a, const void* b, void* c, ThreadPool& pool) const override {
@@ -189,6 +191,30 @@ class OnednnGemm final : public LibraryGemm {
     dnnl::memory::desc a, b, c, scratch;
     dnnl::matmul primitive;
   };
+
+  // Some oneDNN implementations generate their machine code at their first
+  // execution in the process, not at the primitive's creation: the f32
+  // "gemm:jit" path builds its sgemm kernels then (30-45 ms on a Zen 4,
+  // per layout of A and B, while every thread that calls it waits). That
+  // would be compiling in the first training step after a precompile (issue
+  // 32), so the first primitive of each kind (implementation, layouts,
+  // dtype) runs once here, at compile or load, on zeroed memory of its
+  // block's span. (A compact copy of the block would not do: oneDNN picks
+  // another implementation for dense operands.)
+  static void warm_up(const Block& blk, const std::string& kind) {
+    static std::mutex mutex;
+    static std::vector<std::string> warmed;
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (std::find(warmed.begin(), warmed.end(), kind) != warmed.end()) return;
+    std::vector<uint8_t> a(blk.a.get_size()), b(blk.b.get_size()), c(blk.c.get_size()), scratch(blk.scratch.get_size());
+    dnnl::stream stream(engine());
+    blk.primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(blk.a, engine(), a.data())},
+                                   {DNNL_ARG_WEIGHTS, dnnl::memory(blk.b, engine(), b.data())},
+                                   {DNNL_ARG_DST, dnnl::memory(blk.c, engine(), c.data())},
+                                   {DNNL_ARG_SCRATCHPAD, dnnl::memory(blk.scratch, engine(), scratch.data())}});
+    stream.wait();
+    warmed.push_back(kind);
+  }
 
   void run_blocks(int64_t begin, int64_t end, const void* a, const void* b, void* c) const {
     single_threaded_library();
