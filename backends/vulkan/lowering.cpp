@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "cast_folding.h"
 #include "fusion.h"
 #include "kiln/philox.h"
 
@@ -72,6 +73,10 @@ class Lowerer {
   bool chain(const ElementwiseChain& c, const std::vector<NodeInfo>& info);
   // Whether chains are fused: not with KILN_VULKAN_FUSE=0 (tests compare
   // both; docs/VULKAN.md's dispatch counts), nor on the staged 16-bit path.
+  // Widening CASTs whose MATMUL readers load the 16-bit source instead
+  // (cast_folding.h): not on the staged path, whose nodes read f32 copies.
+  bool folds_casts() const { return !stage16_; }
+  void fold(std::vector<int64_t> source_of) { source_of_ = std::move(source_of); }
   bool fuses() const {
     const char* env = std::getenv("KILN_VULKAN_FUSE");
     return !stage16_ && !(env != nullptr && std::strcmp(env, "0") == 0);
@@ -103,7 +108,10 @@ class Lowerer {
     uint32_t dt = kDtypeF32;
     uint64_t es() const { return dt == kDtypeF32 ? 4 : 2; }  // bytes per element
   };
-  Val val(uint32_t value) const { return Val{at(value), code(value)}; }
+  Val val(uint32_t value) const {
+    if (value < source_of_.size() && source_of_[value] >= 0) value = static_cast<uint32_t>(source_of_[value]);
+    return Val{at(value), code(value)};
+  }
   static Val f32(Ref r) { return Val{r, kDtypeF32}; }
   // The dtype code of a value read or written in place: 16-bit unless the
   // node stages it (staged_ holds its f32 copy).
@@ -269,6 +277,7 @@ class Lowerer {
   bool stage16_ = false;               // KILN_VULKAN_STAGE16: stage every 16-bit node
   bool restage_ = false;               // the node being lowered natively must be staged
   std::vector<int32_t> staged_nodes_;  // nodes with convert16 dispatches
+  std::vector<int64_t> source_of_;     // per value: what its readers load instead (cast_folding.h), or -1
 };
 
 // y = OP(a, b) elementwise over `count` elements, in chunks that fit a window.
@@ -1104,8 +1113,17 @@ Schedule lower(const ir::DecodedGraph& g, const std::vector<NodeInfo>& info, con
     slot_bytes[v.slot] = std::max<uint64_t>(slot_bytes[v.slot], v.offset + v.bytes());
   std::vector<ElementwiseChain> chains;
   if (l.fuses()) chains = elementwise_chains(g, info, l.window_limit());
+  CastFolds folds;
+  if (l.folds_casts()) {
+    std::vector<bool> in_chain(g.nodes.size(), false);
+    for (const ElementwiseChain& c : chains)
+      for (uint32_t i : c.nodes) in_chain[i] = true;
+    folds = fold_widening_casts(g, in_chain);
+    l.fold(folds.source_of);
+  }
   auto next_chain = chains.begin();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!folds.folded.empty() && folds.folded[i]) continue;
     if (next_chain != chains.end() && next_chain->nodes.front() == i) {
       const ElementwiseChain& c = *next_chain++;
       if (l.chain(c, info)) {

@@ -137,5 +137,45 @@ TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
   }
 }
 
+// --fp16's weight gradients are f32 MATMULs of f16 values CAST to f32
+// (graph/widen_gradients.h). Natively the plugin folds those CASTs into the
+// GEMM's 16-bit loads (backends/vulkan/cast_folding.h); the staged path
+// runs the CASTs and an f32 GEMM. Widening is exact and both sum in the
+// same order, so the two agree bit for bit, whether or not the widened
+// value is also a port (then it is written and not folded).
+TEST(VulkanNative16, WideningCastsFoldedIntoTheGemmMatchTheStagedPath) {
+  std::string why;
+  Device* device = test::shared_device("vulkan", &why);
+  if (device == nullptr) GTEST_SKIP() << "no Vulkan device: " << why;
+  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0)
+    GTEST_SKIP() << "the Vulkan device has no 16-bit storage";
+  for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
+    SCOPED_TRACE(dt == KILN_BF16 ? "bf16" : "f16");
+    constexpr int64_t T = 70, C = 24, N = 36;
+    Graph g;
+    const ValueId x = g.input("x", dt, {T, C}), dy = g.input("dy", dt, {T, N}), w = g.input("w", dt, {N, C});
+    const ValueId xw = g.cast(x, KILN_F32), dyw = g.cast(dy, KILN_F32);
+    g.output("wgrad", g.matmul(xw, dyw, true, false));      // [C, N] = x^T dy, as a weight's gradient
+    g.output("dgrad", g.matmul(dyw, g.cast(w, KILN_F32)));  // [T, C]
+    g.output("xw", xw);                                     // a port: this CAST runs
+    g.output("xw_dy", g.matmul(xw, g.cast(dy, KILN_F32), true, false));
+    const std::vector<Port> inputs{{"x", T * C, dt}, {"dy", T * N, dt}, {"w", N * C, dt}};
+    const std::vector<Port> outputs{
+        {"wgrad", C * N, KILN_F32}, {"dgrad", T * C, KILN_F32}, {"xw", T * C, KILN_F32}, {"xw_dy", C * N, KILN_F32}};
+    const auto native = run(*device, g, inputs, outputs, false);
+    const auto staged = run(*device, g, inputs, outputs, true);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      size_t first = native[i].size() / 4;
+      for (size_t e = 0; e < native[i].size() / 4 && first == native[i].size() / 4; ++e) {
+        uint32_t a = 0, b = 0;
+        std::memcpy(&a, native[i].data() + e * 4, 4);
+        std::memcpy(&b, staged[i].data() + e * 4, 4);
+        if (a != b && !(is_nan(KILN_F32, a) && is_nan(KILN_F32, b))) first = e;
+      }
+      EXPECT_EQ(first, native[i].size() / 4) << outputs[i].name << ": folded and staged differ from element " << first;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::graph
