@@ -80,12 +80,47 @@ std::vector<std::vector<uint8_t>> run(Device& device, const Graph& g, const std:
   return out;
 }
 
+// The first element where two outputs of `dt` differ (NaN equal to NaN), or
+// their element count.
+size_t first_difference(kiln_dtype dt, const std::vector<uint8_t>& x, const std::vector<uint8_t>& y) {
+  const size_t width = dt == KILN_F32 ? 4 : 2, count = x.size() / width;
+  for (size_t e = 0; e < count; ++e) {
+    uint32_t a = 0, b = 0;
+    std::memcpy(&a, x.data() + e * width, width);
+    std::memcpy(&b, y.data() + e * width, width);
+    if (a != b && !(is_nan(dt, a) && is_nan(dt, b))) return e;
+  }
+  return count;
+}
+
+// Runs both ways and expects every output bit for bit the same.
+void expect_native_matches_staged(Device& device, const Graph& g, const std::vector<Port>& inputs,
+                                  const std::vector<Port>& outputs) {
+  const auto native = run(device, g, inputs, outputs, false);
+  const auto staged = run(device, g, inputs, outputs, true);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const size_t first = first_difference(outputs[i].dtype, native[i], staged[i]);
+    EXPECT_EQ(first, static_cast<size_t>(outputs[i].count))
+        << outputs[i].name << ": native and staged differ from element " << first;
+  }
+}
+
+// The Vulkan device, or nullptr with `why` when there is none or it lacks
+// 16-bit storage.
+Device* device_with_16bit_storage(std::string* why) {
+  Device* device = test::shared_device("vulkan", why);
+  if (device == nullptr) return nullptr;
+  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0) {
+    *why = "the Vulkan device has no 16-bit storage";
+    return nullptr;
+  }
+  return device;
+}
+
 TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
   std::string why;
-  Device* device = test::shared_device("vulkan", &why);
-  if (device == nullptr) GTEST_SKIP() << "no Vulkan device: " << why;
-  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0)
-    GTEST_SKIP() << "the Vulkan device has no 16-bit storage";
+  Device* device = device_with_16bit_storage(&why);
+  if (device == nullptr) GTEST_SKIP() << why;
   for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
     SCOPED_TRACE(dt == KILN_BF16 ? "bf16" : "f16");
     constexpr int64_t R = 67, C = 40, N = 24, T = 16;
@@ -121,19 +156,7 @@ TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
                                     {"concat", R * 2 * C, dt},
                                     {"to_f32", R * C, KILN_F32},
                                     {"to_other", R * C, other}};
-    const auto native = run(*device, g, inputs, outputs, false);
-    const auto staged = run(*device, g, inputs, outputs, true);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const size_t width = outputs[i].dtype == KILN_F32 ? 4 : 2, count = native[i].size() / width;
-      size_t first = count;
-      for (size_t e = 0; e < count && first == count; ++e) {
-        uint32_t a = 0, b = 0;
-        std::memcpy(&a, native[i].data() + e * width, width);
-        std::memcpy(&b, staged[i].data() + e * width, width);
-        if (a != b && !(is_nan(outputs[i].dtype, a) && is_nan(outputs[i].dtype, b))) first = e;
-      }
-      EXPECT_EQ(first, count) << outputs[i].name << ": native and staged differ from element " << first;
-    }
+    expect_native_matches_staged(*device, g, inputs, outputs);
   }
 }
 
@@ -145,10 +168,8 @@ TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
 // value is also a port (then it is written and not folded).
 TEST(VulkanNative16, WideningCastsFoldedIntoTheGemmMatchTheStagedPath) {
   std::string why;
-  Device* device = test::shared_device("vulkan", &why);
-  if (device == nullptr) GTEST_SKIP() << "no Vulkan device: " << why;
-  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0)
-    GTEST_SKIP() << "the Vulkan device has no 16-bit storage";
+  Device* device = device_with_16bit_storage(&why);
+  if (device == nullptr) GTEST_SKIP() << why;
   for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
     SCOPED_TRACE(dt == KILN_BF16 ? "bf16" : "f16");
     constexpr int64_t T = 70, C = 24, N = 36;
@@ -162,18 +183,7 @@ TEST(VulkanNative16, WideningCastsFoldedIntoTheGemmMatchTheStagedPath) {
     const std::vector<Port> inputs{{"x", T * C, dt}, {"dy", T * N, dt}, {"w", N * C, dt}};
     const std::vector<Port> outputs{
         {"wgrad", C * N, KILN_F32}, {"dgrad", T * C, KILN_F32}, {"xw", T * C, KILN_F32}, {"xw_dy", C * N, KILN_F32}};
-    const auto native = run(*device, g, inputs, outputs, false);
-    const auto staged = run(*device, g, inputs, outputs, true);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      size_t first = native[i].size() / 4;
-      for (size_t e = 0; e < native[i].size() / 4 && first == native[i].size() / 4; ++e) {
-        uint32_t a = 0, b = 0;
-        std::memcpy(&a, native[i].data() + e * 4, 4);
-        std::memcpy(&b, staged[i].data() + e * 4, 4);
-        if (a != b && !(is_nan(KILN_F32, a) && is_nan(KILN_F32, b))) first = e;
-      }
-      EXPECT_EQ(first, native[i].size() / 4) << outputs[i].name << ": folded and staged differ from element " << first;
-    }
+    expect_native_matches_staged(*device, g, inputs, outputs);
   }
 }
 
