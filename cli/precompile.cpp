@@ -78,6 +78,9 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
   std::printf("precompile: backend %s (plugin %s, %s)\n", device->backend().c_str(), device->plugin().path.c_str(),
               device->plugin().binary_identity().c_str());
   FallbackDevice fallback;
+  // The attention core `kiln train` chooses on this backend, so the units are its.
+  const trainer::AttentionChoice attention = trainer::choose_attention(cfg.attention_backend, cfg.model, *device);
+  std::printf("precompile: %s\n", attention.line.c_str());
   const int64_t tp = cfg.model.tensor_parallel, pp = cfg.pipeline_model_parallel_size;
   std::map<int64_t, std::pair<trainer::Layout, int64_t>> ranks_of_stage;  // pp_rank -> (first rank, count)
   const trainer::ParallelState parallel = trainer::job_parallel_state(world_size, tp, pp);
@@ -91,7 +94,7 @@ std::vector<compiler_cache::PoolTask> extract(const trainer::TrainConfig& cfg, i
   std::vector<std::string> labels;
   for (const auto& [stage, first_and_count] : ranks_of_stage) {
     const auto& [at, ranks] = first_and_count;
-    const trainer::RunGraphs graphs = trainer::build_rank_graphs(cfg, at);
+    const trainer::RunGraphs graphs = trainer::build_rank_graphs(cfg, at, attention.fused);
     const size_t before = extraction.tasks().size();
     for (const auto& [name, g] : graphs.list()) {
       graph::Executable exe(*device, *g, &fallback, &extraction);

@@ -116,6 +116,12 @@ class Graph {
   ValueId document_softmax(ValueId x, ValueId starts, float scale);
   ValueId softmax_grad(ValueId y, ValueId dy, float scale);
   ValueId alibi(ValueId x, ValueId slopes);
+  // Causal self-attention of q, k, v [..., T, D] (ATTENTION): what
+  // matmul(causal_softmax(matmul(q, k, false, true), scale), v) computes,
+  // with no [T, T] value where a backend has the fused kernel.
+  ValueId attention(ValueId q, ValueId k, ValueId v, float scale);
+  // ATTENTION's gradient {dq, dk, dv}, given dy.
+  std::vector<ValueId> attention_grad(ValueId q, ValueId k, ValueId v, ValueId dy, float scale);
   ValueId cross_entropy(ValueId logits, ValueId targets);
   ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
   ValueId sum_to(ValueId x, Shape suffix);

@@ -58,9 +58,9 @@ std::vector<CompatFlag> make_rows() {
                  "Megatron ignores it too (core models are its default); kiln has one model implementation"),
       value_row("--transformer-impl", Value::Text, {"local", "transformer_engine", "inference_optimized"},
                 Kind::NoEffect, "kiln has one transformer layer implementation; Megatron's compute the same layer"),
-      value_row("--attention-backend", Value::Text, {"flash", "fused", "unfused", "local", "auto"}, Kind::NoEffect,
-                kOneAttention),
-      switch_row("--use-flash-attn", Kind::NoEffect, kOneAttention),
+      switch_row("--use-flash-attn", Kind::NoEffect,
+                 "Megatron's older switch for --attention-backend flash; kiln's --attention-backend auto (the "
+                 "default) already uses a backend's fused attention kernel where it has one"),
       switch_row("--no-masked-softmax-fusion", Kind::NoEffect, kOneKernel),
       switch_row("--no-rope-fusion", Kind::NoEffect, kOneKernel),
       switch_row("--no-bias-gelu-fusion", Kind::NoEffect, kOneKernel),

@@ -33,7 +33,8 @@ std::vector<CompatFlag> to_rows(const CompatRowSpec (&rows)[N]) {
 inline constexpr const char* kOneKernel =
     "kiln has one implementation of this kernel per backend; fusing or not changes speed, not the result";
 inline constexpr const char* kOneAttention =
-    "kiln has one attention implementation per backend; every backend computes the same softmax(QK^T/sqrt(d))V";
+    "kiln's fused attention is its own kernel per backend (--attention-backend); every backend computes the same "
+    "softmax(QK^T/sqrt(d))V";
 inline constexpr const char* kNoGc = "kiln is C++ and has no garbage collector to schedule";
 inline constexpr const char* kFp8 =
     "kiln's FP8 training is per-tensor scaling (--fp8-recipe delayed or tensorwise) of every transformer layer's "

@@ -107,6 +107,7 @@ Setup::Setup(const TrainConfig& config, dist::Comm& world) : cfg(config), comm(w
 
   device = Registry::instance().open(cfg.backend, static_cast<int>(cfg.device), static_cast<int>(cfg.num_threads));
   check_device_stores(*device, cfg.precision);
+  attention = choose_attention(cfg.attention_backend, cfg.model, *device);
   LoadedCheckpoint resume;
   if (cfg.resumes()) resume = load_and_check(cfg);
   check_outputs();
@@ -227,6 +228,10 @@ void Setup::log_run() const {
   logger().info("model: {} layers, hidden {}, {} heads, seq {}, vocab {}: {:.2f}M parameters", model.num_layers,
                 model.hidden_size, model.num_attention_heads, model.seq_length, model.vocab_size,
                 static_cast<double>(parameter_count(model)) / 1e6);
+  if (attention.warn)
+    logger().warn("{}", attention.line);
+  else
+    logger().info("{}", attention.line);
   logger().info("data: {}", data->describe());
   if (uses_documents(model)) {
     std::string what;
@@ -277,7 +282,7 @@ void Setup::log_run() const {
 // model chunk, and where a backend that lacks ops splits them.
 void Setup::compile_chunks() {
   const auto t0 = Clock::now();
-  graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at));
+  graphs = std::make_unique<const RunGraphs>(build_rank_graphs(cfg, at, attention.fused));
   const std::vector<GptConfig> chunk_models = cfg.stage_chunks(at.pp_rank);
   int compiled = 0;
   std::string chunk_suffix;  // names a graph by its model chunk when a rank holds several

@@ -102,6 +102,7 @@ struct Setup {
   GptConfig stage_model;  // this rank's part of the model (all of it without pipeline parallelism; chunk 0 interleaved)
 
   std::unique_ptr<Device> device;
+  AttentionChoice attention;               // --attention-backend on this device (trainer/attention_backend.h)
   FallbackDevice fallback;                 // runs the ops the backend lacks; outlives the executables
   std::unique_ptr<SaveDirLock> save_lock;  // rank 0, with --save: this run is the directory's only writer
   std::unique_ptr<TokenSource> data;

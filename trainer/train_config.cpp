@@ -156,6 +156,11 @@ void TrainConfig::register_data_flags(Flags& f) {
 void TrainConfig::register_runtime_flags(Flags& f) {
   f.add("--backend", &backend, "backend plugin name or path to a plugin .so");
   f.add("--device", &device, "device index within the backend");
+  f.add_parsed(
+      "--attention-backend", [this](const std::string& s) { attention_backend = parse_attention_backend(s); },
+      [this] { return std::string(to_string(attention_backend)); },
+      "auto|flash|fused: one fused ATTENTION kernel per layer where the backend has one (the probabilities never "
+      "stored); unfused|local: the MATMUL, softmax, MATMUL chain. The same function either way");
   f.add("--num-threads", &num_threads, "CPU threads for host-CPU backends (0: all cores; capped at the CPUs)",
         Bounds::closed(0, kMaxThreadsFlag));
   f.add("--metrics-file", &metrics_file, "append one JSON object per logged step to this file");

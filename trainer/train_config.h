@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/attention_backend.h"
 #include "trainer/batch_rampup.h"
 #include "trainer/data/tokenizer.h"
 #include "trainer/exit_flags.h"
@@ -163,6 +164,9 @@ struct TrainConfig {
   std::string data_cache_path;  // index caches; empty: beside the data
 
   std::string backend = "cpu";
+  // --attention-backend: the fused attention core where the backend has it
+  // (trainer/attention_backend.h).
+  AttentionBackend attention_backend = AttentionBackend::Auto;
   int64_t device = 0;
   int64_t num_threads = 0;   // 0: all cores
   std::string metrics_file;  // JSONL, one object per logged iteration

@@ -129,6 +129,10 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
     case KILN_RULE_SCATTER:  // never compiled by a plugin
       p->count = in(0).numel();
       return;
+    case KILN_RULE_ATTENTION:  // a row per query of every matrix, the head size as columns
+      rows_by_last_dim(in(0));
+      p->count = in(0).numel();
+      return;
     case KILN_RULE_CAST_FP8:
       p->count = in(0).numel();
       p->fp8_format = n.iattrs[0];

@@ -87,6 +87,7 @@ Target target_for(const DeviceInfo& device) {
   t.gemm = gemm_policy();
   t.cpu_device = device.kind == KILN_DEVICE_CPU;
   t.float_vector = std::clamp<uint32_t>(device.float_vector, 1, 16);
+  if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
   return t;
 }
 
@@ -120,6 +121,7 @@ const Generator kGenerators[] = {
     {&kAlibiOps, emit_alibi},
     {&kCastOps, emit_cast, true},
     {&kFp8Ops, emit_cast_fp8, true},
+    {&kAttentionOps, emit_attention, true},
 };
 
 bool lists(const std::span<const kiln_op>& ops, int32_t op) {

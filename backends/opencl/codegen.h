@@ -34,6 +34,9 @@ struct Target {
   GemmPolicy gemm = GemmPolicy::Auto;
   bool cpu_device = false;
   uint32_t float_vector = 8;
+  // CL_DEVICE_LOCAL_MEM_SIZE: what a work group's __local arrays may take
+  // (attention sizes its tiles to it).
+  uint64_t local_mem_bytes = 32768;
 };
 
 Target target_for(const DeviceInfo& device);

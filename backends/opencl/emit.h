@@ -148,6 +148,8 @@ extern const std::span<const kiln_op> kCastOps;
 void emit_cast(EmitContext& ctx, uint32_t node);  // one elementwise kernel
 extern const std::span<const kiln_op> kFp8Ops;
 void emit_cast_fp8(EmitContext& ctx, uint32_t node);  // amax partials, scale, cast (codegen_fp8.cpp)
+extern const std::span<const kiln_op> kAttentionOps;
+void emit_attention(EmitContext& ctx, uint32_t node);  // attention, attention_grad (codegen_attention.cpp)
 // kiln/fp8.h's functions in OpenCL C, which CAST_FP8's kernels call.
 extern const char* const kFp8Prelude;
 

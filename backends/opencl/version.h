@@ -4,5 +4,5 @@
 #pragma once
 
 namespace kiln::ocl {
-inline constexpr const char* kCompilerVersion = "opencl-4";
+inline constexpr const char* kCompilerVersion = "opencl-5";
 }  // namespace kiln::ocl

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "attention_plan.h"
 #include "cast_folding.h"
 #include "fusion.h"
 #include "kiln/philox.h"
@@ -29,16 +30,7 @@ uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
 class Lowerer {
  public:
   Lowerer(const ir::DecodedGraph& g, const DeviceInfo& d) : g_(g), d_(d) {
-    uint64_t range = std::min<uint64_t>(d.max_storage_range, 0xFFFFFFFFull);
-    // KILN_VULKAN_MAX_BINDING_BYTES lowers the window size, so tests can
-    // exercise the chunked paths with small tensors.
-    if (const char* env = std::getenv("KILN_VULKAN_MAX_BINDING_BYTES"); env != nullptr && *env != '\0') {
-      const uint64_t v = std::strtoull(env, nullptr, 10);
-      if (v >= 512) range = std::min(range, v);
-    }
-    // A window's start is rounded down to the offset alignment at execute:
-    // leave room for that.
-    limit_ = (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
+    limit_ = binding_window_limit(d);
     if (limit_ < 256) fail(KILN_ERR_UNSUPPORTED, "vulkan: maxStorageBufferRange is too small");
     const bool big_tiles = d.max_invocations >= 256 && d.max_shared_bytes >= 8192;
     group_ = d.max_invocations >= 256 ? 256 : 128;
@@ -259,6 +251,7 @@ class Lowerer {
   void cast_fp8(const ir::DecodedNode& n, const NodeInfo& p);
   void copy2d(Val dst, Val src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
+  void attention(const ir::DecodedNode& n);
   bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
   void rope(const ir::DecodedNode& n, const NodeInfo& p);
@@ -437,6 +430,53 @@ void Lowerer::rope(const ir::DecodedNode& n, const NodeInfo& p) {
             {u32(nr * cols, "count"), u32(cols, "cols"), u32(positions, "positions"), u32(pairs, "pairs"),
              u32(r0 % positions, "position")},
             nr * cols);
+  }
+}
+
+// ATTENTION (one attention.comp dispatch, PASS 0) and ATTENTION_GRAD (PASS
+// 1 for dq and each row's stats in scratch, then PASS 2 for dk and dv),
+// matrices in chunks whose windows fit, as plan_attention() lays them out
+// (attention_plan.h).
+void Lowerer::attention(const ir::DecodedNode& n) {
+  const std::vector<int64_t>& dims = g_.values[n.inputs[0]].dims;
+  const uint64_t T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());
+  const uint64_t mats = static_cast<uint64_t>(g_.values[n.inputs[0]].numel()) / std::max<uint64_t>(1, T * D);
+  if (mats * T * D == 0) return;
+  std::string why;
+  const std::optional<AttentionPlan> plan = plan_attention(d_, T, D, &why);
+  if (!plan) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": " + why);
+  const uint32_t E = plan->E, S = plan->S, QB = plan->QB, bk = plan->BK;
+  const bool grad = n.op == KILN_OP_ATTENTION_GRAD;
+  const Val q = val(n.inputs[0]), k = val(n.inputs[1]), v = val(n.inputs[2]);
+  // Bindings a pass does not use get q (read only) in their place.
+  const Val y = grad ? q : val(n.outputs[0]), dy = grad ? val(n.inputs[3]) : q;
+  const Val dq = grad ? val(n.outputs[0]) : y, dk = grad ? val(n.outputs[1]) : y, dv = grad ? val(n.outputs[2]) : y;
+  const Val stats = f32(grad ? scratch(mats * T * 8) : q.ref);
+  const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(limit_ / (T * D * 4), d_.max_groups[1]));
+  const auto blocks = u32(ceil_div(T, QB), "query blocks");
+  for (uint64_t z0 = 0; z0 < mats; z0 += per) {
+    const uint64_t nz = std::min(per, mats - z0);
+    auto w = [&](const Val& x, bool writes) {
+      return window(plus(x.ref, z0 * T * D * x.es()), nz * T * D * x.es(), writes);
+    };
+    const Binding ws = grad ? window(plus(stats.ref, z0 * T * 8), nz * T * 8, true) : w(q, false);
+    const std::vector<uint32_t> args{u32(T, "T"), fbits(n.fattrs[0])};
+    auto pass = [&](uint32_t which, const Val& out, const Val& aux, bool aux_writes, bool stats_write) {
+      const std::vector<uint32_t> spec{u32(QB * S, "group"), which,       u32(D, "D"),  u32(bk, "BK"),
+                                       u32(E, "E"),          u32(S, "S"), u32(QB, "QB")};
+      const uint32_t pipe =
+          pipeline(kiln_op_name(KILN_OP_ATTENTION), spec, pack({out.dt, q.dt, k.dt, v.dt, aux.dt, dy.dt}));
+      Binding wstats = ws;
+      wstats.writes = stats_write;
+      emit(pipe, {w(out, true), w(q, false), w(k, false), w(v, false), w(aux, aux_writes), w(dy, false), wstats}, args,
+           blocks, static_cast<uint32_t>(nz));
+    };
+    if (!grad) {
+      pass(0, y, q, false, false);
+      continue;
+    }
+    pass(1, dq, q, false, true);
+    pass(2, dk, dv, true, false);
   }
 }
 
@@ -885,6 +925,8 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
     case KILN_OP_CLAMP_GRAD:
       return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_MATMUL: return matmul(n, p);
+    case KILN_OP_ATTENTION:
+    case KILN_OP_ATTENTION_GRAD: return attention(n);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
     // LayerNorm and RMSNorm share layernorm.comp: RMS (specialization
@@ -1102,6 +1144,8 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_ERF,
     KILN_OP_MAXIMUM,
     KILN_OP_CAST_FP8,  // not FP8_GRAD_CAST: a composite, a RESHAPE on the host
+    KILN_OP_ATTENTION,
+    KILN_OP_ATTENTION_GRAD,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -1,4 +1,5 @@
-// Built-in cases for the composite ops (graph/ops/op_def.h's decompose).
+// Built-in cases for the composite ops (graph/ops/op_def.h's decompose):
+// SQUARED_RELU and ATTENTION, with their gradients.
 // A backend that lists a composite runs its own kernel on them; any other
 // runs the decomposition the executor expands, so the same cases hold the
 // decomposition to the reference on every backend that lacks the kernel
@@ -64,11 +65,48 @@ void squared_relu_cases(CaseMaker& m) {
         {{"h", m.rng.uniform({37, 96}, -3.0f, 3.0f)}, {"bias", m.rng.uniform({96})}, {"dy", m.rng.uniform({37, 96})}});
 }
 
+// ATTENTION and its gradient: one head, T = 1 and odd T (no multiple of a
+// kernel's query or key block), head sizes 1 to 128 (120: no power of two),
+// long rows (300 keys: many key tiles in each loop of a kernel), batches of
+// heads, a negative scale, and the pair as the model uses them (the forward
+// and the gradient of the same q, k and v).
+void attention_cases(CaseMaker& m) {
+  struct C {
+    Shape s;
+    float scale;
+  };
+  const std::vector<C> cases{{{1, 1, 1}, 0.5f},        {{1, 17, 8}, 0.35f},     {{3, 33, 16}, 0.25f},
+                             {{2, 4, 65, 64}, 0.125f}, {{2, 130, 128}, 0.088f}, {{5, 9, 7}, -0.4f},
+                             {{1, 300, 120}, 0.09f}};
+  for (const C& c : cases) {
+    const std::string what = str(c.s) + " scale " + std::to_string(c.scale);
+    graph::TensorMap in{
+        {"q", m.rng.uniform(c.s, -1.5f, 1.5f)}, {"k", m.rng.uniform(c.s, -1.5f, 1.5f)}, {"v", m.rng.uniform(c.s)}};
+    {
+      Graph g;
+      ValueId q = g.input("q", KILN_F32, c.s), k = g.input("k", KILN_F32, c.s), v = g.input("v", KILN_F32, c.s);
+      g.output("y", g.attention(q, k, v, c.scale));
+      m.add(KILN_OP_ATTENTION, what, std::move(g), in);
+    }
+    Graph g;
+    ValueId q = g.input("q", KILN_F32, c.s), k = g.input("k", KILN_F32, c.s), v = g.input("v", KILN_F32, c.s);
+    const ValueId y = g.attention(q, k, v, c.scale);
+    const std::vector<ValueId> d = g.attention_grad(q, k, v, g.input("dy", KILN_F32, c.s), c.scale);
+    g.output("y", y);
+    g.output("dq", d[0]);
+    g.output("dk", d[1]);
+    g.output("dv", d[2]);
+    in["dy"] = m.rng.uniform(c.s);
+    m.add(KILN_OP_ATTENTION_GRAD, what + " after its forward", std::move(g), in);
+  }
+}
+
 }  // namespace
 
 void add_composite_cases(Suite& suite) {
   CaseMaker m(suite, 4401);
   squared_relu_cases(m);
+  attention_cases(m);
 }
 
 }  // namespace kiln::conformance

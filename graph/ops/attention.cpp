@@ -1,7 +1,8 @@
 // Attention's softmax: CAUSAL_SOFTMAX (scaled, masked above the diagonal)
 // and its gradient; DOCUMENT_SOFTMAX, masked before each query's document
 // too; ALIBI, the per-head linear position bias added to the
-// scores before it (MPT).
+// scores before it (MPT); ATTENTION and ATTENTION_GRAD, the whole causal
+// core as composites of those ops, for backends with a fused kernel.
 //
 // For each op: its Graph builder, its VJP rule (none for ops that are
 // themselves gradients or have no inputs to differentiate) and its
@@ -28,6 +29,12 @@ ValueId Graph::softmax_grad(ValueId y, ValueId dy, float s) {
   return add_node(KILN_OP_SOFTMAX_GRAD, {y, dy}, {}, {s})[0];
 }
 ValueId Graph::alibi(ValueId x, ValueId slopes) { return add_node(KILN_OP_ALIBI, {x, slopes})[0]; }
+ValueId Graph::attention(ValueId q, ValueId k, ValueId v, float s) {
+  return add_node(KILN_OP_ATTENTION, {q, k, v}, {}, {s})[0];
+}
+std::vector<ValueId> Graph::attention_grad(ValueId q, ValueId k, ValueId v, ValueId dy, float s) {
+  return add_node(KILN_OP_ATTENTION_GRAD, {q, k, v, dy}, {}, {s});
+}
 
 namespace {
 
@@ -52,6 +59,47 @@ Grads vjp_alibi(Graph&, const VjpArgs& a) {
   Grads dx = none_for(a);
   dx[0] = a.dy[0];
   return dx;
+}
+
+// y = attention(q, k, v): ATTENTION_GRAD gives all three gradients at once
+// (a fused kernel recomputes p once for them), whichever are needed.
+Grads vjp_attention(Graph& g, const VjpArgs& a) {
+  const float scale = a.node.fattrs.at(0);
+  const std::vector<ValueId> d = g.attention_grad(a.in(0), a.in(1), a.in(2), a.dy[0], scale);
+  return {d[0], d[1], d[2]};
+}
+
+// ---------------------------------------------------------------- decomposition
+
+// Both compute in f32 and round each output once, as the op is defined: a
+// 16-bit node's inputs are widened first and its outputs narrowed last (in
+// f32 the casts are left out, and the decomposition is the chain the model
+// builds without ATTENTION, node for node: the same bits).
+ValueId widened(Graph& g, ValueId x) { return g.value(x).dtype == KILN_F32 ? x : g.cast(x, KILN_F32); }
+ValueId narrowed(Graph& g, ValueId x, kiln_dtype dt) { return dt == KILN_F32 ? x : g.cast(x, dt); }
+
+std::vector<ValueId> decompose_attention(Graph& g, const Node& n) {
+  const float scale = n.fattrs.at(0);
+  const kiln_dtype dt = g.value(n.inputs[0]).dtype;
+  const ValueId q = widened(g, n.inputs[0]), k = widened(g, n.inputs[1]), v = widened(g, n.inputs[2]);
+  const ValueId p = g.causal_softmax(g.matmul(q, k, false, true), scale);
+  return {narrowed(g, g.matmul(p, v), dt)};
+}
+
+// The chain's gradient as autodiff writes it (vjp_matmul, then
+// vjp_causal_softmax, then vjp_matmul), after recomputing p from q and k.
+std::vector<ValueId> decompose_attention_grad(Graph& g, const Node& n) {
+  const float scale = n.fattrs.at(0);
+  const kiln_dtype dt = g.value(n.inputs[0]).dtype;
+  const ValueId q = widened(g, n.inputs[0]), k = widened(g, n.inputs[1]), v = widened(g, n.inputs[2]);
+  const ValueId dy = widened(g, n.inputs[3]);
+  const ValueId p = g.causal_softmax(g.matmul(q, k, false, true), scale);
+  const ValueId dp = g.matmul(dy, v, false, true);
+  const ValueId dv = g.matmul(p, dy, true, false);
+  const ValueId ds = g.softmax_grad(p, dp, scale);
+  const ValueId dq = g.matmul(ds, k, false, false);
+  const ValueId dk = g.matmul(ds, q, true, false);
+  return {narrowed(g, dq, dt), narrowed(g, dk, dt), narrowed(g, dv, dt)};
 }
 
 // ---------------------------------------------------------------- reference
@@ -134,6 +182,89 @@ void op_alibi(const ReferenceCtx& c) {
   }
 }
 
+// The probabilities of one matrix's rows (queries x keys, causal), in double.
+std::vector<double> causal_probabilities(const float* q, const float* k, int64_t T, int64_t D, double scale) {
+  std::vector<double> p(static_cast<size_t>(T * T), 0.0);
+  for (int64_t i = 0; i < T; ++i) {
+    double* row = p.data() + i * T;
+    double mx = -INFINITY;
+    for (int64_t j = 0; j <= i; ++j) {
+      double s = 0.0;
+      for (int64_t e = 0; e < D; ++e) s += static_cast<double>(q[i * D + e]) * k[j * D + e];
+      row[j] = scale * s;
+      mx = std::max(mx, row[j]);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j <= i; ++j) sum += row[j] = std::exp(row[j] - mx);
+    for (int64_t j = 0; j <= i; ++j) row[j] /= sum;
+  }
+  return p;
+}
+
+void op_attention(const ReferenceCtx& c) {
+  const auto& q = c.f(0);
+  const auto& k = c.f(1);
+  const auto& v = c.f(2);
+  const Shape& s = c.shape_in(0);
+  const int64_t T = s[s.size() - 2], D = s.back(), mats = static_cast<int64_t>(q.size()) / (T * D);
+  HostTensor& y = c.out(0);
+  for (int64_t m = 0; m < mats; ++m) {
+    const int64_t at = m * T * D;
+    const std::vector<double> p = causal_probabilities(q.data() + at, k.data() + at, T, D, c.fa(0));
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t e = 0; e < D; ++e) {
+        double acc = 0.0;
+        for (int64_t j = 0; j <= i; ++j)
+          acc += p[static_cast<size_t>(i * T + j)] * v[static_cast<size_t>(at + j * D + e)];
+        y.f32[static_cast<size_t>(at + i * D + e)] = static_cast<float>(acc);
+      }
+  }
+}
+
+// The gradient from p, in double: D_i = sum_j p_ij dp_ij with dp_ij = dy_i . v_j.
+void op_attention_grad(const ReferenceCtx& c) {
+  const auto& q = c.f(0);
+  const auto& k = c.f(1);
+  const auto& v = c.f(2);
+  const auto& dy = c.f(3);
+  const Shape& s = c.shape_in(0);
+  const double scale = c.fa(0);
+  const int64_t T = s[s.size() - 2], D = s.back(), mats = static_cast<int64_t>(q.size()) / (T * D);
+  HostTensor &dq_out = c.out(0), &dk_out = c.out(1), &dv_out = c.out(2);  // zeroed at each out() call: once
+  std::vector<double> dq(static_cast<size_t>(T * D)), dk(dq.size()), dv(dq.size()), ds(static_cast<size_t>(T * T));
+  for (int64_t m = 0; m < mats; ++m) {
+    const int64_t at = m * T * D;
+    const float *Q = q.data() + at, *K = k.data() + at, *V = v.data() + at, *DY = dy.data() + at;
+    const std::vector<double> p = causal_probabilities(Q, K, T, D, scale);
+    std::fill(dq.begin(), dq.end(), 0.0);
+    std::fill(dk.begin(), dk.end(), 0.0);
+    std::fill(dv.begin(), dv.end(), 0.0);
+    for (int64_t i = 0; i < T; ++i) {
+      double dot = 0.0;  // D_i
+      for (int64_t j = 0; j <= i; ++j) {
+        double dp = 0.0;
+        for (int64_t e = 0; e < D; ++e) dp += static_cast<double>(DY[i * D + e]) * V[j * D + e];
+        ds[static_cast<size_t>(i * T + j)] = dp;
+        dot += p[static_cast<size_t>(i * T + j)] * dp;
+      }
+      for (int64_t j = 0; j <= i; ++j) {
+        const double pij = p[static_cast<size_t>(i * T + j)];
+        const double dsij = scale * pij * (ds[static_cast<size_t>(i * T + j)] - dot);
+        for (int64_t e = 0; e < D; ++e) {
+          dq[static_cast<size_t>(i * D + e)] += dsij * K[j * D + e];
+          dk[static_cast<size_t>(j * D + e)] += dsij * Q[i * D + e];
+          dv[static_cast<size_t>(j * D + e)] += pij * DY[i * D + e];
+        }
+      }
+    }
+    for (size_t e = 0; e < dq.size(); ++e) {
+      dq_out.f32[static_cast<size_t>(at) + e] = static_cast<float>(dq[e]);
+      dk_out.f32[static_cast<size_t>(at) + e] = static_cast<float>(dk[e]);
+      dv_out.f32[static_cast<size_t>(at) + e] = static_cast<float>(dv[e]);
+    }
+  }
+}
+
 }  // namespace
 
 void register_attention_ops(OpDefs& defs) {
@@ -141,6 +272,8 @@ void register_attention_ops(OpDefs& defs) {
   defs[KILN_OP_DOCUMENT_SOFTMAX] = {vjp_document_softmax, op_document_softmax};
   defs[KILN_OP_SOFTMAX_GRAD] = {nullptr, op_softmax_grad};
   defs[KILN_OP_ALIBI] = {vjp_alibi, op_alibi};
+  defs[KILN_OP_ATTENTION] = {vjp_attention, op_attention, decompose_attention};
+  defs[KILN_OP_ATTENTION_GRAD] = {nullptr, op_attention_grad, decompose_attention_grad};
 }
 
 }  // namespace kiln::graph

@@ -394,6 +394,13 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
       must_be(1, {1});
       if (r.info.num_outputs == 1) return {d(0)};  // FP8_GRAD_CAST
       return {d(0), {1}};
+    case KILN_RULE_ATTENTION: {
+      const Dims& q = d(0);
+      if (q.size() < 2) throw name(0) + " must be [..., T, D], got " + dims_string(q);
+      for (size_t i = 1; i < in.size(); ++i) same_as(0, i);
+      if (r.info.num_outputs == 1) return {q};  // ATTENTION
+      return {q, q, q};
+    }
   }
   throw std::string("op has no shape rule");
 }

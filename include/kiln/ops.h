@@ -122,7 +122,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_SCATTER = 29,         /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
   KILN_RULE_DROPOUT_KEYED = 30,   /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
   KILN_RULE_DOCUMENT_ROWS = 31,   /* (x [B, ..., T, T], starts [B, T] i32) -> x */
-  KILN_RULE_CAST_FP8 = 32         /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
+  KILN_RULE_CAST_FP8 = 32,        /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
+  KILN_RULE_ATTENTION = 33        /* (q, k, v [..., T, D][, dy]) -> y, or (dq, dk, dv), all of q's shape */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -343,7 +344,19 @@ typedef enum kiln_shape_rule {
   /* (x, scale [1]) -> y = x; iattrs as CAST_FP8's. Where a gradient is cast: its VJP is CAST_FP8 of dy with these     \
    * attributes and scale (TE's cast of a linear layer's grad_output, E5M2 under --fp8-format hybrid). A composite     \
    * of one RESHAPE to its own shape, a view, so no backend needs a kernel for it. */                                 \
-  X(FP8_GRAD_CAST, 57, "fp8_grad_cast", 2, 1, 2, 0, 0, EXACT, CAST_FP8, "x:f scale:F", "y:f")
+  X(FP8_GRAD_CAST, 57, "fp8_grad_cast", 2, 1, 2, 0, 0, EXACT, CAST_FP8, "x:f scale:F", "y:f")                      \
+  /* ---- fused attention (issue 33) */                                                                             \
+  /* (q, k, v [..., T, D]) -> y [..., T, D]; fattrs = {scale}. Causal self-attention of each of the leading dims'     \
+   * matrices (a head of a sample): y[i] = sum over j <= i of p[i, j] v[j], p[i] the softmax over j <= i of           \
+   * scale * q[i] . k[j]. A composite: MATMUL(q, k^T), CAUSAL_SOFTMAX, MATMUL(p, v) where a backend lists no           \
+   * kernel for it; a kernel computes it with an online softmax and never stores p (FlashAttention). */              \
+  X(ATTENTION, 58, "attention", 3, 1, 0, 1, 0, GEMM, ATTENTION, "q:f k:f v:f", "y:f")                                \
+  /* (q, k, v, dy) -> (dq, dk, dv); fattrs = {scale}. ATTENTION's gradient, p recomputed from q and k:                 \
+   *   dv[j] = sum_i p[i, j] dy[i],  ds[i, j] = scale * p[i, j] * (dy[i] . v[j] - sum_j' p[i, j'] dy[i] . v[j']),      \
+   *   dq[i] = sum_j ds[i, j] k[j],  dk[j] = sum_i ds[i, j] q[i].                                                      \
+   * (The last sum is dy[i] . y[i] in exact arithmetic; computed from p, not from a rounded y.) A composite: the         \
+   * chain's own gradient ops (MATMUL, SOFTMAX_GRAD) after recomputing p. */                                          \
+  X(ATTENTION_GRAD, 59, "attention_grad", 4, 3, 0, 1, 0, GEMM, ATTENTION, "q:f k:f v:f dy:f", "dq:f dk:f dv:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

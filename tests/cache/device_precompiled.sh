@@ -3,7 +3,8 @@
 # after `kiln precompile`, `kiln train --require-precompiled` compiles
 # nothing (zero compilations: no OpenCL program, no Vulkan pipeline), and a
 # micro-batch change is a miss naming the shape. One step, no eval, to keep
-# the drivers' cold builds short. A backend without a device here is
+# the drivers' cold builds short. With --attention-backend fused (and no
+# attention dropout), so precompile must choose the fused core as train does. A backend without a device here is
 # skipped with a message.
 source "$(dirname "$0")/common.bash"
 check_backend() {
@@ -12,10 +13,13 @@ check_backend() {
     echo "SKIPPED $backend: no $backend device (kiln devices found no $backend device 0)"
     return
   fi
-  local args=("${model[@]}" --backend "$backend" --train-iters 1 --eval-iters 0)
+  local args=("${model[@]}" --backend "$backend" --train-iters 1 --eval-iters 0 --attention-backend fused
+              --attention-dropout 0)
   "$kiln" precompile "${args[@]}" --cache-dir "$cache" --num-parallel 2 >"$tmp/pre.log" 2>&1 ||
     { cat "$tmp/pre.log"; fail "$backend: precompile"; }
   grep -E "^(precompile: extracted|Total|Already)" "$tmp/pre.log"
+  grep -q "^precompile: attention: fused (ATTENTION on backend $backend" "$tmp/pre.log" ||
+    fail "$backend: precompile did not choose the fused attention core"
   local total
   total=$(summary "Total graphs" "$tmp/pre.log")
   [ "$(summary "Total successful compilations" "$tmp/pre.log")" = "$total" ] || fail "$backend: not every graph compiled"

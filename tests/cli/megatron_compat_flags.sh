@@ -29,7 +29,7 @@ grep -q 'saved checkpoint at iteration 2' "$tmp/out" || { echo "no checkpoint:";
 info=$(grep 'Megatron flags accepted with no effect' "$tmp/err" || true)
 [ "$(grep -c 'Megatron flags accepted with no effect' "$tmp/err" || true)" -eq 1 ] ||
   { echo "expected one no-effect info line:"; cat "$tmp/err"; exit 1; }
-for flag in '--use-mcore-models' '--attention-backend fused' '--cross-entropy-loss-fusion' '--manual-gc' \
+for flag in '--use-mcore-models' '--cross-entropy-loss-fusion' '--manual-gc' \
   '--num-workers 1' '--no-mmap-bin-files' '--empty-unused-memory-level 1' '--tiktoken-pattern v2' \
   '--no-create-attention-mask-in-dataloader' '--context-parallel-size 1'; do
   case "$info" in *"$flag"*) ;; *) echo "info line lacks $flag: $info"; exit 1 ;; esac
@@ -66,7 +66,8 @@ refused() {
 }
 refused '--fp8-recipe mxfp8: kiln implements per-tensor scaling only' --fp8-recipe mxfp8
 refused "--no-fp8-wgrad: kiln's FP8 training is per-tensor scaling" --no-fp8-wgrad
-refused "--attention-backend fuse: not one of Megatron's choices" --attention-backend fuse
+refused "--attention-backend fuse is not one of auto, flash, fused, unfused, local" --attention-backend fuse
+refused "--transformer-impl te: not one of Megatron's choices" --transformer-impl te
 refused '--context-parallel-size 2: kiln has no context parallelism' --context-parallel-size 2
 
 # --help counts them in their own section, and --help-all lists them there.
@@ -75,11 +76,11 @@ grep -q '^Megatron flags accepted for compatibility' "$tmp/help" || { echo "no c
 grep -qE '^  [0-9]+ rows: [0-9]+ no effect .*, [0-9]+ only the value kiln implements' "$tmp/help" ||
   { echo "no row counts in --help"; exit 1; }
 grep -q 'kiln train --help-all lists each' "$tmp/help" || { echo "--help does not name --help-all"; exit 1; }
-if grep -q '^  --attention-backend' "$tmp/help"; then echo "--help lists the rows"; exit 1; fi
+if grep -q '^  --transformer-impl' "$tmp/help"; then echo "--help lists the rows"; exit 1; fi
 [ "$(wc -l <"$tmp/help")" -lt 200 ] || { echo "--help is $(wc -l <"$tmp/help") lines"; exit 1; }
 grep -q '^  --lr-decay-style' "$tmp/help" || { echo "--help lacks kiln's own flags"; exit 1; }
 "$kiln" train --help-all >"$tmp/help-all"
-grep -q '^  --attention-backend S  *\[no effect\]' "$tmp/help-all" || { echo "--help-all lacks the rows"; exit 1; }
+grep -q '^  --transformer-impl S  *\[no effect\]' "$tmp/help-all" || { echo "--help-all lacks the rows"; exit 1; }
 grep -q '^  --lr-decay-style' "$tmp/help-all" || { echo "--help-all lacks kiln's own flags"; exit 1; }
 # The script's real-data branch: a Megatron dataset made by kiln preprocess
 # (kiln's docs, one document a paragraph) with a Hugging Face tokenizer.

@@ -67,12 +67,12 @@ TEST(MegatronCompatFlags, RowsAreUniqueAndNotKilnsOwnFlags) {
 
 TEST(MegatronCompatFlags, ArityFollowsMegatron) {
   std::vector<std::string> quiet;
-  EXPECT_EQ(check({"--use-mcore-models", "--attention-backend", "fused", "--manual-gc-interval", "500",
+  EXPECT_EQ(check({"--use-mcore-models", "--transformer-impl", "local", "--manual-gc-interval", "500",
                    "--cross-entropy-loss-fusion", "--num-workers", "1"},
                   &quiet),
             "");
   EXPECT_EQ(quiet,
-            (std::vector<std::string>{"--use-mcore-models", "--attention-backend fused", "--cross-entropy-loss-fusion",
+            (std::vector<std::string>{"--use-mcore-models", "--transformer-impl local", "--cross-entropy-loss-fusion",
                                       "--manual-gc-interval 500", "--num-workers 1"}));
   // A switch takes no value; a value flag needs one; a list takes several.
   EXPECT_TRUE(has(check({"--manual-gc=1"}), "--manual-gc is a switch and takes no value"));
@@ -83,8 +83,10 @@ TEST(MegatronCompatFlags, ArityFollowsMegatron) {
 
 TEST(MegatronCompatFlags, ValuesAreCheckedAgainstMegatronsChoices) {
   EXPECT_EQ(check({"--transformer-impl", "transformer_engine", "--empty-unused-memory-level", "1"}), "");
-  const std::string typo = check({"--attention-backend", "fuse"});
-  EXPECT_TRUE(has(typo, "--attention-backend fuse: not one of Megatron's choices (flash, fused, unfused, local, auto)"))
+  const std::string typo = check({"--transformer-impl", "te"});
+  EXPECT_TRUE(has(typo,
+                  "--transformer-impl te: not one of Megatron's choices (local, transformer_engine, "
+                  "inference_optimized)"))
       << typo;
   EXPECT_TRUE(has(check({"--empty-unused-memory-level", "3"}), "not one of Megatron's choices (0, 1, 2)"));
   EXPECT_TRUE(has(check({"--num-workers", "two"}), "--num-workers expects an integer, got 'two'"));

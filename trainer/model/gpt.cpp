@@ -429,6 +429,28 @@ ValueId softmax_of(Graph& g, ValueId scores, const PositionValues& pos, int64_t 
   return g.reshape(g.document_softmax(per_sample, pos.document_starts, scale), s);
 }
 
+// The attention core as separate ops: scores [B*H, T, T] = q k^T, the
+// causal (or document) softmax with ALiBi's bias before it, dropout on the
+// probabilities, then @ v.
+ValueId attention_chain(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B, ValueId q, ValueId k, ValueId v,
+                        const PositionValues& pos, ValueId dropout_key, float scale) {
+  const int64_t T = c.seq_length, H = c.local_heads();
+  ValueId scores = g.matmul(q, k, false, true);  // [B*H, T, T]
+  ValueId probs;
+  if (spec.positions == PositionEmbedding::Alibi) {
+    // MPT: the bias is added to the scaled scores, so scale first and
+    // softmax with scale 1. Each rank's slopes are those of its heads.
+    scores = g.reshape(g.scale(scores, scale), {B, H, T, T});
+    scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
+    probs = softmax_of(g, scores, pos, B, 1.0f);
+  } else {
+    probs = softmax_of(g, scores, pos, B, scale);
+  }
+  if (c.attention_dropout > 0.0f)
+    probs = g.dropout_keyed(probs, dropout_key, c.attention_dropout, H * T * T, c.num_attention_heads * T * T);
+  return g.matmul(probs, v);
+}
+
 // Causal self-attention over x [B*T, C], on this rank's heads (whole query
 // groups), so the tensor-parallel split of the fused QKV rows keeps each
 // group's q, k and v together.
@@ -448,21 +470,12 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
   // @V), whose [B*H, T, T] values dominate a layer's activations, is
   // recomputed from q, k and v.
   const int core_begin = static_cast<int>(g.nodes().size());
-  ValueId scores = g.matmul(q, h.k, false, true);  // [B*H, T, T]
   const float scale = coeff / std::sqrt(static_cast<float>(D));
-  ValueId probs;
-  if (spec.positions == PositionEmbedding::Alibi) {
-    // MPT: the bias is added to the scaled scores, so scale first and
-    // softmax with scale 1. Each rank's slopes are those of its heads.
-    scores = g.reshape(g.scale(scores, scale), {B, H, T, T});
-    scores = g.reshape(g.alibi(scores, pos.alibi_slopes), {B * H, T, T});
-    probs = softmax_of(g, scores, pos, B, 1.0f);
-  } else {
-    probs = softmax_of(g, scores, pos, B, scale);
-  }
-  if (c.attention_dropout > 0.0f)
-    probs = g.dropout_keyed(probs, dropout_key, c.attention_dropout, H * T * T, c.num_attention_heads * T * T);
-  ValueId y = g.matmul(probs, h.v);  // [B*H, T, D]
+  // The fused core (GptConfig::fused_attention) where it is the plain causal one.
+  const bool fused = c.fused_attention && spec.positions != PositionEmbedding::Alibi && pos.document_starts < 0 &&
+                     c.attention_dropout <= 0.0f;
+  ValueId y = fused ? g.attention(q, h.k, h.v, scale)
+                    : attention_chain(g, c, spec, B, q, h.k, h.v, pos, dropout_key, scale);  // [B*H, T, D]
   if (c.recompute_granularity == RecomputeGranularity::Selective)
     recompute_segments.push_back({core_begin, static_cast<int>(g.nodes().size())});
   y = g.reshape(y, {B, H, T, D});

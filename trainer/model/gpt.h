@@ -109,6 +109,15 @@ struct TrainingChoices {
   // multiplied back by l inside the softmax's fp32 arithmetic (Megatron's
   // guard against fp16 scores overflowing); the same function, other roundings.
   bool query_key_layer_scaling = false;
+  // The attention core as one ATTENTION node (and ATTENTION_GRAD in the
+  // backward) instead of MATMUL, CAUSAL_SOFTMAX, MATMUL: for a backend with
+  // a fused kernel, which never stores the [T, T] probabilities. Where a
+  // layer's attention needs more than the plain causal core (ALiBi, document
+  // masks, attention dropout) it keeps the chain. A backend without the
+  // kernel computes the same bits from ATTENTION's decomposition, but
+  // recomputes the probabilities in the backward, so the trainer sets this
+  // only for a backend that lists ATTENTION.
+  bool fused_attention = false;
   // Activation recomputation: the backward recomputes instead of keeping
   // the attention core of every layer (Selective) or whole layers (Full):
   // with Uniform, each group of recompute_num_layers layers of the stage

@@ -9,8 +9,9 @@ namespace kiln::trainer {
 
 RunGraphs build_run_graphs(const TrainConfig& cfg) { return build_run_graphs(cfg, cfg.model); }
 
-RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at) {
-  const std::vector<GptConfig> chunks = cfg.stage_chunks(at.pp_rank);
+RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at, bool fused_attention) {
+  std::vector<GptConfig> chunks = cfg.stage_chunks(at.pp_rank);
+  for (GptConfig& chunk : chunks) chunk.fused_attention = fused_attention;
   RunGraphs g = build_run_graphs(cfg, chunks.front());
   for (size_t c = 1; c < chunks.size(); ++c) g.later_chunks.push_back(build_run_graphs(cfg, chunks[c]));
   return g;

@@ -41,8 +41,10 @@ RunGraphs build_run_graphs(const TrainConfig& cfg, const GptConfig& stage);
 // The graphs the rank at `at` builds: its pipeline stage's (every model
 // chunk's under the interleaved schedule). Of a rank's
 // coordinates only pp_rank matters, so the ranks of one stage share them
-// (precompile builds them once per stage).
-RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at);
+// (precompile builds them once per stage). `fused_attention`: the attention
+// core as ATTENTION nodes, as choose_attention() (trainer/attention_backend.h)
+// decides for the backend.
+RunGraphs build_rank_graphs(const TrainConfig& cfg, const Layout& at, bool fused_attention = false);
 
 // The startup log lines saying how many compiled graphs came from the
 // compile cache, how many compiled, and how long each took; then how many

@@ -1,0 +1,48 @@
+#include "attention_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace kiln::vk {
+
+uint64_t binding_window_limit(const DeviceInfo& d) {
+  uint64_t range = std::min<uint64_t>(d.max_storage_range, 0xFFFFFFFFull);
+  if (const char* env = std::getenv("KILN_VULKAN_MAX_BINDING_BYTES"); env != nullptr && *env != '\0') {
+    const uint64_t v = std::strtoull(env, nullptr, 10);
+    if (v >= 512) range = std::min(range, v);
+  }
+  return (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
+}
+
+std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, std::string* why) {
+  auto refuse = [&](const std::string& reason) -> std::optional<AttentionPlan> {
+    if (why != nullptr) *why = reason;
+    return std::nullopt;
+  };
+  const std::string shape = "attention over [" + std::to_string(T) + ", " + std::to_string(D) + "] matrices";
+  // A query row reads every key before it, so a whole matrix is one window
+  // (f32 or smaller elements).
+  if (T * D * 4 > binding_window_limit(d)) return refuse(shape + " exceeds the device's storage-buffer range");
+  uint64_t E = std::min<uint64_t>(std::max<uint64_t>(D, 1), 16);
+  while (D % E != 0) --E;
+  const uint64_t S = std::max<uint64_t>(D, 1) / E;
+  if (S > d.max_invocations) return refuse(shape + " needs " + std::to_string(S) + " invocations per row");
+  const uint64_t QB = std::max<uint64_t>(1, std::min<uint64_t>(std::max<uint64_t>(128, S), d.max_invocations) / S);
+  // Two tiles of BK rows, their stats, the partial dot products (a vec2
+  // per row, tile row and lane) and common.glsl's reduction array.
+  auto shared_bytes = [&](uint64_t bk) { return (2 * bk * D + 2 * bk + 2 * QB * bk * S + 256) * 4; };
+  uint64_t bk = 32;
+  while (bk > 1 && shared_bytes(bk) > d.max_shared_bytes) bk /= 2;
+  if (shared_bytes(bk) > d.max_shared_bytes) return refuse(shape + " does not fit the device's shared memory");
+  // llvmpipe ends every loop of an invocation once all of them together
+  // pass 65535 iterations, silently. Only the tile and key loops iterate
+  // (the shader unrolls the rest): two sweeps of tiles, each a tile load,
+  // two loops over its rows and the stats.
+  const uint64_t tiles = (T + bk - 1) / bk, loads = (bk * D + QB * S - 1) / (QB * S);
+  if (d.kind == KILN_DEVICE_CPU && 2 * tiles * (loads + 2 * bk + 2) + 4 > 65535)
+    return refuse(shape + " passes llvmpipe's 65535 loop iterations per invocation");
+  return AttentionPlan{static_cast<uint32_t>(E), static_cast<uint32_t>(S), static_cast<uint32_t>(QB),
+                       static_cast<uint32_t>(bk)};
+}
+
+}  // namespace kiln::vk

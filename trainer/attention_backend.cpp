@@ -1,0 +1,75 @@
+#include "trainer/attention_backend.h"
+
+#include "core/error.h"
+
+namespace kiln::trainer {
+
+const char* to_string(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::Auto: return "auto";
+    case AttentionBackend::Flash: return "flash";
+    case AttentionBackend::Fused: return "fused";
+    case AttentionBackend::Unfused: return "unfused";
+    case AttentionBackend::Local: return "local";
+  }
+  return "?";
+}
+
+AttentionBackend parse_attention_backend(const std::string& s) {
+  for (AttentionBackend b : {AttentionBackend::Auto, AttentionBackend::Flash, AttentionBackend::Fused,
+                             AttentionBackend::Unfused, AttentionBackend::Local})
+    if (s == to_string(b)) return b;
+  throw Error("--attention-backend " + s + " is not one of auto, flash, fused, unfused, local");
+}
+
+namespace {
+
+// What keeps the training step's attention on the chain (gpt.cpp makes the
+// same test per layer), or "" for the plain causal core. Evaluation has no
+// dropout, so dropout alone leaves its graph fused.
+std::string chain_only_because(const GptConfig& m) {
+  if (m.position_embedding_type == PositionEmbedding::Alibi) return "ALiBi biases the scores";
+  if (m.reset_attention_mask) return "--reset-attention-mask keeps attention inside each document";
+  return "";
+}
+
+}  // namespace
+
+AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model, const Device& device) {
+  const Plugin& primary = device.plugin();
+  AttentionChoice c;
+  const bool wants_fused = asked != AttentionBackend::Unfused && asked != AttentionBackend::Local;
+  const bool explicit_fused = asked == AttentionBackend::Flash || asked == AttentionBackend::Fused;
+  const std::string asked_text = std::string("--attention-backend ") + to_string(asked);
+  if (!wants_fused) {
+    c.line = "attention: the unfused chain (" + asked_text + ")";
+    return c;
+  }
+  if (!primary.supports(KILN_OP_ATTENTION)) {
+    c.line = "attention: the unfused chain (backend " + primary.name + " has no fused attention kernel)";
+    c.warn = explicit_fused;
+    return c;
+  }
+  if (asked == AttentionBackend::Auto && device.properties().kind == KILN_DEVICE_CPU) {
+    c.line =
+        "attention: the unfused chain (--attention-backend auto on a CPU device, where the chain is as fast; "
+        "--attention-backend fused runs backend " +
+        primary.name + "'s fused kernel)";
+    return c;
+  }
+  const std::string why = chain_only_because(model);
+  if (!why.empty()) {
+    c.line = "attention: the unfused chain (" + why + "; the fused kernel is the plain causal core)";
+    c.warn = explicit_fused;
+    return c;
+  }
+  c.fused = true;
+  c.line = "attention: fused (ATTENTION on backend " + primary.name + ", " + asked_text + ")";
+  if (model.attention_dropout > 0.0f) {
+    c.line += "; training keeps the unfused chain for --attention-dropout, evaluation is fused";
+    c.warn = explicit_fused;
+  }
+  return c;
+}
+
+}  // namespace kiln::trainer
