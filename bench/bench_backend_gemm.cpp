@@ -5,7 +5,7 @@
 // Vulkan: descriptor updates, command-buffer submission).
 //
 //   bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] [--set=gpu|test]
-//                      [--variants=NAME=V1,V2,...]
+//                      [--dtype=f32|bf16|f16] [--variants=NAME=V1,V2,...]
 //
 // e.g. --backend=vulkan --filter=default --rounds=2 on lavapipe (slow: CI
 // figures are for the record only). --set=gpu swaps in the shapes of GPT-2
@@ -17,6 +17,10 @@
 // variable NAME (a plugin's compile-time choice, e.g.
 // KILN_OPENCL_GEMM=clblast,kiln) and times them round-robin, a column each,
 // so that load on a shared machine favours none of them.
+//
+// --dtype: the operands' and the result's dtype (a 16-bit MATMUL sums in
+// f32 and rounds once, as the op table's type rules say), the GEMMs of a
+// --bf16 or --fp16 step.
 //
 // Prints a Markdown table (what docs/OPENCL.md and docs/VULKAN.md quote): best-of-N GFLOP/s
 // per shape. A first call per shape runs untimed (it compiles kernels: on
@@ -122,34 +126,37 @@ kiln::graph::Shape shape_of(int64_t batch, bool trans, int64_t rows, int64_t col
 }
 
 // Runs `c` once on the device and once on the reference; NMSE of the result.
-double verify(kiln::Device& dev, const Case& c) {
+double verify(kiln::Device& dev, const Case& c, kiln_dtype dtype) {
   // A smaller stand-in with the same layout (the reference is slow), still
   // several of the largest tiles wide with ragged edges in every dimension,
   // and deep enough that a weight gradient takes a GPU plugin's split-K path.
   const int64_t m = std::min<int64_t>(c.m, 267), n = std::min<int64_t>(c.n, 301), k = std::min<int64_t>(c.k, 1100);
   const int64_t batch = std::min<int64_t>(c.batch, 3);
   Graph g;
-  ValueId a = g.input("a", KILN_F32, shape_of(batch, c.ta, m, k));
-  ValueId b = g.input("b", KILN_F32, shape_of(batch, c.tb, k, n));
+  ValueId a = g.input("a", dtype, shape_of(batch, c.ta, m, k));
+  ValueId b = g.input("b", dtype, shape_of(batch, c.tb, k, n));
   const ValueId y = g.matmul(a, b, c.ta, c.tb);
   g.output("y", y);
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   kiln::graph::TensorMap in;
   for (const char* name : {"a", "b"}) {
-    HostTensor t = HostTensor::zeros(KILN_F32, g.shape(name[0] == 'a' ? a : b));
+    HostTensor t = HostTensor::zeros(dtype, g.shape(name[0] == 'a' ? a : b));
     for (float& x : t.f32) x = u(gen);
+    t.round_from_f32();
     in[name] = t;
   }
   kiln::graph::Executable exe(dev, g);
   for (const char* name : {"a", "b"}) exe.buffer(name)->write(in[name].data(), in[name].bytes());
   // Poison the output: an element the kernel never writes stays NaN and
   // fails the check.
-  const std::vector<float> poison(static_cast<size_t>(batch * m * n), std::nanf(""));
-  exe.buffer("y")->write(poison.data(), poison.size() * 4);
+  HostTensor got = HostTensor::zeros(dtype, g.shape(y));
+  for (float& x : got.f32) x = std::nanf("");
+  got.round_from_f32();
+  exe.buffer("y")->write(got.data(), got.bytes());
   exe.run();
-  HostTensor got = HostTensor::zeros(KILN_F32, g.shape(y));
   exe.buffer("y")->read(got.data(), got.bytes());
+  got.widen_bits();
   const HostTensor want = kiln::graph::run_reference(g, in).at("y");
   double num = 0, den = 0;
   for (size_t i = 0; i < got.f32.size(); ++i) {
@@ -166,21 +173,23 @@ struct Timed {
   double best = 1e30;  // seconds
 };
 
-Timed prepare(kiln::Device& dev, const Case& c) {
+Timed prepare(kiln::Device& dev, const Case& c, kiln_dtype dtype) {
   Graph g;
-  ValueId a = g.input("a", KILN_F32, shape_of(c.batch, c.ta, c.m, c.k));
-  ValueId b = g.input("b", KILN_F32, shape_of(c.batch, c.tb, c.k, c.n));
+  ValueId a = g.input("a", dtype, shape_of(c.batch, c.ta, c.m, c.k));
+  ValueId b = g.input("b", dtype, shape_of(c.batch, c.tb, c.k, c.n));
   g.output("y", g.matmul(a, b, c.ta, c.tb));
   Timed t;
   t.exe = std::make_unique<kiln::graph::Executable>(dev, g);
   // Random operands: constant or zero data can run faster than real data.
   const int64_t elems_a = c.batch * c.m * c.k, elems_b = c.batch * c.k * c.n;
-  std::vector<float> data(static_cast<size_t>(std::max(elems_a, elems_b)));
+  HostTensor data = HostTensor::zeros(dtype, {std::max(elems_a, elems_b)});
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& x : data) x = u(gen);
-  t.exe->buffer("a")->write(data.data(), static_cast<uint64_t>(elems_a) * 4);
-  t.exe->buffer("b")->write(data.data(), static_cast<uint64_t>(elems_b) * 4);
+  for (float& x : data.f32) x = u(gen);
+  data.round_from_f32();
+  const uint64_t size = kiln_dtype_size(dtype);
+  t.exe->buffer("a")->write(data.data(), static_cast<uint64_t>(elems_a) * size);
+  t.exe->buffer("b")->write(data.data(), static_cast<uint64_t>(elems_b) * size);
   t.exe->run();  // compiles the library's kernels, untimed
   dev.synchronize();
   return t;
@@ -225,17 +234,20 @@ void set_variant(const Variants& v, size_t i) {
 
 // Verifies and times `c` under every variant; false (after a message) when
 // a result is wrong.
-bool bench_case(kiln::Device& dev, const Case& c, const Variants& v, int rounds) {
+bool bench_case(kiln::Device& dev, const Case& c, kiln_dtype dtype, const Variants& v, int rounds) {
   std::vector<Timed> timed;
   for (size_t i = 0; i < v.values.size(); ++i) {
     set_variant(v, i);
-    const double e = verify(dev, c);
-    if (!(e <= 1e-6)) {
+    // 16-bit: the reference sums in double and rounds once, the device in
+    // f32 in another order; one rounding of a 16-bit result is an NMSE of
+    // up to about 2^-2p (p: its mantissa bits).
+    const double e = verify(dev, c, dtype), tolerance = dtype == KILN_F32 ? 1e-6 : dtype == KILN_F16 ? 1e-6 : 2e-5;
+    if (!(e <= tolerance)) {
       std::fprintf(stderr, "%s%s: wrong result (NMSE %.3g); not timing\n", c.what.c_str(),
                    v.name.empty() ? "" : (" (" + v.name + "=" + v.values[i] + ")").c_str(), e);
       return false;
     }
-    timed.push_back(prepare(dev, c));
+    timed.push_back(prepare(dev, c, dtype));
   }
   for (int r = 0; r < rounds; ++r)
     for (Timed& t : timed) time_once(dev, t);
@@ -256,6 +268,7 @@ int main(int argc, char** argv) {
   Set set = Set::kDefault;
   Variants variants;
   int device = 0, rounds = 5;
+  kiln_dtype dtype = KILN_F32;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--backend=", 0) == 0)
@@ -270,18 +283,21 @@ int main(int argc, char** argv) {
       set = Set::kGpu;
     else if (a == "--set=test")
       set = Set::kTest;
+    else if (a == "--dtype=f32" || a == "--dtype=bf16" || a == "--dtype=f16")
+      dtype = a == "--dtype=f32" ? KILN_F32 : a == "--dtype=bf16" ? KILN_BF16 : KILN_F16;
     else if (a.rfind("--variants=", 0) == 0 && !parse_variants(a.substr(11)).name.empty())
       variants = parse_variants(a.substr(11));
     else {
       std::fprintf(stderr,
                    "usage: bench_backend_gemm [--backend=opencl] [--device=0] [--rounds=N] [--filter=TEXT] "
-                   "[--set=gpu|test] [--variants=NAME=V1,V2,...]\n");
+                   "[--set=gpu|test] [--dtype=f32|bf16|f16] [--variants=NAME=V1,V2,...]\n");
       return 2;
     }
   }
   try {
     auto dev = kiln::Registry::instance().open(backend, device);
-    std::printf("backend %s, device %d: %s\n\n", backend.c_str(), device, dev->properties().name);
+    std::printf("backend %s, device %d: %s, %s\n\n", backend.c_str(), device, dev->properties().name,
+                kiln_dtype_name(dtype));
     std::string head = "| shape | layout | m x n x k |", rule = "|---|---|---|";
     for (const std::string& value : variants.values) {
       head += variants.name.empty() ? " GFLOP/s |" : " " + variants.name + "=" + value + " |";
@@ -290,7 +306,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n%s\n", head.c_str(), rule.c_str());
     for (const Case& c : cases(set)) {
       if (!filter.empty() && c.what.find(filter) == std::string::npos) continue;
-      if (!bench_case(*dev, c, variants, rounds)) return 1;
+      if (!bench_case(*dev, c, dtype, variants, rounds)) return 1;
     }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "bench_backend_gemm: %s\n", e.what());

@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-11";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-12";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -13,5 +13,6 @@ inline constexpr const char* kCompilerVersion =
                   // 8: softmax.comp binds document starts (DOCUMENT_SOFTMAX) and pushes a row's sample;
                   // 9: elementwise chains fused into one fused.comp dispatch (fusion.h);
                   // 10: cast_fp8.comp (CAST_FP8), fp8.glsl's integer FP8 arithmetic;
-                  // 11: widening CASTs folded into the MATMULs that read them (cast_folding.h)
+                  // 11: widening CASTs folded into the MATMULs that read them (cast_folding.h);
+                  // 12: gemm.comp's register loops [[unroll]]; half.glsl narrows to f16 with roundEven
 }  // namespace kiln::vk

@@ -3,7 +3,7 @@
 // through; here as CASTs, copy2d's converting copies) against kiln/half.h,
 // the reference's, bit for bit: narrowing every bf16
 // value, the ties around it and the values just beside them, the same for
-// f16, plus random f32 patterns (NaN, infinities, subnormals included);
+// f16 (subnormal ties included), plus random f32 patterns (NaN, infinities, subnormals included);
 // widening every one of the 65536 patterns of each dtype; bf16 -> f16.
 // Skipped, saying why, without a Vulkan device.
 #include <gtest/gtest.h>
@@ -39,6 +39,16 @@ std::vector<uint32_t> narrowing_inputs() {
     std::memcpy(&f, &widened, 4);
     // For normal f16 values, 13 mantissa bits are dropped: 0x1000 is a tie.
     for (uint32_t delta : {0u, 0xFFFu, 0x1000u, 0x1001u}) bits.push_back(f + delta);
+    // For zero and subnormal f16 values the unit is 2^-24: halfway to the
+    // next is (n + 1/2) * 2^-24, exact in f32, and the f32 values beside it.
+    const uint32_t em = h & 0x7FFFu;
+    if (em < 0x0400u) {
+      const float tie = (static_cast<float>(em) + 0.5f) * 5.9604644775390625e-8f;
+      uint32_t t;
+      std::memcpy(&t, &tie, 4);
+      t |= (h & 0x8000u) << 16;
+      for (uint32_t v : {t - 1u, t, t + 1u}) bits.push_back(v);
+    }
   }
   std::mt19937 gen(16);
   for (int i = 0; i < 65536; ++i) bits.push_back(static_cast<uint32_t>(gen()));

@@ -34,20 +34,21 @@ uint f32_to_f16(uint u) {
   uint sign = (u >> 16) & 0x8000u;
   uint a = u & 0x7FFFFFFFu;
   // At or above 2^-14: rebias 127 -> 15, round the 13 dropped bits to
-  // nearest even (a carry into the exponent is the right result).
+  // nearest even (a carry into the exponent is the right result). From
+  // 65520 up (it rounds to 2^16), infinity included, that gives 0x7C00 or
+  // more: min() makes it infinity.
   uint h = a - 0x38000000u;
-  h = (h + 0x0FFFu + ((h >> 13) & 1u)) >> 13;
-  // Below 2^-14: a count of 2^-24 units, rounded to nearest even. The shift
-  // is clamped to 25, where every mantissa (below 2^24) rounds to 0, as
-  // every value below 2^-25 must.
-  int e = int(a >> 23);
-  uint shift = uint(clamp(126 - e, 14, 25));
-  uint mant = (a & 0x7FFFFFu) | 0x800000u;
-  uint q = mant >> shift;
-  uint rem = mant & ((1u << shift) - 1u), half_unit = 1u << (shift - 1u);
-  q += rem > half_unit || (rem == half_unit && (q & 1u) != 0u) ? 1u : 0u;
-  uint r = a < 0x38800000u ? q : h;
-  r = a >= 0x477FF000u ? 0x7C00u : r;                             // 65520 and above: infinity
-  r = a > 0x7F800000u ? 0x7E00u | ((a & 0x7FFFFFu) >> 13) : r;  // NaN: quiet it, keep the top of its payload
+  h = min((h + 0x0FFFu + ((h >> 13) & 1u)) >> 13, 0x7C00u);
+  // Below 2^-14: a count of 2^-24 units, up to 0x400 (2^-14, the smallest
+  // normal, whose bits are that count too). Scaling by 2^24 is exact and
+  // roundEven is exact by definition, so no rounding mode enters: ties go
+  // to even. An f32 subnormal (or one a device flushes) gives 0, as it
+  // must. For larger a the conversion's value is unused.
+  uint q = uint(int(roundEven(uintBitsToFloat(a) * 16777216.0)));
+  // a < 2^31: signed comparisons (one instruction on AVX2, which has no
+  // unsigned ones).
+  int sa = int(a);
+  uint r = sa < 0x38800000 ? q : h;
+  r = sa > 0x7F800000 ? 0x7E00u | ((a >> 13) & 0x3FFu) : r;  // NaN: quiet it, keep the top of its payload
   return sign | r;
 }
