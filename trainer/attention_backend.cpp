@@ -22,19 +22,6 @@ AttentionBackend parse_attention_backend(const std::string& s) {
   throw Error("--attention-backend " + s + " is not one of auto, flash, fused, unfused, local");
 }
 
-namespace {
-
-// What keeps the training step's attention on the chain (gpt.cpp makes the
-// same test per layer), or "" for the plain causal core. Evaluation has no
-// dropout, so dropout alone leaves its graph fused.
-std::string chain_only_because(const GptConfig& m) {
-  if (m.position_embedding_type == PositionEmbedding::Alibi) return "ALiBi biases the scores";
-  if (m.reset_attention_mask) return "--reset-attention-mask keeps attention inside each document";
-  return "";
-}
-
-}  // namespace
-
 AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model, const Device& device) {
   const Plugin& primary = device.plugin();
   AttentionChoice c;
@@ -57,16 +44,18 @@ AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model,
         primary.name + "'s fused kernel)";
     return c;
   }
-  const std::string why = chain_only_because(model);
-  if (!why.empty()) {
-    c.line = "attention: the unfused chain (" + why + "; the fused kernel is the plain causal core)";
+  // Evaluation has no dropout, so dropout alone leaves its graphs fused.
+  const AttentionChainReason why = attention_chain_reason(model);
+  if (why != AttentionChainReason::None && why != AttentionChainReason::Dropout) {
+    c.line =
+        std::string("attention: the unfused chain (") + describe(why) + "; the fused kernel is the plain causal core)";
     c.warn = explicit_fused;
     return c;
   }
   c.fused = true;
   c.line = "attention: fused (ATTENTION on backend " + primary.name + ", " + asked_text + ")";
-  if (model.attention_dropout > 0.0f) {
-    c.line += "; training keeps the unfused chain for --attention-dropout, evaluation is fused";
+  if (why == AttentionChainReason::Dropout) {
+    c.line += std::string("; training keeps the unfused chain (") + describe(why) + "), evaluation is fused";
     c.warn = explicit_fused;
   }
   return c;

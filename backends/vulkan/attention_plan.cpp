@@ -1,18 +1,8 @@
 #include "attention_plan.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace kiln::vk {
-
-uint64_t binding_window_limit(const DeviceInfo& d) {
-  uint64_t range = std::min<uint64_t>(d.max_storage_range, 0xFFFFFFFFull);
-  if (const char* env = std::getenv("KILN_VULKAN_MAX_BINDING_BYTES"); env != nullptr && *env != '\0') {
-    const uint64_t v = std::strtoull(env, nullptr, 10);
-    if (v >= 512) range = std::min(range, v);
-  }
-  return (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
-}
 
 std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, std::string* why) {
   auto refuse = [&](const std::string& reason) -> std::optional<AttentionPlan> {

@@ -15,12 +15,6 @@
 
 namespace kiln::vk {
 
-// The bytes one binding may span on `d`: maxStorageBufferRange, lowered by
-// KILN_VULKAN_MAX_BINDING_BYTES (tests exercise the chunked paths with
-// small tensors), less room to round a window's start down to the offset
-// alignment; a multiple of 4.
-uint64_t binding_window_limit(const DeviceInfo& d);
-
 struct AttentionPlan {
   uint32_t E = 1;   // elements of a row per invocation: the largest divisor of D up to 16
   uint32_t S = 1;   // invocations per row, D / E

@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "version.h"
@@ -210,6 +211,15 @@ LogicalDevice::~LogicalDevice() {
     vkDeviceWaitIdle(device);
     vkDestroyDevice(device, nullptr);
   }
+}
+
+uint64_t binding_window_limit(const DeviceInfo& d) {
+  uint64_t range = std::min<uint64_t>(d.max_storage_range, 0xFFFFFFFFull);
+  if (const char* env = std::getenv("KILN_VULKAN_MAX_BINDING_BYTES"); env != nullptr && *env != '\0') {
+    const uint64_t v = std::strtoull(env, nullptr, 10);
+    if (v >= 512) range = std::min(range, v);
+  }
+  return (range - std::min(range, d.storage_alignment)) & ~uint64_t{3};
 }
 
 }  // namespace kiln::vk

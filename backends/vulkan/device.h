@@ -35,6 +35,13 @@ struct DeviceInfo {
   uint32_t low_precision = 0;  // KILN_LOWP_* bits
 };
 
+// The bytes one binding may span on `d`: maxStorageBufferRange, lowered by
+// KILN_VULKAN_MAX_BINDING_BYTES (tests exercise the chunked paths with
+// small tensors), less room to round a window's start down to the offset
+// alignment; a multiple of 4. The lowering splits every operand into
+// windows of at most this.
+uint64_t binding_window_limit(const DeviceInfo& d);
+
 // The devices, enumerated once. No loader, no ICD or no device is an empty
 // list, with why_none() saying so, not an error.
 kiln::plugin_kit::DeviceList<DeviceInfo>& device_list();

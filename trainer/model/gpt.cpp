@@ -193,6 +193,23 @@ double flops_per_token(const GptConfig& c) {
          12.0 * static_cast<double>(c.num_layers * c.seq_length * c.num_attention_heads * c.head_dim());
 }
 
+AttentionChainReason attention_chain_reason(const GptConfig& c) {
+  if (c.position_embedding_type == PositionEmbedding::Alibi) return AttentionChainReason::Alibi;
+  if (c.reset_attention_mask) return AttentionChainReason::DocumentMask;
+  if (c.attention_dropout > 0.0f) return AttentionChainReason::Dropout;
+  return AttentionChainReason::None;
+}
+
+const char* describe(AttentionChainReason r) {
+  switch (r) {
+    case AttentionChainReason::None: return "";
+    case AttentionChainReason::Alibi: return "ALiBi biases the scores";
+    case AttentionChainReason::DocumentMask: return "--reset-attention-mask keeps attention inside each document";
+    case AttentionChainReason::Dropout: return "--attention-dropout drops probabilities";
+  }
+  return "";
+}
+
 namespace {
 
 using Params = std::map<std::string, ValueId>;
@@ -472,8 +489,7 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
   const int core_begin = static_cast<int>(g.nodes().size());
   const float scale = coeff / std::sqrt(static_cast<float>(D));
   // The fused core (GptConfig::fused_attention) where it is the plain causal one.
-  const bool fused = c.fused_attention && spec.positions != PositionEmbedding::Alibi && pos.document_starts < 0 &&
-                     c.attention_dropout <= 0.0f;
+  const bool fused = c.fused_attention && attention_chain_reason(c) == AttentionChainReason::None;
   ValueId y = fused ? g.attention(q, h.k, h.v, scale)
                     : attention_chain(g, c, spec, B, q, h.k, h.v, pos, dropout_key, scale);  // [B*H, T, D]
   if (c.recompute_granularity == RecomputeGranularity::Selective)

@@ -200,6 +200,16 @@ int64_t parameter_count(const GptConfig& cfg);
 // converter checks a file's tensors against.
 std::map<std::string, graph::Shape> parameter_shapes(const GptConfig& cfg);
 
+// What keeps the attention core of cfg's layers on the MATMUL,
+// CAUSAL_SOFTMAX, MATMUL chain where fused_attention asks for the ATTENTION
+// node, whose kernels compute the plain causal core only. The layers
+// (gpt.cpp) and the run's log line (trainer/attention_backend.h) both ask
+// this, so what is logged is what is built.
+enum class AttentionChainReason { None, Alibi, DocumentMask, Dropout };
+AttentionChainReason attention_chain_reason(const GptConfig& cfg);
+// One phrase for a log line, e.g. "ALiBi biases the scores"; "" for None.
+const char* describe(AttentionChainReason r);
+
 // Training FLOPs per token (forward + backward), PaLM's accounting:
 // 6 * parameters + 12 * layers * seq * hidden for attention.
 double flops_per_token(const GptConfig& cfg);
