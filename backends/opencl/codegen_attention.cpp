@@ -17,41 +17,28 @@
 // results are the same run to run; 16-bit operands are widened on load and
 // outputs rounded once at the store.
 #include <algorithm>
+#include <optional>
 
+#include "attention_plan.h"
 #include "emit.h"
 
 namespace kiln::ocl {
 namespace {
 
-struct Plan {
+// A node's shape, its kernels' tiling (attention_plan.h) and the index type
+// over every operand and the stats.
+struct Plan : AttentionPlan {
   uint64_t mats = 0, T = 0, D = 0;
-  uint64_t E = 0, S = 0, QB = 0, BK = 0, blocks = 0;
-  std::string I;  // index type over every operand and the stats
-  uint64_t group() const { return QB * S; }
+  std::string I;
 };
-
-// Two tiles of BK rows, their stats (kernel 2) and the partial dot products
-// (two per row, tile row and lane), plus what an implementation may keep
-// for itself.
-uint64_t local_bytes(const Plan& p, uint64_t bk) { return (2 * bk * p.D + 2 * bk + 2 * p.QB * bk * p.S + 64) * 4; }
 
 // `p` holds the shape (none of it 0); the rest is chosen here.
 void plan(const EmitContext& ctx, uint32_t node, Plan& p) {
-  p.E = std::min<uint64_t>(p.D, 16);
-  while (p.D % p.E != 0) --p.E;
-  p.S = p.D / p.E;
-  // About 128 work items a group, but no more rows than the matrix has.
-  const uint64_t max_group = ctx.target.max_work_group;
-  p.QB = std::clamp<uint64_t>(std::min<uint64_t>(std::max<uint64_t>(128, p.S), max_group) / p.S, 1, p.T);
-  p.blocks = (p.T + p.QB - 1) / p.QB;
-  p.BK = std::min<uint64_t>(32, pow2_floor(2 * p.T - 1));
-  while (p.BK > 1 && local_bytes(p, p.BK) > ctx.target.local_mem_bytes) p.BK /= 2;
-  if (p.group() > max_group || local_bytes(p, p.BK) > ctx.target.local_mem_bytes)
-    fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node) + " (" + op_name(ctx.g.nodes[node].op) + "): head size " +
-                                   std::to_string(p.D) + " needs " + std::to_string(p.group()) + " work items and " +
-                                   std::to_string(local_bytes(p, p.BK)) +
-                                   " bytes of local memory a group; the device allows " + std::to_string(max_group) +
-                                   " and " + std::to_string(ctx.target.local_mem_bytes));
+  std::string why;
+  const std::optional<AttentionPlan> tiles = plan_attention(ctx.target, p.T, p.D, &why);
+  if (!tiles)
+    fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node) + " (" + op_name(ctx.g.nodes[node].op) + "): " + why);
+  static_cast<AttentionPlan&>(p) = *tiles;
   p.I = idx(std::max(p.mats * p.T * p.D, 2 * p.mats * p.T) + 1);
 }
 

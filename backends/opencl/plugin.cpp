@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_plan.h"
 #include "codegen.h"
 #include "device.h"
 #include "executable.h"
@@ -347,6 +348,24 @@ struct OpenclPlugin {
 
   static void synchronize(kiln_device* device) { kiln::ocl::cl_check(clFinish(device->queue), "clFinish"); }
   static bool op_supported(int32_t op) { return supported().contains(op); }
+  // Only ATTENTION has shapes its kernels refuse (attention_plan.h: a head
+  // size whose row split needs a larger work group, or more local memory,
+  // than a device has): such a node runs as its decomposition, the chain,
+  // on every device of the list.
+  static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
+                                const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
+    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD) return true;
+    if (inputs.empty() || inputs[0].dims.size() < 2) return false;
+    const std::vector<int64_t>& dims = inputs[0].dims;
+    const int64_t T = dims[dims.size() - 2], D = dims.back();
+    if (T <= 0 || D <= 0) return true;  // nothing to compute: the generator emits no kernel
+    auto& devices = kiln::ocl::device_list();
+    for (int32_t i = 0; i < devices.count(); ++i)
+      if (!kiln::ocl::plan_attention(kiln::ocl::target_for(devices.at(i)), static_cast<uint64_t>(T),
+                                     static_cast<uint64_t>(D), nullptr))
+        return false;
+    return true;
+  }
 };
 
 }  // namespace

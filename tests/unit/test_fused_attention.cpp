@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -154,6 +155,41 @@ TEST(FusedAttention, TheAttentionBackendFlagChoosesByDeviceAndModel) {
   EXPECT_FALSE(c.fused);
   EXPECT_TRUE(c.warn);
   EXPECT_NE(c.line.find("ALiBi"), std::string::npos) << c.line;
+}
+
+// A head size no kernel plan fits (attention_plan.h on each backend: 1031
+// is prime, so its row split is 1031 work items, more than a work group
+// holds: 1024 on lavapipe, 256 in kiln's OpenCL kernels) is
+// refused per node, and the node runs as its decomposition, the chain,
+// instead of failing to compile. A head size that fits is claimed.
+TEST(FusedAttention, AHeadSizeNoKernelFitsRunsAsTheChain) {
+  for (const char* backend : {"vulkan", "opencl"}) {
+    SCOPED_TRACE(backend);
+    std::string why;
+    Device* dev = test::shared_device(backend, &why);
+    if (dev == nullptr) {
+      std::printf("[ SKIPPED  ] %s: %s\n", backend, why.c_str());
+      continue;
+    }
+    auto desc = [](int64_t d) { return TensorDesc{KILN_F32, {2, 5, d}}; };
+    EXPECT_TRUE(dev->plugin().supports_node(KILN_OP_ATTENTION, {desc(64), desc(64), desc(64)}, {desc(64)}));
+    EXPECT_FALSE(dev->plugin().supports_node(KILN_OP_ATTENTION, {desc(1031), desc(1031), desc(1031)}, {desc(1031)}));
+    EXPECT_FALSE(dev->plugin().supports_node(KILN_OP_ATTENTION_GRAD, {desc(1031), desc(1031), desc(1031), desc(1031)},
+                                             {desc(1031), desc(1031), desc(1031)}));
+    graph::Graph g;
+    const graph::ValueId q = g.input("q", KILN_F32, {2, 5, 1031});
+    const graph::ValueId k = g.input("k", KILN_F32, {2, 5, 1031});
+    const graph::ValueId v = g.input("v", KILN_F32, {2, 5, 1031});
+    g.output("y", g.attention(q, k, v, 1.0f / std::sqrt(1031.0f)));
+    const graph::TensorMap in = inputs_of(g, 1);
+    graph::Executable exe(*dev, g);
+    for (const char* name : {"q", "k", "v"}) exe.buffer(name)->write(in.at(name).data(), in.at(name).bytes());
+    exe.run();
+    graph::HostTensor got = graph::HostTensor::zeros(KILN_F32, {2, 5, 1031});
+    exe.buffer("y")->read(got.data(), got.bytes());
+    const graph::HostTensor want = graph::run_reference(g, in).at("y");
+    for (size_t i = 0; i < got.f32.size(); ++i) ASSERT_NEAR(got.f32[i], want.f32[i], 1e-5f) << "element " << i;
+  }
 }
 
 }  // namespace
