@@ -9,8 +9,11 @@
 #
 # DIST is what bench/gpu/bundle.sh packed (kiln, plugins, shared libraries);
 # STAGES (default "env check train gemm torch-gemm throughput profile")
-# picks stages; `profile` times each Vulkan shader over two 124M steps
-# (KILN_VULKAN_PROFILE=1: every dispatch waited for on its own).
+# picks stages; `throughput` trains 124M on each GPU backend in each of
+# TRAIN_DTYPES (default "fp32 bf16 fp16"), ITERS steps, against PyTorch
+# eager fp32 and bf16 autocast; `profile` times each Vulkan shader over two
+# 124M steps in each of PROFILE_DTYPES (default "fp32 bf16";
+# KILN_VULKAN_PROFILE=1: every dispatch waited for on its own).
 # On the device machine (see docs/PERFORMANCE.md, "GPU"):
 #   bench/gpu/run.sh .gpu "$OUT"
 set -uo pipefail
@@ -41,6 +44,9 @@ if [ -n "$opencl_icd" ]; then
   mkdir -p "$out/ocl-vendors" && echo "$opencl_icd" >"$out/ocl-vendors/nvidia.icd"
   export OCL_ICD_VENDORS=$out/ocl-vendors
 fi
+
+# kiln train's flags for a precision name (fp32 bf16 fp16).
+precision() { case $1 in bf16) echo --bf16 ;; fp16) echo --fp16 --initial-loss-scale 65536 ;; esac; }
 
 has_device() { "$kiln" devices 2>/dev/null | grep -A1 "^backend $1 " | grep -q '^  device 0:'; }
 
@@ -134,12 +140,21 @@ if has throughput; then
   note "## Training throughput, GPT-2 124M, seq 1024, micro-batch 8"
   note ""
   iters=${ITERS:-6}
+  # kiln in each precision its users train in (TRAIN_DTYPES: fp32 bf16
+  # fp16), steps after the first averaged. The attention line says which
+  # core ran (auto fuses on a GPU backend that has the kernel).
   for b in "${backends[@]}"; do
-    timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend "$b" "${m124[@]}" --train-iters "$iters" \
-      --metrics-file "$out/tp-$b.jsonl" >"$out/tp-$b.log" 2>&1 || note "- kiln $b: failed: $(tail -1 "$out/tp-$b.log")"
-    ms=$(tail -n +2 "$out/tp-$b.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
-         awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
-    [ -n "$ms" ] && note "- kiln $b fp32: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s"
+    for dt in ${TRAIN_DTYPES:-fp32 bf16 fp16}; do
+      log=$out/tp-$b-$dt
+      # shellcheck disable=SC2046 # precision's words are separate flags
+      timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend "$b" "${m124[@]}" $(precision "$dt") \
+        --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
+        note "- kiln $b $dt: failed: $(tail -1 "$log.log")"
+      ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
+           awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
+      attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
+      [ -n "$ms" ] && note "- kiln $b $dt: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
+    done
   done
   for dt in fp32 bf16; do
     ms=$(timeout 300 "$py" "$here/../pytorch_gpt.py" --layers 12 --hidden 768 --heads 12 --vocab 50304 --seq 1024 \
@@ -149,13 +164,16 @@ if has throughput; then
 fi
 
 if has profile && [[ " ${backends[*]} " == *" vulkan "* ]]; then
-  note ""
-  note "## Where a 124M step goes on Vulkan (KILN_VULKAN_PROFILE=1, 2 steps, each dispatch waited for)"
-  note ""
-  KILN_VULKAN_PROFILE=1 timeout 200 "$kiln" train --backend vulkan "${m124[@]}" --train-iters 2 \
-    >"$out/profile-vulkan.log" 2>&1
-  note '```'
-  grep -A40 'kiln vulkan profile' "$out/profile-vulkan.log" | tee -a "$results"
-  grep 'iteration .*2/' "$out/profile-vulkan.log" | tee -a "$results"
-  note '```'
+  for dt in ${PROFILE_DTYPES:-fp32 bf16}; do
+    note ""
+    note "## Where a 124M $dt step goes on Vulkan (KILN_VULKAN_PROFILE=1, 2 steps, each dispatch waited for)"
+    note ""
+    # shellcheck disable=SC2046 # precision's words are separate flags
+    KILN_VULKAN_PROFILE=1 timeout 200 "$kiln" train --backend vulkan "${m124[@]}" $(precision "$dt") --train-iters 2 \
+      >"$out/profile-vulkan-$dt.log" 2>&1
+    note '```'
+    grep -A40 'kiln vulkan profile' "$out/profile-vulkan-$dt.log" | tee -a "$results"
+    grep 'iteration .*2/' "$out/profile-vulkan-$dt.log" | tee -a "$results"
+    note '```'
+  done
 fi
