@@ -18,15 +18,11 @@ struct GemmOperands {
 };
 
 // Enqueues C = op(A) op(B) + beta C, row-major, for `step` (a Gemm step).
-// `temp` (may be null) is scratch of at least gemm_temp_bytes() bytes;
-// `min_indirect` is CLBlast's XGEMM_MIN_INDIRECT_SIZE for the device.
-void run_gemm(cl_command_queue queue, const Step& step, const GemmOperands& ops, cl_mem temp, size_t min_indirect);
+// `temp` (may be null) is scratch of at least gemm_temp_bytes() bytes.
+void run_gemm(cl_command_queue queue, const Step& step, const GemmOperands& ops, cl_mem temp);
 
 // Scratch CLBlast needs for `step` when called with a temp buffer.
 uint64_t gemm_temp_bytes(cl_command_queue queue, const Step& step);
-
-// CLBlast's current XGEMM_MIN_INDIRECT_SIZE for the device.
-size_t gemm_min_indirect(cl_device_id device);
 
 // Installs the plugin's GEMM parameters for `device` into CLBlast, once per
 // device per process. Returns a one-line description of what was applied

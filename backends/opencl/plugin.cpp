@@ -51,7 +51,6 @@ struct kiln_device {
   std::mutex mutex;
   cl_mem gemm_temp = nullptr;
   uint64_t gemm_temp_bytes = 0;
-  size_t gemm_min_indirect = 0;  // CLBlast's direct/indirect cut-over
   // KILN_OPENCL_PROFILE=1: each step waited for and timed; a table of time
   // per step label goes to stderr at close.
   bool profile = false;
@@ -149,7 +148,6 @@ struct OpenclPlugin {
     dev->queue = clCreateCommandQueue(dev->context, d.id, 0, &status);
     kiln::ocl::cl_check(status, "clCreateCommandQueue on " + d.name);
     kiln::ocl::apply_gemm_tuning(d);
-    dev->gemm_min_indirect = kiln::ocl::gemm_min_indirect(d.id);
     dev->profile = kiln::plugin_kit::env_flag("KILN_OPENCL_PROFILE");
     return dev.release();
   }
@@ -316,8 +314,7 @@ struct OpenclPlugin {
         }
         case kiln::ocl::StepKind::Gemm: {
           const Resolved a = resolve(st.args[0]), b = resolve(st.args[1]), c = resolve(st.args[2]);
-          kiln::ocl::run_gemm(q, st, {a.mem, b.mem, c.mem, a.offset, b.offset, c.offset}, dev->gemm_temp,
-                              dev->gemm_min_indirect);
+          kiln::ocl::run_gemm(q, st, {a.mem, b.mem, c.mem, a.offset, b.offset, c.offset}, dev->gemm_temp);
           break;
         }
         case kiln::ocl::StepKind::Copy: {
