@@ -65,15 +65,81 @@ uint32_t low_precision_features(VkPhysicalDevice pd, uint32_t api_version) {
   return bits;
 }
 
+std::vector<std::string> extension_names(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  std::vector<std::string> names;
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return names;
+  std::vector<VkExtensionProperties> exts(n);
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) != VK_SUCCESS) return names;
+  for (uint32_t i = 0; i < n; ++i) names.emplace_back(exts[i].extensionName);
+  return names;
+}
+
+// VK_NV_cooperative_matrix's feature and its f16 x f16 + f32 subgroup
+// shapes (the other types it lists, int8 and f16 accumulators, kiln does
+// not use).
+void query_coopmat_nv(VkPhysicalDevice pd, DeviceInfo* d) {
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &coop;
+  vkGetPhysicalDeviceFeatures2(pd, &features);
+  d->coopmat_feature = coop.cooperativeMatrix == VK_TRUE;
+  auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(g_instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (query == nullptr) return;
+  uint32_t n = 0;
+  if (query(pd, &n, nullptr) != VK_SUCCESS) return;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n);
+  for (VkCooperativeMatrixPropertiesNV& p : props) p.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  if (query(pd, &n, props.data()) != VK_SUCCESS) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    const VkCooperativeMatrixPropertiesNV& p = props[i];
+    if (p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.scope == VK_SCOPE_SUBGROUP_NV)
+      d->coopmat_f16_shapes.push_back({p.MSize, p.NSize, p.KSize});
+  }
+}
+
+// What the device offers for tensor-core GEMMs, in words, for `kiln
+// devices` (appended to the driver string; empty where it offers nothing):
+// which bf16 GEMMs could use is a question for the GPU session's note.
+std::string matrix_note(const DeviceInfo& d) {
+  if (!d.coopmat_nv && !d.coopmat_khr && !d.coopmat2_nv && !d.bfloat16_khr) return "";
+  std::string s = "; coopmat:";
+  if (d.coopmat_nv) {
+    s += " NV";
+    if (!d.coopmat_feature) s += " (feature off)";
+    s += " f16";
+    for (size_t i = 0; i < d.coopmat_f16_shapes.size(); ++i) {
+      const FragmentShape& f = d.coopmat_f16_shapes[i];
+      s += i == 0 ? ' ' : '/';
+      s += std::to_string(f.m);
+      s += 'x';
+      s += std::to_string(f.n);
+      s += 'x';
+      s += std::to_string(f.k);
+    }
+  }
+  s += std::string(", KHR ") + (d.coopmat_khr ? "yes" : "no") + ", NV2 " + (d.coopmat2_nv ? "yes" : "no") +
+       ", shader_bfloat16 " + (d.bfloat16_khr ? "yes" : "no");
+  return s;
+}
+
 DeviceInfo describe(VkPhysicalDevice pd) {
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  VkPhysicalDeviceSubgroupProperties subgroup{};
+  subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
   VkPhysicalDeviceProperties2 props2{};
   props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   VkPhysicalDeviceProperties basic{};
   vkGetPhysicalDeviceProperties(pd, &basic);
   const bool has_driver_props = basic.apiVersion >= VK_API_VERSION_1_2;
-  if (has_driver_props) props2.pNext = &driver;
+  props2.pNext = &subgroup;  // core in 1.1, which every listed device has
+  if (has_driver_props) subgroup.pNext = &driver;
   vkGetPhysicalDeviceProperties2(pd, &props2);
   const VkPhysicalDeviceProperties& p = props2.properties;
   DeviceInfo d;
@@ -99,6 +165,15 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   d.max_invocations = p.limits.maxComputeWorkGroupInvocations;
 
   d.low_precision = low_precision_features(pd, p.apiVersion);
+  d.subgroup_size = subgroup.subgroupSize;
+  for (const std::string& e : extension_names(pd)) {
+    if (e == "VK_NV_cooperative_matrix") d.coopmat_nv = true;
+    if (e == "VK_KHR_cooperative_matrix") d.coopmat_khr = true;
+    if (e == "VK_NV_cooperative_matrix2") d.coopmat2_nv = true;
+    if (e == "VK_KHR_shader_bfloat16") d.bfloat16_khr = true;
+  }
+  if (d.coopmat_nv) query_coopmat_nv(pd, &d);
+  d.driver_version += matrix_note(d);
 
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
@@ -178,6 +253,27 @@ kiln::plugin_kit::DeviceList<DeviceInfo>& device_list() {
   return list;
 }
 
+std::string fingerprint(const DeviceInfo& d) {
+  const char* gemm = std::getenv("KILN_VULKAN_GEMM");
+  if (gemm == nullptr || *gemm == '\0') return d.fingerprint;
+  return fingerprint_hex(d.fingerprint + "|gemm=" + gemm);
+}
+
+GemmDevice gemm_device(const DeviceInfo& d) {
+  GemmDevice g;
+  g.name = d.name;
+  g.cpu = d.kind == KILN_DEVICE_CPU;
+  g.subgroup_size = d.subgroup_size;
+  g.max_invocations = d.max_invocations;
+  g.max_shared_bytes = d.max_shared_bytes;
+  g.storage16 = (d.low_precision & KILN_LOWP_16BIT_STORAGE) != 0;
+  g.f16_arithmetic = (d.low_precision & KILN_LOWP_F16_ARITHMETIC) != 0;
+  g.coopmat_extension = d.coopmat_nv;
+  g.coopmat_feature = d.coopmat_feature;
+  g.f16_shapes = d.coopmat_f16_shapes;
+  return g;
+}
+
 VkInstance instance() {
   device_list().all();
   return g_instance;
@@ -201,6 +297,24 @@ LogicalDevice::LogicalDevice(const DeviceInfo& info) {
   if ((info.low_precision & KILN_LOWP_16BIT_STORAGE) != 0) {
     storage.storageBuffer16BitAccess = VK_TRUE;
     ci.pNext = &storage;
+  }
+  // gemm_coopmat16's fragments and f16 shared memory: the extension, its
+  // feature and shaderFloat16, enabled wherever the device has all three
+  // (enabling them changes nothing for the other shaders), so compile and
+  // runtime devices agree whatever the lowering chose.
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  const char* coop_extension = "VK_NV_cooperative_matrix";
+  if (info.coopmat_feature && (info.low_precision & KILN_LOWP_F16_ARITHMETIC) != 0) {
+    coop.cooperativeMatrix = VK_TRUE;
+    float16.shaderFloat16 = VK_TRUE;
+    float16.pNext = &coop;
+    coop.pNext = const_cast<void*>(ci.pNext);
+    ci.pNext = &float16;
+    ci.enabledExtensionCount = 1;
+    ci.ppEnabledExtensionNames = &coop_extension;
   }
   vk_check(vkCreateDevice(info.physical, &ci, nullptr, &device), "vkCreateDevice on " + info.name);
   vkGetDeviceQueue(device, info.queue_family, 0, &queue);

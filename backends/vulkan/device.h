@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.h"
+#include "gemm_choice.h"
 #include "kiln/plugin_kit.hpp"
 
 #pragma GCC visibility push(hidden)
@@ -33,6 +34,14 @@ struct DeviceInfo {
   // ids, heaps, driver version, pipelineCacheUUID and the compiler version.
   std::string fingerprint;
   uint32_t low_precision = 0;  // KILN_LOWP_* bits
+  uint32_t subgroup_size = 0;  // VkPhysicalDeviceSubgroupProperties
+  // VK_NV_cooperative_matrix: listed, its feature set, and the subgroup-
+  // scope fragment shapes with A = B = f16 and C = D = f32 (gemm_choice.h).
+  bool coopmat_nv = false, coopmat_feature = false;
+  std::vector<FragmentShape> coopmat_f16_shapes;
+  // Listed by name only (Debian 12's headers and glslang know neither):
+  // what bf16 GEMMs could run on with a newer toolchain.
+  bool coopmat_khr = false, coopmat2_nv = false, bfloat16_khr = false;
 };
 
 // The bytes one binding may span on `d`: maxStorageBufferRange, lowered by
@@ -41,6 +50,15 @@ struct DeviceInfo {
 // alignment; a multiple of 4. The lowering splits every operand into
 // windows of at most this.
 uint64_t binding_window_limit(const DeviceInfo& d);
+
+// The fingerprint the device reports and executables are stamped with:
+// DeviceInfo::fingerprint, plus KILN_VULKAN_GEMM when it is set (the GEMM
+// choice changes the executable, so the compile cache must not serve one
+// compiled under another choice).
+std::string fingerprint(const DeviceInfo& d);
+
+// What gemm_choice.h needs of the device.
+GemmDevice gemm_device(const DeviceInfo& d);
 
 // The devices, enumerated once. No loader, no ICD or no device is an empty
 // list, with why_none() saying so, not an error.

@@ -12,6 +12,7 @@
 #include "attention_plan.h"
 #include "cast_folding.h"
 #include "fusion.h"
+#include "gemm_choice.h"
 #include "kiln/philox.h"
 
 namespace kiln::vk {
@@ -35,20 +36,14 @@ class Lowerer {
     const bool big_tiles = d.max_invocations >= 256 && d.max_shared_bytes >= 8192;
     group_ = d.max_invocations >= 256 ? 256 : 128;
     gemm_tile_ = big_tiles ? 64 : 32;
-    // gemm_tiled.comp's 128 x 128 tiles need a GPU's register file and 17
-    // KiB of shared memory; on a CPU device (lavapipe) they only spill.
-    // KILN_VULKAN_GEMM=tiled|simple overrides the choice (tests, benches).
+    // Which GEMM shader runs is gemm_choice.h's, per product;
+    // KILN_VULKAN_GEMM overrides it (tests, benches).
     // KILN_VULKAN_STAGE16=1 lowers bf16/f16 the older way, every node
     // staged through convert16 (tests compare both; docs/VULKAN.md's
     // before/after figures).
     stage16_ = kiln::plugin_kit::env_flag("KILN_VULKAN_STAGE16");
-    tiled_gemm_ = d.kind != KILN_DEVICE_CPU && d.max_invocations >= 256 && d.max_shared_bytes >= 20480;
-    if (const char* env = std::getenv("KILN_VULKAN_GEMM"); env != nullptr && *env != '\0') {
-      const std::string v = env;
-      if (v != "tiled" && v != "simple")
-        fail(KILN_ERR_INVALID_ARGUMENT, "vulkan: KILN_VULKAN_GEMM must be tiled or simple");
-      tiled_gemm_ = v == "tiled";
-    }
+    gemm_device_ = gemm_device(d);
+    gemm_override_ = gemm_override();
   }
 
   Schedule finish(const std::vector<uint64_t>& slot_bytes) {
@@ -264,7 +259,8 @@ class Lowerer {
   uint64_t scratch_used_ = 0;
   int32_t node_ = -1;
   uint32_t gemm_tile_ = 64;
-  bool tiled_gemm_ = false;
+  GemmDevice gemm_device_;
+  GemmOverride gemm_override_ = GemmOverride::None;
   uint32_t group_ = kGroup;            // invocations per workgroup of the 1-D and row kernels
   std::vector<Staged> staged_;         // of the node being lowered
   bool stage16_ = false;               // KILN_VULKAN_STAGE16: stage every 16-bit node
@@ -491,17 +487,28 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const bool ta = p.trans_a, tb = p.trans_b;
   const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
-  // On a GPU, gemm_tiled.comp's 128x128 tiles (8x8 per invocation) where
-  // the product fills them. Otherwise gemm.comp: 64x64 tiles (4x4 per
-  // invocation, 256 invocations) where the product is big enough; 32x32
-  // (64 invocations) below that.
-  const bool tiled = tiled_gemm_ && M >= 64 && N >= 64;
-  const uint32_t T = tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
+  // gemm_choice.h picks the shader: on tensor cores, gemm_coopmat.comp's
+  // 64x64 tiles for f16 operands; on a GPU, gemm_tiled.comp's 128x128
+  // tiles (8x8 per invocation) where the product fills them. Otherwise
+  // gemm.comp: 64x64 tiles (4x4 per invocation, 256 invocations) where the
+  // product is big enough; 32x32 (64 invocations) below that.
   const Val A = val(n.inputs[0]), B = val(n.inputs[1]), C = val(n.outputs[0]);
+  const GemmChoice choice = choose_gemm(gemm_device_, {M, N, K, A.dt == kDtypeF16, B.dt == kDtypeF16}, gemm_override_);
+  const bool tiled = choice.kernel == GemmKernel::Tiled;
+  const bool coopmat = choice.kernel == GemmKernel::Coopmat || choice.kernel == GemmKernel::CoopmatEmulated;
+  const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
   const uint32_t dtypes = pack({C.dt, A.dt, B.dt});
-  const uint32_t pipe = tiled
-                            ? pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes)
-                            : pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+  uint32_t pipe = 0;
+  if (coopmat) {
+    const FragmentShape f = choice.fragment;
+    pipe = pipeline(gemm_kernel_name(choice.kernel),
+                    {kCoopmatSubgroups * choice.subgroup, ta ? 1u : 0u, tb ? 1u : 0u, f.m, f.n, f.k, choice.subgroup},
+                    dtypes);
+  } else if (tiled) {
+    pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+  } else {
+    pipe = pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+  }
   const uint64_t max_elems = limit_ / 4;
 
   auto band = [](Val base, uint64_t matrix, uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr, uint64_t ld,

@@ -215,7 +215,7 @@ struct VulkanPlugin {
 
   static kiln::plugin_kit::DeviceProperties device_properties(int32_t index) {
     const kiln::vk::DeviceInfo& d = kiln::vk::device_list().at(index);
-    return {d.name, d.vendor, d.driver_version, d.kind, d.memory_bytes, 0, d.fingerprint, d.low_precision};
+    return {d.name, d.vendor, d.driver_version, d.kind, d.memory_bytes, 0, kiln::vk::fingerprint(d), d.low_precision};
   }
 
   static kiln_device* device_open(int32_t index, int32_t) {
@@ -265,7 +265,7 @@ struct VulkanPlugin {
     require_16bit_storage(g, d);
     const std::vector<kiln::backend::NodeInfo> info = kiln::backend::analyze(g);
     kiln::vk::ExecutableImage image;
-    image.stamp = {kiln::vk::kCompilerVersion, d.fingerprint, d.name};
+    image.stamp = {kiln::vk::kCompilerVersion, kiln::vk::fingerprint(d), d.name};
     image.schedule = kiln::vk::lower(g, info, d);
     for (const std::string& name : image.schedule.shaders) image.spirv.push_back(kiln::vk::embedded_spirv(name));
     if (!image.schedule.pipelines.empty()) {

@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-12";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-13";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -15,4 +15,6 @@ inline constexpr const char* kCompilerVersion =
                   // 10: cast_fp8.comp (CAST_FP8), fp8.glsl's integer FP8 arithmetic;
                   // 11: widening CASTs folded into the MATMULs that read them (cast_folding.h);
                   // 12: gemm.comp's register loops [[unroll]]; half.glsl narrows to f16 with roundEven
+                  // 13: gemm_coopmat.comp (VK_NV_cooperative_matrix) for f16 GEMMs, gemm_choice.h;
+                  //     the driver string names the device's cooperative-matrix extensions
 }  // namespace kiln::vk

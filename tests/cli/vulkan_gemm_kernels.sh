@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# The Vulkan plugin's two GEMM kernels on whatever Vulkan device is here:
-# gemm_tiled.comp (128 x 128 tiles, the default on GPUs) and gemm.comp (the
-# default on CPU devices such as lavapipe). CI has only lavapipe, so the GPU
-# kernel is forced with KILN_VULKAN_GEMM=tiled and checked against the
-# reference: every matmul case (ragged edges, transposes, batches), the
-# K-chunked accumulate path under 64 KiB binding windows, and a whole GPT
-# train step. A bad KILN_VULKAN_GEMM value is refused in one line.
+# The Vulkan plugin's GEMM kernels on whatever Vulkan device is here:
+# gemm_tiled.comp (128 x 128 tiles, the default on GPUs), gemm.comp (the
+# default on CPU devices such as lavapipe) and gemm_coopmat.comp (tensor
+# cores, f16 operands). CI has only lavapipe, so the GPU kernel is forced
+# with KILN_VULKAN_GEMM=tiled and checked against the reference: every
+# matmul case (ragged edges, transposes, batches), the K-chunked accumulate
+# path under 64 KiB binding windows, and a whole GPT train step. The
+# tensor-core shader's emulated build (KILN_VULKAN_GEMM=coopmat-emulated)
+# runs the f16 matmul cases, also in 64 KiB windows (its K-chunked
+# accumulate into an f32 C is VulkanCoopmatEmulated's), and an --fp16
+# train step on it must match the default kernel's loss. A bad
+# KILN_VULKAN_GEMM value is refused in one line, and so is
+# KILN_VULKAN_GEMM=coopmat on a device without VK_NV_cooperative_matrix.
 # Prints SKIPPED and passes when the machine has no Vulkan device.
 # Usage: vulkan_gemm_kernels.sh <path-to-kiln> <bad-plugin-dir>
 # Not under ASan: 200 s under ASan, most of it lavapipe running the GPU GEMM
@@ -31,10 +37,55 @@ expect_pass "gemm_tiled.comp in 64 KiB windows" env KILN_VULKAN_GEMM=tiled KILN_
   "$kiln" check-backend vulkan --filter matmul
 expect_pass "gemm.comp" env KILN_VULKAN_GEMM=simple "$kiln" check-backend vulkan --filter matmul
 
+if awk '$1 == "backend" { on = ($2 == "vulkan") } on && /low precision:.*16-bit storage/ { found = 1 }
+    END { exit !found }' <<<"$vulkan_listing"; then
+  expect_pass "gemm_coopmat.comp, emulated" env KILN_VULKAN_GEMM=coopmat-emulated \
+    "$kiln" check-backend vulkan --dtype f16 --filter matmul
+  expect_pass "gemm_coopmat.comp, emulated, in 64 KiB windows" env KILN_VULKAN_GEMM=coopmat-emulated \
+    KILN_VULKAN_MAX_BINDING_BYTES=65536 "$kiln" check-backend vulkan --dtype f16 --filter matmul
+  # One --fp16 step (its weight gradients: f16 operands into f32) on the
+  # emulated shader and on the default kernel: the same loss, printed to 7
+  # digits. --cache-dir off: both compile here, whatever the cache holds.
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  train=(train --backend vulkan --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
+         --micro-batch-size 8 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0
+         --train-iters 2 --fp16 --initial-loss-scale 65536 --cache-dir off)
+  for kernel in coopmat-emulated default; do
+    if [ "$kernel" = default ]; then
+      "$kiln" "${train[@]}" >"$tmp/$kernel.log" 2>&1
+    else
+      KILN_VULKAN_GEMM=$kernel KILN_VULKAN_PROFILE=1 "$kiln" "${train[@]}" >"$tmp/$kernel.log" 2>&1
+    fi || { echo "FAIL: an --fp16 step on the $kernel GEMM failed:"; cat "$tmp/$kernel.log"; fail=1; }
+  done
+  grep -q ' dispatches  gemm_coopmat_emulated16$' "$tmp/coopmat-emulated.log" ||
+    { echo "FAIL: KILN_VULKAN_GEMM=coopmat-emulated ran no gemm_coopmat_emulated16"; fail=1; }
+  emulated=$(grep -o 'lm loss: [0-9.E+-]*' "$tmp/coopmat-emulated.log")
+  default=$(grep -o 'lm loss: [0-9.E+-]*' "$tmp/default.log")
+  if [ -z "$emulated" ] || [ "$emulated" != "$default" ]; then
+    echo "FAIL: --fp16 losses differ: coopmat-emulated [$emulated], default [$default]"
+    fail=1
+  fi
+else
+  echo "SKIPPED: gemm_coopmat.comp, emulated: the Vulkan device has no 16-bit storage"
+fi
+
 out=$(KILN_VULKAN_GEMM=fast "$kiln" check-backend vulkan --filter matmul 2>&1)
 status=$?
-if [ "$status" -eq 0 ] || ! grep -q 'KILN_VULKAN_GEMM must be tiled or simple' <<<"$out"; then
+if [ "$status" -eq 0 ] ||
+  ! grep -q "KILN_VULKAN_GEMM must be tiled, simple, coopmat or coopmat-emulated, not 'fast'" <<<"$out"; then
   echo "FAIL: KILN_VULKAN_GEMM=fast was not refused with a reason (exit $status)"
   fail=1
+fi
+# Forced tensor cores on a device without them: refused, naming the
+# extension. (On a GPU that has it, bench/gpu/run.sh runs it instead.)
+if ! grep -q 'coopmat: NV' <<<"$vulkan_listing"; then
+  out=$(KILN_VULKAN_GEMM=coopmat "$kiln" check-backend vulkan --dtype f16 --filter matmul 2>&1)
+  status=$?
+  if [ "$status" -eq 0 ] || ! grep -q 'does not list VK_NV_cooperative_matrix' <<<"$out"; then
+    echo "FAIL: KILN_VULKAN_GEMM=coopmat on a device without it was not refused naming the extension (exit $status)"
+    grep -v '^\[kiln\]' <<<"$out" | tail -5
+    fail=1
+  fi
 fi
 exit $fail

@@ -1,0 +1,138 @@
+#include "gemm_choice.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kiln/plugin_kit.hpp"
+
+namespace kiln::vk {
+
+namespace {
+
+using kiln::plugin_kit::fail;
+
+// gemm_coopmat.comp's shared memory in bytes: the A and B slices (64 x 40
+// and 32 x 72 staged elements, f16 on tensor cores, f32 emulated), one f32
+// fragment per subgroup, and common.glsl's 256-float reduction array.
+uint32_t coopmat_shared_bytes(FragmentShape f, bool emulated) {
+  const uint32_t staged = emulated ? 4 : 2;
+  return (64 * 40 + 32 * 72) * staged + kCoopmatSubgroups * f.m * f.n * 4 + 256 * 4;
+}
+
+// A shape the shader's loops can tile: sides dividing its 32 x 32
+// subgroup block and 32-deep slice, and a fragment the subgroup's
+// invocations share evenly at the write-out.
+bool fits_layout(FragmentShape f, uint32_t subgroup) {
+  auto divides32 = [](uint32_t s) { return s >= 8 && 32 % s == 0; };
+  return divides32(f.m) && divides32(f.n) && divides32(f.k) && subgroup > 0 && (f.m * f.n) % subgroup == 0;
+}
+
+// The subgroup the emulated build pretends to have: the shader's layout
+// needs nothing of a real subgroup there.
+constexpr uint32_t kEmulatedSubgroup = 32;
+constexpr FragmentShape kEmulatedShape{16, 16, 16};
+
+bool emulated_usable(const GemmDevice& d, std::string* why) {
+  if (!d.storage16) {
+    *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs storageBuffer16BitAccess, which " + d.name + " lacks";
+    return false;
+  }
+  if (d.max_invocations < kCoopmatSubgroups * kEmulatedSubgroup ||
+      d.max_shared_bytes < coopmat_shared_bytes(kEmulatedShape, true)) {
+    *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs 128 invocations and " +
+           std::to_string(coopmat_shared_bytes(kEmulatedShape, true)) + " bytes of shared memory per workgroup";
+    return false;
+  }
+  return true;
+}
+
+GemmKernel default_kernel(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
+  const bool big = g.m >= 64 && g.n >= 64;
+  // gemm_tiled.comp's 128 x 128 tiles need a GPU's register file and 17
+  // KiB of shared memory; on a CPU device (lavapipe) they only spill.
+  const bool tiled_device = !d.cpu && d.max_invocations >= 256 && d.max_shared_bytes >= 20480;
+  if (o == GemmOverride::Simple) return GemmKernel::Simple;
+  if (o == GemmOverride::Tiled) return big ? GemmKernel::Tiled : GemmKernel::Simple;
+  return tiled_device && big ? GemmKernel::Tiled : GemmKernel::Simple;
+}
+
+}  // namespace
+
+GemmOverride parse_gemm_override(const char* text) {
+  if (text == nullptr || *text == '\0') return GemmOverride::None;
+  if (std::strcmp(text, "tiled") == 0) return GemmOverride::Tiled;
+  if (std::strcmp(text, "simple") == 0) return GemmOverride::Simple;
+  if (std::strcmp(text, "coopmat") == 0) return GemmOverride::Coopmat;
+  if (std::strcmp(text, "coopmat-emulated") == 0) return GemmOverride::CoopmatEmulated;
+  fail(KILN_ERR_INVALID_ARGUMENT, std::string("vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat or "
+                                              "coopmat-emulated, not '") +
+                                      text + "'");
+}
+
+GemmOverride gemm_override() { return parse_gemm_override(std::getenv("KILN_VULKAN_GEMM")); }
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Simple: return "gemm";
+    case GemmKernel::Tiled: return "gemm_tiled";
+    case GemmKernel::Coopmat: return "gemm_coopmat";
+    case GemmKernel::CoopmatEmulated: return "gemm_coopmat_emulated";
+  }
+  return "gemm";
+}
+
+bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why) {
+  const std::string prefix = "vulkan: " + d.name + ": no tensor-core GEMM: ";
+  if (!d.coopmat_extension) {
+    *why = prefix + "the device does not list VK_NV_cooperative_matrix";
+    return false;
+  }
+  if (!d.coopmat_feature) {
+    *why = prefix + "VK_NV_cooperative_matrix's cooperativeMatrix feature is not set";
+    return false;
+  }
+  if (!d.storage16 || !d.f16_arithmetic) {
+    *why = prefix + "it needs storageBuffer16BitAccess and shaderFloat16";
+    return false;
+  }
+  FragmentShape best;
+  for (const FragmentShape& f : d.f16_shapes)
+    if (fits_layout(f, d.subgroup_size) && f.m * f.n * f.k > best.m * best.n * best.k) best = f;
+  if (best.m == 0) {
+    *why = prefix +
+           "no f16 x f16 + f32 subgroup fragment shape with sides dividing 32 (and a subgroup size "
+           "dividing its elements) is reported";
+    return false;
+  }
+  if (d.max_invocations < kCoopmatSubgroups * d.subgroup_size ||
+      d.max_shared_bytes < coopmat_shared_bytes(best, false)) {
+    *why = prefix + "a workgroup of 4 subgroups of " + std::to_string(d.subgroup_size) + " and " +
+           std::to_string(coopmat_shared_bytes(best, false)) + " bytes of shared memory exceeds its limits";
+    return false;
+  }
+  *shape = best;
+  return true;
+}
+
+GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
+  GemmChoice c;
+  const bool f16 = g.a_f16 && g.b_f16;
+  std::string why;
+  if (o == GemmOverride::CoopmatEmulated) {
+    if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
+    if (f16) return {GemmKernel::CoopmatEmulated, kEmulatedShape, kEmulatedSubgroup};
+  } else if (o == GemmOverride::Coopmat) {
+    FragmentShape f;
+    if (!coopmat_usable(d, &f, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
+    if (f16) return {GemmKernel::Coopmat, f, d.subgroup_size};
+  } else if (o == GemmOverride::None && f16 && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
+    // Tensor cores where the product fills at least one 64 x 64 tile; below
+    // that gemm.comp's 32 x 32 tiles waste less.
+    FragmentShape f;
+    if (coopmat_usable(d, &f, &why)) return {GemmKernel::Coopmat, f, d.subgroup_size};
+  }
+  c.kernel = default_kernel(d, g, o);
+  return c;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,87 @@
+// Which GEMM shader a MATMUL runs on Vulkan, per product shape: gemm.comp
+// (simple), gemm_tiled.comp (SIMT, GPUs) or gemm_coopmat.comp (tensor
+// cores through VK_NV_cooperative_matrix, f16 operands only). A pure
+// function of what the device reported and the product, so it is tested
+// without a device (tests/unit/test_vulkan_gemm_choice.cpp). The choice
+// changes the executable, so KILN_VULKAN_GEMM is part of the device
+// fingerprint (device.h, fingerprint()), like KILN_OPENCL_GEMM on OpenCL.
+//
+// KILN_VULKAN_GEMM overrides the choice:
+//   tiled             gemm_tiled wherever C is at least 64 x 64
+//   simple            gemm everywhere
+//   coopmat           gemm_coopmat for every GEMM of f16 A and B; the
+//                     compile fails where the device lacks it
+//   coopmat-emulated  gemm_coopmat_emulated16 likewise, on any device: the
+//                     same tiling with the fragment operations in plain
+//                     arithmetic, a test path for devices without tensor cores
+// GEMMs of bf16 or f32 operands are never converted to f16 (lossy): with
+// coopmat or coopmat-emulated they keep the default choice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#pragma GCC visibility push(hidden)
+
+namespace kiln::vk {
+
+enum class GemmKernel : uint8_t { Simple, Tiled, Coopmat, CoopmatEmulated };
+enum class GemmOverride : uint8_t { None, Simple, Tiled, Coopmat, CoopmatEmulated };
+
+// An M x N x K fragment shape (C is M x N, A M x K, B K x N).
+struct FragmentShape {
+  uint32_t m = 0, n = 0, k = 0;
+  bool operator==(const FragmentShape&) const = default;
+};
+
+// What the choice needs to know of a device (device.h's DeviceInfo).
+struct GemmDevice {
+  std::string name;
+  bool cpu = false;  // a CPU device (lavapipe): gemm_tiled only spills there
+  uint32_t subgroup_size = 0;
+  uint32_t max_invocations = 128;
+  uint32_t max_shared_bytes = 16384;
+  bool storage16 = false;          // storageBuffer16BitAccess
+  bool f16_arithmetic = false;     // shaderFloat16: f16 shared memory and fragments
+  bool coopmat_extension = false;  // VK_NV_cooperative_matrix listed
+  bool coopmat_feature = false;    // ... and its cooperativeMatrix feature set
+  // Subgroup-scope shapes with A = B = f16 and C = D = f32.
+  std::vector<FragmentShape> f16_shapes;
+};
+
+// One MATMUL: C = op(A) @ op(B), C M x N, inner dimension K.
+struct GemmProduct {
+  uint64_t m = 0, n = 0, k = 0;
+  bool a_f16 = false, b_f16 = false;  // as the shader loads them (after cast folding)
+};
+
+struct GemmChoice {
+  GemmKernel kernel = GemmKernel::Simple;
+  FragmentShape fragment;  // gemm_coopmat's, for Coopmat and CoopmatEmulated
+  uint32_t subgroup = 0;   // gemm_coopmat's subgroup size (its constant SG)
+};
+
+// gemm_coopmat.comp's fixed layout: 4 subgroups, a 64 x 64 C tile.
+inline constexpr uint32_t kCoopmatSubgroups = 4;
+inline constexpr uint32_t kCoopmatTile = 64;
+
+// KILN_VULKAN_GEMM's text parsed. Throws KILN_ERR_INVALID_ARGUMENT naming
+// the accepted values for any other non-empty text.
+GemmOverride parse_gemm_override(const char* text);
+GemmOverride gemm_override();  // the environment's, read now
+
+// The fragment shape gemm_coopmat runs on this device (the largest reported
+// one whose sides divide its 32 x 32 subgroup block and 32-deep slice), or
+// why it cannot run there: the missing extension, feature or limit.
+bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why);
+
+// The kernel for one product. Throws KILN_ERR_INVALID_ARGUMENT for
+// KILN_VULKAN_GEMM=coopmat on a device where coopmat_usable is false.
+GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o);
+
+const char* gemm_kernel_name(GemmKernel k);
+
+}  // namespace kiln::vk
+
+#pragma GCC visibility pop

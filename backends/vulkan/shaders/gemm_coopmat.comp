@@ -1,0 +1,174 @@
+#version 450
+// C[z] (+)= op(A[z]) @ op(B[z]) on tensor cores (VK_NV_cooperative_matrix),
+// for f16 A and B, summed in f32 and stored through io.glsl's c_st (f32 or
+// a 16-bit C). Same bindings and push constants as gemm.comp and
+// gemm_tiled.comp, so lowering.cpp's windows, K-chunk accumulate and batch
+// strides serve all three; gemm_choice.h says when this one runs.
+//
+// A workgroup of 4 subgroups computes a 64 x 64 tile of C, each subgroup a
+// 32 x 32 quarter of it as a grid of FM x FN accumulator fragments. 32-deep
+// slices of A and B are staged in shared memory as f16 (transposes, ragged
+// edges filled with zeros, any stride), and fragments are loaded from there:
+// the cooperative loads then see aligned, padded rows whatever the operand's
+// layout. At the end each fragment goes through a per-subgroup f32 scratch
+// so that C is written element by element with bounds checks, += on a later
+// K chunk, and rounding to a 16-bit C by c_st.
+//
+// Built twice (CMakeLists.txt): gemm_coopmat16, on the extension; and
+// gemm_coopmat_emulated16 (KILN_COOPMAT_EMULATED), the same tiling, staging
+// and write-out with the fragment operations written as plain arithmetic, so
+// that a device without tensor cores (lavapipe in CI) tests everything but
+// the hardware's multiply-add. In the emulated build a "subgroup" is SG
+// consecutive invocations; an A or B fragment is its offset in shared memory
+// (it is only read between the barriers that keep the slice in place) and
+// an accumulator is spread over the subgroup, element e = lane + SG * t in
+// invocation `lane`'s register t, as the hardware spreads it.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#ifndef KILN_COOPMAT_EMULATED
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+#include "common.glsl"
+#include "io.glsl"
+
+layout(constant_id = 1) const bool TRANS_A = false;
+layout(constant_id = 2) const bool TRANS_B = false;
+// The fragment shape the device reported for f16 x f16 + f32 (gemm_choice.h
+// picks it); each must divide 32.
+layout(constant_id = 3) const uint FM = 16;
+layout(constant_id = 4) const uint FN = 16;
+layout(constant_id = 5) const uint FK = 16;
+// Invocations per subgroup: the device's subgroup size (32 on NVIDIA); the
+// workgroup (constant 0) is WARPS * SG invocations.
+layout(constant_id = 6) const uint SG = 32;
+
+const uint BM = 64, BN = 64, BK = 32;  // C tile and slice depth
+const uint WARPS = 4;                  // 2 x 2 subgroups, each a WM x WN block of C
+const uint WM = 32, WN = 32;
+const uint FRAGS_M = WM / FM, FRAGS_N = WN / FN, KSTEPS = BK / FK;
+const uint WG = WARPS * SG;
+// Shared rows padded by 8 halves: 80- and 144-byte rows, multiples of the
+// 16 bytes a cooperative load wants, and staggered over the banks.
+const uint LDA = BK + 8, LDB = BN + 8;
+const uint FRAG = FM * FN;  // elements of one accumulator fragment
+
+KILN_BUFFER(0, c)
+KILN_BUFFER(1, a)
+KILN_BUFFER(2, b)
+
+layout(push_constant) uniform Push {
+  uint base[3];
+  uint M, N, K;
+  uint lda, ldb, ldc;                   // row strides as stored
+  uint batch_a, batch_b, batch_c;       // elements between batches
+  uint accumulate;                      // 1: C += product (a later K chunk)
+} p;
+
+#ifdef KILN_COOPMAT_EMULATED
+#define STAGE_T float
+const uint EPL = FRAG / SG;  // accumulator elements per invocation
+#define ACC_T float[EPL]
+#define A_T uint
+#define B_T uint
+#define ACC_ZERO(x) [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) x[t_] = 0.0;
+#define LOAD_A(x, off) x = (off);
+#define LOAD_B(x, off) x = (off);
+// The element loop stays a loop: unrolled, its 8 x 16 products per
+// fragment per step made llvmpipe compile for seconds per pipeline. The
+// products' loop is unrolled, so an invocation's loop iterations (llvmpipe
+// ends them all after 65535) grow by only 8 per fragment and step: about
+// 2 per element of K.
+#define MAD(acc, fa, fb)                                                    \
+  [[dont_unroll]] for (uint t_ = 0; t_ < EPL; ++t_) {                       \
+    const uint e_ = lane + SG * t_, r_ = e_ / FN, c_ = e_ % FN;             \
+    float s_ = acc[t_];                                                     \
+    [[unroll]] for (uint k_ = 0; k_ < FK; ++k_)                             \
+      s_ += As[fa + r_ * LDA + k_] * Bs[fb + k_ * LDB + c_];                \
+    acc[t_] = s_;                                                           \
+  }
+#define STORE_C(acc, off)                                                   \
+  [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) Cs[(off) + lane + SG * t_] = acc[t_];
+#else
+#define STAGE_T float16_t
+#define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>
+#define A_T fcoopmatNV<16, gl_ScopeSubgroup, FM, FK>
+#define B_T fcoopmatNV<16, gl_ScopeSubgroup, FK, FN>
+#define ACC_ZERO(x) x = ACC_T(0.0);
+#define LOAD_A(x, off) coopMatLoadNV(x, As, off, LDA, false);
+#define LOAD_B(x, off) coopMatLoadNV(x, Bs, off, LDB, false);
+#define MAD(acc, fa, fb) acc = coopMatMulAddNV(fa, fb, acc);
+#define STORE_C(acc, off) coopMatStoreNV(acc, Cs, off, FN, false);
+#endif
+
+shared STAGE_T As[BM * LDA];  // [m][k]
+shared STAGE_T Bs[BK * LDB];  // [k][n]
+shared float Cs[WARPS * FRAG];  // one fragment per subgroup, row-major
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+#ifdef KILN_COOPMAT_EMULATED
+  const uint warp = tid / SG, lane = tid % SG;
+#else
+  const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#endif
+  const uint wm = (warp / 2) * WM, wn = (warp % 2) * WN;
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
+  const uint abase = p.base[1] + z * p.batch_a;
+  const uint bbase = p.base[2] + z * p.batch_b;
+  const uint cbase = p.base[0] + z * p.batch_c;
+
+  ACC_T acc[FRAGS_M][FRAGS_N];
+  [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
+    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { ACC_ZERO(acc[i][j]) }
+
+  for (uint k0 = 0; k0 < p.K; k0 += BK) {
+    barrier();  // the previous slice's fragments are loaded
+    // Consecutive invocations take consecutive stored elements (a row of A,
+    // or of A^T), so a subgroup reads whole segments of global memory.
+    [[unroll]] for (uint r = 0; r < BM * BK / WG; ++r) {
+      const uint idx = tid + r * WG;
+      const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
+      const uint gm = m0 + m, gk = k0 + k;
+      const float v = (gm < p.M && gk < p.K) ? a_ld(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0.0;
+      As[m * LDA + k] = STAGE_T(v);
+    }
+    [[unroll]] for (uint r = 0; r < BK * BN / WG; ++r) {
+      const uint idx = tid + r * WG;
+      const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
+      const uint gn = n0 + n, gk = k0 + k;
+      const float v = (gn < p.N && gk < p.K) ? b_ld(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0.0;
+      Bs[k * LDB + n] = STAGE_T(v);
+    }
+    barrier();
+    [[unroll]] for (uint kk = 0; kk < KSTEPS; ++kk) {
+      A_T fa[FRAGS_M];
+      B_T fb[FRAGS_N];
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) { LOAD_A(fa[i], (wm + i * FM) * LDA + kk * FK) }
+      [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { LOAD_B(fb[j], kk * FK * LDB + wn + j * FN) }
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
+        [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { MAD(acc[i][j], fa[i], fb[j]) }
+    }
+  }
+
+  // Each fragment through this subgroup's scratch, then to C element by
+  // element: lane, lane + SG, ... of its FM x FN elements.
+  const bool more = p.accumulate != 0;
+  [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
+    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+      barrier();  // the previous fragment's elements are written out
+      STORE_C(acc[i][j], warp * FRAG)
+      barrier();
+      [[unroll]] for (uint t = 0; t < FRAG / SG; ++t) {
+        const uint e = lane + SG * t;
+        const uint gm = m0 + wm + i * FM + e / FN, gn = n0 + wn + j * FN + e % FN;
+        if (gm < p.M && gn < p.N) {
+          const uint at = cbase + gm * p.ldc + gn;
+          const float v = Cs[warp * FRAG + e];
+          c_st(at, more ? c_ld(at) + v : v);
+        }
+      }
+    }
+}

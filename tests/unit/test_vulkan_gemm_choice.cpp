@@ -1,0 +1,159 @@
+// The Vulkan plugin's GEMM choice (backends/vulkan/gemm_choice.h) over
+// synthetic devices: an H100 as its driver reports VK_NV_cooperative_matrix,
+// the same GPU without the extension or its feature, and lavapipe. No
+// device is needed: the choice is a pure function of what a device reports.
+#include "backends/vulkan/gemm_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kiln/plugin_kit.hpp"
+
+namespace kiln::vk {
+namespace {
+
+// An H100 as the NVIDIA driver describes it (subgroup 32, 48 KiB shared
+// memory, 1024 invocations) with the NV extension's f16 x f16 + f32 shapes.
+GemmDevice h100() {
+  GemmDevice d;
+  d.name = "NVIDIA H100";
+  d.subgroup_size = 32;
+  d.max_invocations = 1024;
+  d.max_shared_bytes = 49152;
+  d.storage16 = d.f16_arithmetic = true;
+  d.coopmat_extension = d.coopmat_feature = true;
+  d.f16_shapes = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}};
+  return d;
+}
+
+// lavapipe: a CPU device, subgroup 8, no cooperative matrices.
+GemmDevice lavapipe() {
+  GemmDevice d;
+  d.name = "llvmpipe";
+  d.cpu = true;
+  d.subgroup_size = 8;
+  d.max_invocations = 1024;
+  d.max_shared_bytes = 32768;
+  d.storage16 = true;
+  return d;
+}
+
+GemmProduct f16(uint64_t m, uint64_t n, uint64_t k) { return {m, n, k, true, true}; }
+GemmProduct f32(uint64_t m, uint64_t n, uint64_t k) { return {m, n, k, false, false}; }
+
+// The message of the Failure `f` throws, with its code checked.
+template <class F>
+std::string failure(F f) {
+  try {
+    f();
+  } catch (const plugin_kit::Failure& e) {
+    EXPECT_EQ(e.code, KILN_ERR_INVALID_ARGUMENT);
+    return e.message;
+  }
+  ADD_FAILURE() << "no Failure thrown";
+  return "";
+}
+
+TEST(VulkanGemmChoice, TensorCoresForF16ProductsThatFillATile) {
+  const GemmChoice c = choose_gemm(h100(), f16(768, 768, 768), GemmOverride::None);
+  EXPECT_EQ(c.kernel, GemmKernel::Coopmat);
+  // The largest reported shape that tiles a 32 x 32 subgroup block.
+  EXPECT_EQ(c.fragment, (FragmentShape{16, 16, 16}));
+  EXPECT_EQ(c.subgroup, 32u);
+  EXPECT_STREQ(gemm_kernel_name(c.kernel), "gemm_coopmat");
+}
+
+TEST(VulkanGemmChoice, SmallF16ProductsAndOtherDtypesStaySimt) {
+  // C below one 64 x 64 tile: gemm.comp.
+  EXPECT_EQ(choose_gemm(h100(), f16(32, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(h100(), f16(768, 63, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  // bf16 or f32 operands (or one f16 and one not) are never narrowed.
+  EXPECT_EQ(choose_gemm(h100(), f32(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, true, false}, GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, false, true}, GemmOverride::Coopmat).kernel, GemmKernel::Tiled);
+}
+
+TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
+  GemmDevice no_feature = h100();
+  no_feature.coopmat_feature = false;
+  EXPECT_EQ(choose_gemm(no_feature, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  GemmDevice no_f16 = h100();
+  no_f16.f16_arithmetic = false;
+  EXPECT_EQ(choose_gemm(no_f16, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  // Only shapes whose sides do not divide 32 (a 64-wide fragment).
+  GemmDevice odd = h100();
+  odd.f16_shapes = {{64, 64, 16}, {16, 16, 48}};
+  FragmentShape f;
+  std::string why;
+  EXPECT_FALSE(coopmat_usable(odd, &f, &why));
+  EXPECT_NE(why.find("fragment shape"), std::string::npos) << why;
+  EXPECT_EQ(choose_gemm(odd, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+}
+
+TEST(VulkanGemmChoice, OnlyShapesTheDeviceReportsAreUsed) {
+  GemmDevice d = h100();
+  d.f16_shapes = {{16, 8, 8}, {16, 8, 16}};
+  EXPECT_EQ(choose_gemm(d, f16(128, 128, 64), GemmOverride::None).fragment, (FragmentShape{16, 8, 16}));
+  // Subgroups of 64: a workgroup of 4 of them, the shader told the size.
+  d.subgroup_size = 64;
+  const GemmChoice c = choose_gemm(d, f16(128, 128, 64), GemmOverride::None);
+  EXPECT_EQ(c.kernel, GemmKernel::Coopmat);
+  EXPECT_EQ(c.subgroup, 64u);
+  // A subgroup larger than a fragment cannot share its write-out evenly.
+  d.subgroup_size = 256;
+  EXPECT_EQ(choose_gemm(d, f16(128, 128, 64), GemmOverride::None).kernel, GemmKernel::Tiled);
+}
+
+TEST(VulkanGemmChoice, LimitsTooSmallForFourSubgroups) {
+  GemmDevice d = h100();
+  d.max_shared_bytes = 8192;
+  FragmentShape f;
+  std::string why;
+  EXPECT_FALSE(coopmat_usable(d, &f, &why));
+  EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+  d = h100();
+  d.max_invocations = 64;
+  EXPECT_FALSE(coopmat_usable(d, &f, &why));
+}
+
+TEST(VulkanGemmChoice, LavapipeRunsGemmAndTheEmulatedPathOnRequest) {
+  EXPECT_EQ(choose_gemm(lavapipe(), f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::Tiled).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 32, 768), GemmOverride::Tiled).kernel, GemmKernel::Simple);
+  // coopmat-emulated: every f16 product, whatever its size; others as usual.
+  const GemmChoice e = choose_gemm(lavapipe(), f16(5, 3, 7), GemmOverride::CoopmatEmulated);
+  EXPECT_EQ(e.kernel, GemmKernel::CoopmatEmulated);
+  EXPECT_EQ(e.fragment, (FragmentShape{16, 16, 16}));
+  EXPECT_EQ(e.subgroup, 32u);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::CoopmatEmulated).kernel, GemmKernel::Simple);
+}
+
+TEST(VulkanGemmChoice, ForcedCoopmatOnADeviceWithoutItFailsNamingTheExtension) {
+  const std::string why = failure([] { choose_gemm(lavapipe(), f16(768, 768, 768), GemmOverride::Coopmat); });
+  EXPECT_NE(why.find("VK_NV_cooperative_matrix"), std::string::npos) << why;
+  EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  // Forced, it also runs products below one tile on the tensor cores.
+  EXPECT_EQ(choose_gemm(h100(), f16(5, 3, 7), GemmOverride::Coopmat).kernel, GemmKernel::Coopmat);
+  GemmDevice no16 = lavapipe();
+  no16.storage16 = false;
+  EXPECT_NE(failure([&] {
+              choose_gemm(no16, f16(64, 64, 64), GemmOverride::CoopmatEmulated);
+            }).find("storageBuffer16BitAccess"),
+            std::string::npos);
+}
+
+TEST(VulkanGemmChoice, OverrideValues) {
+  EXPECT_EQ(parse_gemm_override(nullptr), GemmOverride::None);
+  EXPECT_EQ(parse_gemm_override(""), GemmOverride::None);
+  EXPECT_EQ(parse_gemm_override("tiled"), GemmOverride::Tiled);
+  EXPECT_EQ(parse_gemm_override("simple"), GemmOverride::Simple);
+  EXPECT_EQ(parse_gemm_override("coopmat"), GemmOverride::Coopmat);
+  EXPECT_EQ(parse_gemm_override("coopmat-emulated"), GemmOverride::CoopmatEmulated);
+  const std::string why = failure([] { parse_gemm_override("fast"); });
+  EXPECT_EQ(why, "vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat or coopmat-emulated, not 'fast'");
+}
+
+}  // namespace
+}  // namespace kiln::vk
