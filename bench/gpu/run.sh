@@ -78,7 +78,21 @@ if has check; then
   for b in ${CHECK_BACKENDS:-${backends[@]}}; do
     timeout 300 "$kiln" check-backend "$b" >"$out/check-$b.txt" 2>&1
     note "- \`kiln check-backend $b\`: exit $?; $(tail -1 "$out/check-$b.txt")"
+    # The 16-bit suites; on Vulkan f16 GEMMs default to gemm_coopmat.comp
+    # (tensor cores) where the device has VK_NV_cooperative_matrix.
+    for dt in f16 bf16; do
+      timeout 300 "$kiln" check-backend "$b" --dtype "$dt" >"$out/check-$b-$dt.txt" 2>&1
+      note "- \`kiln check-backend $b --dtype $dt\`: exit $?; $(tail -1 "$out/check-$b-$dt.txt")"
+    done
   done
+  # Every f16 GEMM forced onto the tensor cores, small ones included: fails
+  # in one line naming what is missing where the device lacks them.
+  if [[ " ${backends[*]} " == *" vulkan "* ]]; then
+    KILN_VULKAN_GEMM=coopmat timeout 300 "$kiln" check-backend vulkan --dtype f16 --filter matmul,gpt_train_step \
+      >"$out/check-vulkan-coopmat.txt" 2>&1
+    note "- \`KILN_VULKAN_GEMM=coopmat kiln check-backend vulkan --dtype f16 --filter matmul,gpt_train_step\`:" \
+      "exit $?; $(grep -m1 -i 'cooperative' "$out/check-vulkan-coopmat.txt")$(tail -1 "$out/check-vulkan-coopmat.txt")"
+  fi
 fi
 
 # --- 20 steps of the small config (6 x 384, seq 256, micro-batch 4, mock
@@ -120,6 +134,21 @@ if has gemm; then
     KILN_VULKAN_GEMM=$kernel timeout 200 "$dist/bin/bench_backend_gemm" --backend="$b" --set=gpu --rounds=20 \
       >"$out/gemm-$b$kernel.md" 2>&1
     tee -a "$results" <"$out/gemm-$b$kernel.md"
+  done
+  # The GEMMs of --fp16 and --bf16 steps: on Vulkan, f16 on gemm_tiled.comp
+  # and on the tensor cores side by side (gemm_coopmat.comp; a compile
+  # error in its column where the device lacks VK_NV_cooperative_matrix),
+  # bf16 on the default kernel (no tensor-core path takes bf16).
+  for b in "${backends[@]}"; do
+    for dt in f16 bf16; do
+      variants=()
+      [ "$b" = vulkan ] && [ "$dt" = f16 ] && variants=("--variants=KILN_VULKAN_GEMM=tiled,coopmat")
+      note ""
+      note "$b, --dtype=$dt ${variants[*]}"
+      timeout 300 "$dist/bin/bench_backend_gemm" --backend="$b" --set=gpu --rounds=20 --dtype="$dt" "${variants[@]}" \
+        >"$out/gemm-$b-$dt.md" 2>&1
+      tee -a "$results" <"$out/gemm-$b-$dt.md"
+    done
   done
 fi
 

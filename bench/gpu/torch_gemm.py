@@ -3,7 +3,8 @@
 --set=gpu` times kiln at: GPT-2 124M's linear layers at 8192 tokens, each as
 forward (y = x W^T), dgrad (dx = dy W) and wgrad (dW = dy^T x), with the
 operands stored as kiln stores them. Columns: fp32 with TF32 off (the anchor
-for kiln's fp32 kernels), TF32, and bf16. Each figure is the median of
+for kiln's fp32 kernels), TF32, bf16 and fp16 (the anchors for kiln's
+--bf16 and --fp16 GEMMs, gemm_coopmat.comp's for fp16). Each figure is the median of
 CUDA-event-timed runs after a warm-up, on random data, rotating over several
 operand sets so that repeated runs do not measure the cache.
 
@@ -60,13 +61,15 @@ def main():
     a = p.parse_args()
     print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__)
     print()
-    print("| shape | layout | m x n x k | fp32 GFLOP/s | tf32 GFLOP/s | bf16 GFLOP/s |")
-    print("|---|---|---|---|---|---|")
+    print("| shape | layout | m x n x k | fp32 GFLOP/s | tf32 GFLOP/s | bf16 GFLOP/s | fp16 GFLOP/s |")
+    print("|---|---|---|---|---|---|---|")
     for name, layout, m, n, k, ta, tb in cases():
         fp32 = time_gemm(m, n, k, ta, tb, torch.float32, False, a.reps)
         tf32 = time_gemm(m, n, k, ta, tb, torch.float32, True, a.reps)
         bf16 = time_gemm(m, n, k, ta, tb, torch.bfloat16, False, a.reps)
-        print("| %s | %s | %d x %d x %d | %.1f | %.1f | %.1f |" % (name, layout, m, n, k, fp32, tf32, bf16), flush=True)
+        fp16 = time_gemm(m, n, k, ta, tb, torch.float16, False, a.reps)
+        print("| %s | %s | %d x %d x %d | %.1f | %.1f | %.1f | %.1f |" % (name, layout, m, n, k, fp32, tf32, bf16, fp16),
+              flush=True)
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
