@@ -77,15 +77,20 @@ std::vector<std::string> extension_names(VkPhysicalDevice pd) {
 
 // VK_NV_cooperative_matrix's feature and its f16 x f16 + f32 subgroup
 // shapes (the other types it lists, int8 and f16 accumulators, kiln does
-// not use).
+// not use), and vulkanMemoryModel: glslang declares the VulkanMemoryModel
+// capability for any shader with cooperative-matrix loads and stores.
 void query_coopmat_nv(VkPhysicalDevice pd, DeviceInfo* d) {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
   coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceVulkanMemoryModelFeatures model{};
+  model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+  if (d->api_version >= VK_API_VERSION_1_2) coop.pNext = &model;
   VkPhysicalDeviceFeatures2 features{};
   features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   features.pNext = &coop;
   vkGetPhysicalDeviceFeatures2(pd, &features);
   d->coopmat_feature = coop.cooperativeMatrix == VK_TRUE;
+  d->memory_model = model.vulkanMemoryModel == VK_TRUE;
   auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(g_instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   if (query == nullptr) return;
@@ -112,6 +117,7 @@ std::string matrix_note(const DeviceInfo& d) {
   if (d.coopmat_nv) {
     s += " NV";
     if (!d.coopmat_feature) s += " (feature off)";
+    if (!d.memory_model) s += " (no vulkanMemoryModel)";
     s += " f16";
     for (size_t i = 0; i < d.coopmat_f16_shapes.size(); ++i) {
       const FragmentShape& f = d.coopmat_f16_shapes[i];
@@ -166,6 +172,8 @@ DeviceInfo describe(VkPhysicalDevice pd) {
 
   d.low_precision = low_precision_features(pd, p.apiVersion);
   d.subgroup_size = subgroup.subgroupSize;
+  d.subgroup_basic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                     (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) != 0;
   for (const std::string& e : extension_names(pd)) {
     if (e == "VK_NV_cooperative_matrix") d.coopmat_nv = true;
     if (e == "VK_KHR_cooperative_matrix") d.coopmat_khr = true;
@@ -263,13 +271,16 @@ GemmDevice gemm_device(const DeviceInfo& d) {
   GemmDevice g;
   g.name = d.name;
   g.cpu = d.kind == KILN_DEVICE_CPU;
-  g.subgroup_size = d.subgroup_size;
+  // gemm_coopmat numbers its subgroups with gl_SubgroupID: without basic
+  // subgroup operations it has no subgroup to lay out (coopmat_usable).
+  g.subgroup_size = d.subgroup_basic ? d.subgroup_size : 0;
   g.max_invocations = d.max_invocations;
   g.max_shared_bytes = d.max_shared_bytes;
   g.storage16 = (d.low_precision & KILN_LOWP_16BIT_STORAGE) != 0;
   g.f16_arithmetic = (d.low_precision & KILN_LOWP_F16_ARITHMETIC) != 0;
   g.coopmat_extension = d.coopmat_nv;
   g.coopmat_feature = d.coopmat_feature;
+  g.memory_model = d.memory_model;
   g.f16_shapes = d.coopmat_f16_shapes;
   return g;
 }
@@ -298,20 +309,25 @@ LogicalDevice::LogicalDevice(const DeviceInfo& info) {
     storage.storageBuffer16BitAccess = VK_TRUE;
     ci.pNext = &storage;
   }
-  // gemm_coopmat16's fragments and f16 shared memory: the extension, its
-  // feature and shaderFloat16, enabled wherever the device has all three
-  // (enabling them changes nothing for the other shaders), so compile and
-  // runtime devices agree whatever the lowering chose.
+  // gemm_coopmat16's fragments, f16 shared memory and memory model: the
+  // extension, its feature, shaderFloat16 and vulkanMemoryModel, enabled
+  // wherever the device has all four (enabling them changes nothing for
+  // the other shaders), so compile and runtime devices agree whatever the
+  // lowering chose.
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
   coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
   VkPhysicalDeviceShaderFloat16Int8Features float16{};
   float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  VkPhysicalDeviceVulkanMemoryModelFeatures model{};
+  model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
   const char* coop_extension = "VK_NV_cooperative_matrix";
-  if (info.coopmat_feature && (info.low_precision & KILN_LOWP_F16_ARITHMETIC) != 0) {
+  if (info.coopmat_feature && info.memory_model && (info.low_precision & KILN_LOWP_F16_ARITHMETIC) != 0) {
     coop.cooperativeMatrix = VK_TRUE;
     float16.shaderFloat16 = VK_TRUE;
+    model.vulkanMemoryModel = VK_TRUE;
     float16.pNext = &coop;
-    coop.pNext = const_cast<void*>(ci.pNext);
+    coop.pNext = &model;
+    model.pNext = const_cast<void*>(ci.pNext);
     ci.pNext = &float16;
     ci.enabledExtensionCount = 1;
     ci.ppEnabledExtensionNames = &coop_extension;

@@ -33,11 +33,13 @@ struct DeviceInfo {
   // 64 hex digits over what determines compiled pipelines: device type,
   // ids, heaps, driver version, pipelineCacheUUID and the compiler version.
   std::string fingerprint;
-  uint32_t low_precision = 0;  // KILN_LOWP_* bits
-  uint32_t subgroup_size = 0;  // VkPhysicalDeviceSubgroupProperties
+  uint32_t low_precision = 0;   // KILN_LOWP_* bits
+  uint32_t subgroup_size = 0;   // VkPhysicalDeviceSubgroupProperties
+  bool subgroup_basic = false;  // basic subgroup operations (gl_SubgroupID) in compute shaders
   // VK_NV_cooperative_matrix: listed, its feature set, and the subgroup-
   // scope fragment shapes with A = B = f16 and C = D = f32 (gemm_choice.h).
   bool coopmat_nv = false, coopmat_feature = false;
+  bool memory_model = false;  // vulkanMemoryModel (1.2): the coopmat shader's SPIR-V declares it
   std::vector<FragmentShape> coopmat_f16_shapes;
   // Listed by name only (Debian 12's headers and glslang know neither):
   // what bf16 GEMMs could run on with a newer toolchain.

@@ -91,8 +91,12 @@ bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why)
     *why = prefix + "VK_NV_cooperative_matrix's cooperativeMatrix feature is not set";
     return false;
   }
-  if (!d.storage16 || !d.f16_arithmetic) {
-    *why = prefix + "it needs storageBuffer16BitAccess and shaderFloat16";
+  if (!d.storage16 || !d.f16_arithmetic || !d.memory_model) {
+    *why = prefix + "it needs storageBuffer16BitAccess, shaderFloat16 and vulkanMemoryModel";
+    return false;
+  }
+  if (d.subgroup_size == 0) {
+    *why = prefix + "it needs basic subgroup operations in compute shaders";
     return false;
   }
   FragmentShape best;

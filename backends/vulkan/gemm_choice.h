@@ -38,14 +38,15 @@ struct FragmentShape {
 // What the choice needs to know of a device (device.h's DeviceInfo).
 struct GemmDevice {
   std::string name;
-  bool cpu = false;  // a CPU device (lavapipe): gemm_tiled only spills there
-  uint32_t subgroup_size = 0;
+  bool cpu = false;            // a CPU device (lavapipe): gemm_tiled only spills there
+  uint32_t subgroup_size = 0;  // 0: no basic subgroup operations in compute shaders
   uint32_t max_invocations = 128;
   uint32_t max_shared_bytes = 16384;
   bool storage16 = false;          // storageBuffer16BitAccess
   bool f16_arithmetic = false;     // shaderFloat16: f16 shared memory and fragments
   bool coopmat_extension = false;  // VK_NV_cooperative_matrix listed
   bool coopmat_feature = false;    // ... and its cooperativeMatrix feature set
+  bool memory_model = false;       // vulkanMemoryModel, which the shader's SPIR-V declares
   // Subgroup-scope shapes with A = B = f16 and C = D = f32.
   std::vector<FragmentShape> f16_shapes;
 };

@@ -21,7 +21,7 @@ GemmDevice h100() {
   d.subgroup_size = 32;
   d.max_invocations = 1024;
   d.max_shared_bytes = 49152;
-  d.storage16 = d.f16_arithmetic = true;
+  d.storage16 = d.f16_arithmetic = d.memory_model = true;
   d.coopmat_extension = d.coopmat_feature = true;
   d.f16_shapes = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}};
   return d;
@@ -81,11 +81,20 @@ TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
   GemmDevice no_f16 = h100();
   no_f16.f16_arithmetic = false;
   EXPECT_EQ(choose_gemm(no_f16, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  // The shader's SPIR-V declares the VulkanMemoryModel capability.
+  GemmDevice no_model = h100();
+  no_model.memory_model = false;
+  EXPECT_EQ(choose_gemm(no_model, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  // It numbers its subgroups with gl_SubgroupID.
+  GemmDevice no_subgroups = h100();
+  no_subgroups.subgroup_size = 0;
+  FragmentShape f;
+  std::string why;
+  EXPECT_FALSE(coopmat_usable(no_subgroups, &f, &why));
+  EXPECT_NE(why.find("subgroup operations"), std::string::npos) << why;
   // Only shapes whose sides do not divide 32 (a 64-wide fragment).
   GemmDevice odd = h100();
   odd.f16_shapes = {{64, 64, 16}, {16, 16, 48}};
-  FragmentShape f;
-  std::string why;
   EXPECT_FALSE(coopmat_usable(odd, &f, &why));
   EXPECT_NE(why.find("fragment shape"), std::string::npos) << why;
   EXPECT_EQ(choose_gemm(odd, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
