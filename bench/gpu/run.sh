@@ -14,6 +14,9 @@
 # eager fp32 and bf16 autocast; `profile` times each Vulkan shader over two
 # 124M steps in each of PROFILE_DTYPES (default "fp32 bf16";
 # KILN_VULKAN_PROFILE=1: every dispatch waited for on its own).
+# `coopmat` (not in the default list) checks and times only the Vulkan
+# tensor-core GEMM (gemm_coopmat.comp, issue 33 item 4) in a few minutes:
+#   bench/gpu/run.sh .gpu "$OUT" "env coopmat"
 # On the device machine (see docs/PERFORMANCE.md, "GPU"):
 #   bench/gpu/run.sh .gpu "$OUT"
 set -uo pipefail
@@ -93,6 +96,31 @@ if has check; then
     note "- \`KILN_VULKAN_GEMM=coopmat kiln check-backend vulkan --dtype f16 --filter matmul,gpt_train_step\`:" \
       "exit $?; $(grep -m1 -i 'cooperative' "$out/check-vulkan-coopmat.txt")$(tail -1 "$out/check-vulkan-coopmat.txt")"
   fi
+fi
+
+# --- The tensor-core GEMM alone: what the device offers (the driver string
+# of kiln devices: "coopmat: NV f16 <shapes>, KHR .., NV2 ..,
+# shader_bfloat16 .."), the f16 matmul cases on the default choice
+# (coopmat from 64 x 64), forced onto it (small products too, and a train
+# step) and on its emulated build, then f16 GEMM timings, tiled against
+# coopmat.
+if has coopmat && [[ " ${backends[*]} " == *" vulkan "* ]]; then
+  note ""
+  note "## Vulkan tensor-core GEMM (gemm_coopmat.comp)"
+  note ""
+  note "- kiln devices: $("$kiln" devices 2>&1 | grep -A1 '^backend vulkan' | grep -o 'driver .*| fingerprint' | head -1)"
+  for kernel in "" coopmat coopmat-emulated; do
+    filter=matmul
+    [ "$kernel" = coopmat ] && filter=matmul,gpt_train_step
+    log=$out/coopmat-check-${kernel:-default}.txt
+    KILN_VULKAN_GEMM=$kernel timeout 300 "$kiln" check-backend vulkan --dtype f16 --filter "$filter" >"$log" 2>&1
+    note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype f16 --filter $filter\`: exit $?;" \
+      "$(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
+  done
+  note ""
+  timeout 300 "$dist/bin/bench_backend_gemm" --backend=vulkan --set=gpu --rounds=10 --dtype=f16 \
+    "--variants=KILN_VULKAN_GEMM=tiled,coopmat" >"$out/coopmat-gemm-f16.md" 2>&1
+  tee -a "$results" <"$out/coopmat-gemm-f16.md"
 fi
 
 # --- 20 steps of the small config (6 x 384, seq 256, micro-batch 4, mock
