@@ -103,6 +103,25 @@ const uint EPL = FRAG / SG;  // accumulator elements per invocation
 #define STORE_C(acc, off) coopMatStoreNV(acc, Cs, off, FN, false);
 #endif
 
+#ifdef KILN_COOPMAT_EMULATED
+float a_stage(uint i) { return a_ld(i); }
+float b_stage(uint i) { return b_ld(i); }
+#else
+// An f16 binding's elements staged as their bits (a bitcast: gemm_choice.h
+// sends only f16 operands here), not through io.glsl's integer widening
+// and a narrowing back: that is about 20 instructions per staged element,
+// and a 64 x 64 x 32 slice has only 32 products per staged element, which
+// tensor cores run far faster than SIMT instructions, so the staging would
+// likely set the speed (an estimate: no GPU has measured it). Another
+// dtype (none is chosen) still goes through io.glsl.
+float16_t a_stage(uint i) {
+  return kiln_dtype(1) == 2u ? unpackFloat2x16(uint(a_u16[i])).x : float16_t(a_ld(i));
+}
+float16_t b_stage(uint i) {
+  return kiln_dtype(2) == 2u ? unpackFloat2x16(uint(b_u16[i])).x : float16_t(b_ld(i));
+}
+#endif
+
 shared STAGE_T As[BM * LDA];  // [m][k]
 shared STAGE_T Bs[BK * LDB];  // [k][n]
 shared float Cs[WARPS * FRAG];  // one fragment per subgroup, row-major
@@ -132,15 +151,15 @@ void main() {
       const uint idx = tid + r * WG;
       const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
       const uint gm = m0 + m, gk = k0 + k;
-      const float v = (gm < p.M && gk < p.K) ? a_ld(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0.0;
-      As[m * LDA + k] = STAGE_T(v);
+      As[m * LDA + k] =
+          (gm < p.M && gk < p.K) ? a_stage(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : STAGE_T(0.0);
     }
     [[unroll]] for (uint r = 0; r < BK * BN / WG; ++r) {
       const uint idx = tid + r * WG;
       const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
       const uint gn = n0 + n, gk = k0 + k;
-      const float v = (gn < p.N && gk < p.K) ? b_ld(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0.0;
-      Bs[k * LDB + n] = STAGE_T(v);
+      Bs[k * LDB + n] =
+          (gn < p.N && gk < p.K) ? b_stage(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : STAGE_T(0.0);
     }
     barrier();
     [[unroll]] for (uint kk = 0; kk < KSTEPS; ++kk) {
