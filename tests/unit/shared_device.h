@@ -32,4 +32,16 @@ inline Device* shared_device(const std::string& backend, std::string* why = null
   return it->second.device.get();
 }
 
+// The shared Vulkan device, or nullptr with `why` when there is none or it
+// lacks 16-bit storage (the bf16/f16 tests' requirement).
+inline Device* vulkan_with_16bit_storage(std::string* why) {
+  Device* device = shared_device("vulkan", why);
+  if (device == nullptr) return nullptr;
+  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0) {
+    *why = "the Vulkan device has no 16-bit storage";
+    return nullptr;
+  }
+  return device;
+}
+
 }  // namespace kiln::test

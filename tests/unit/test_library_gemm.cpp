@@ -23,6 +23,7 @@
 #include "isa.h"
 #include "kiln/half.h"
 #include "library_gemm.h"
+#include "scoped_env.h"
 #include "thread_pool.h"
 
 namespace {
@@ -161,61 +162,36 @@ TEST(GemmChoice, PoliciesDecideWithoutMeasuringWhereTheySay) {
             m.library_seconds * kiln::cpu::kLibraryMargin <= m.kiln_seconds);
 }
 
-// Sets or clears an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value != nullptr)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 TEST(CpuIsa, ForcedPathsAndTheirRefusals) {
   for (CpuIsa i : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAmx}) {
     CpuIsa back = CpuIsa::kBaseline;
     ASSERT_TRUE(kiln::cpu::parse_isa(kiln::cpu::isa_name(i), &back));
     EXPECT_EQ(back, i);
   }
-  ScopedEnv no_legacy("KILN_CPU_DISABLE_AVX2", nullptr);
+  kiln::test::ScopedEnv no_legacy("KILN_CPU_DISABLE_AVX2", nullptr);
   {
-    ScopedEnv e("KILN_CPU_ISA", nullptr);
+    kiln::test::ScopedEnv e("KILN_CPU_ISA", nullptr);
     EXPECT_EQ(kiln::cpu::chosen_isa().isa, kiln::cpu::detected_isa());
   }
   {
-    ScopedEnv e("KILN_CPU_ISA", "baseline");
+    kiln::test::ScopedEnv e("KILN_CPU_ISA", "baseline");
     const kiln::cpu::IsaChoice c = kiln::cpu::chosen_isa();
     EXPECT_TRUE(c.error.empty()) << c.error;
     EXPECT_EQ(c.isa, CpuIsa::kBaseline);
   }
   {
-    ScopedEnv e("KILN_CPU_ISA", "sse9");
+    kiln::test::ScopedEnv e("KILN_CPU_ISA", "sse9");
     EXPECT_NE(kiln::cpu::chosen_isa().error.find("use baseline, avx2, avx512 or amx"), std::string::npos);
   }
   if (kiln::cpu::detected_isa() != CpuIsa::kAmx) {
-    ScopedEnv e("KILN_CPU_ISA", "amx");
+    kiln::test::ScopedEnv e("KILN_CPU_ISA", "amx");
     const std::string err = kiln::cpu::chosen_isa().error;
     EXPECT_NE(err.find("this CPU runs at most the " + std::string(kiln::cpu::isa_name(kiln::cpu::detected_isa()))),
               std::string::npos)
         << err;
   }
   {
-    ScopedEnv e("KILN_CPU_DISABLE_AVX2", "1");
+    kiln::test::ScopedEnv e("KILN_CPU_DISABLE_AVX2", "1");
     EXPECT_EQ(kiln::cpu::chosen_isa().isa, CpuIsa::kBaseline);
   }
 }

@@ -24,6 +24,7 @@
 #include "graph/passes.h"
 #include "graph/serialize.h"
 #include "kiln/half.h"
+#include "scoped_env.h"
 #include "shared_device.h"
 
 namespace kiln::graph {
@@ -31,39 +32,6 @@ namespace {
 
 // Sets (or, given nullptr, unsets) an environment variable for its scope,
 // restoring the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-Device* device_with_16bit_storage(std::string* why) {
-  Device* device = test::shared_device("vulkan", why);
-  if (device == nullptr) return nullptr;
-  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0) {
-    *why = "the Vulkan device has no 16-bit storage";
-    return nullptr;
-  }
-  return device;
-}
-
 std::vector<uint16_t> random_f16(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
@@ -98,15 +66,15 @@ bool holds(const std::vector<uint8_t>& bytes, const std::string& text) {
 
 TEST(VulkanCoopmatEmulated, KChunkedF16ProductsAccumulateIntoF32) {
   std::string why;
-  Device* device = device_with_16bit_storage(&why);
+  Device* device = test::vulkan_with_16bit_storage(&why);
   if (device == nullptr) GTEST_SKIP() << why;
-  const ScopedEnv gemm("KILN_VULKAN_GEMM", "coopmat-emulated");
+  const test::ScopedEnv gemm("KILN_VULKAN_GEMM", "coopmat-emulated");
   // 16384-element windows: B's 1500 rows of 45 come in K chunks of 364
   // (A transposed, its 1500 rows of 70 in chunks of 234), every chunk after
   // the first adding into C; with only B transposed K stays whole and m and
   // n come in bands of 10 rows. (Checked: writing C without the += fails
   // three of the four.)
-  const ScopedEnv windows("KILN_VULKAN_MAX_BINDING_BYTES", "65536");
+  const test::ScopedEnv windows("KILN_VULKAN_MAX_BINDING_BYTES", "65536");
   for (const Product& p : {Product{70, 45, 1500, false, false}, Product{70, 45, 1500, true, false},
                            Product{70, 45, 1500, false, true}, Product{70, 45, 1500, true, true}}) {
     SCOPED_TRACE(std::string("trans_a ") + (p.ta ? "1" : "0") + " trans_b " + (p.tb ? "1" : "0"));
@@ -140,10 +108,10 @@ TEST(VulkanCoopmatEmulated, KChunkedF16ProductsAccumulateIntoF32) {
 
 TEST(VulkanCoopmatEmulated, TheGemmChoiceIsPartOfTheFingerprint) {
   std::string why;
-  Device* device = device_with_16bit_storage(&why);
+  Device* device = test::vulkan_with_16bit_storage(&why);
   if (device == nullptr) GTEST_SKIP() << why;
   auto fingerprint = [&](const char* gemm) {
-    const ScopedEnv env("KILN_VULKAN_GEMM", gemm);
+    const test::ScopedEnv env("KILN_VULKAN_GEMM", gemm);
     return std::string(device->plugin().device_properties(device->index()).fingerprint);
   };
   const std::string plain = fingerprint(nullptr);

@@ -105,21 +105,9 @@ void expect_native_matches_staged(Device& device, const Graph& g, const std::vec
   }
 }
 
-// The Vulkan device, or nullptr with `why` when there is none or it lacks
-// 16-bit storage.
-Device* device_with_16bit_storage(std::string* why) {
-  Device* device = test::shared_device("vulkan", why);
-  if (device == nullptr) return nullptr;
-  if ((device->properties().low_precision & KILN_LOWP_16BIT_STORAGE) == 0) {
-    *why = "the Vulkan device has no 16-bit storage";
-    return nullptr;
-  }
-  return device;
-}
-
 TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
   std::string why;
-  Device* device = device_with_16bit_storage(&why);
+  Device* device = test::vulkan_with_16bit_storage(&why);
   if (device == nullptr) GTEST_SKIP() << why;
   for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
     SCOPED_TRACE(dt == KILN_BF16 ? "bf16" : "f16");
@@ -168,7 +156,7 @@ TEST(VulkanNative16, ShadersMatchTheStagedPathBitForBit) {
 // value is also a port (then it is written and not folded).
 TEST(VulkanNative16, WideningCastsFoldedIntoTheGemmMatchTheStagedPath) {
   std::string why;
-  Device* device = device_with_16bit_storage(&why);
+  Device* device = test::vulkan_with_16bit_storage(&why);
   if (device == nullptr) GTEST_SKIP() << why;
   for (kiln_dtype dt : {KILN_BF16, KILN_F16}) {
     SCOPED_TRACE(dt == KILN_BF16 ? "bf16" : "f16");
