@@ -122,6 +122,12 @@ class Graph {
   ValueId attention(ValueId q, ValueId k, ValueId v, float scale);
   // ATTENTION's gradient {dq, dk, dv}, given dy.
   std::vector<ValueId> attention_grad(ValueId q, ValueId k, ValueId v, ValueId dy, float scale);
+  // ATTENTION with attention dropout (ATTENTION_DROPOUT): the chain with
+  // dropout_keyed(probs, key, p, period, stride) before @ v, and its gradient.
+  ValueId attention_dropout(ValueId q, ValueId k, ValueId v, ValueId key, float scale, float p, int64_t period,
+                            int64_t stride);
+  std::vector<ValueId> attention_dropout_grad(ValueId q, ValueId k, ValueId v, ValueId dy, ValueId key, float scale,
+                                              float p, int64_t period, int64_t stride);
   ValueId cross_entropy(ValueId logits, ValueId targets);
   ValueId cross_entropy_grad(ValueId logits, ValueId targets, ValueId dloss);
   ValueId sum_to(ValueId x, Shape suffix);

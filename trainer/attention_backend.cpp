@@ -32,8 +32,13 @@ AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model,
     c.line = "attention: the unfused chain (" + asked_text + ")";
     return c;
   }
-  if (!primary.supports(KILN_OP_ATTENTION)) {
-    c.line = "attention: the unfused chain (backend " + primary.name + " has no fused attention kernel)";
+  // Attention dropout (training graphs; evaluation has none) needs the op
+  // that carries the mask.
+  const bool dropout = model.attention_dropout > 0.0f;
+  const kiln_op op = dropout ? KILN_OP_ATTENTION_DROPOUT : KILN_OP_ATTENTION;
+  if (!primary.supports(op)) {
+    c.line = "attention: the unfused chain (backend " + primary.name + " has no fused attention kernel" +
+             (dropout ? " with dropout, for --attention-dropout" : "") + ")";
     c.warn = explicit_fused;
     return c;
   }
@@ -44,20 +49,15 @@ AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model,
         primary.name + "'s fused kernel)";
     return c;
   }
-  // Evaluation has no dropout, so dropout alone leaves its graphs fused.
   const AttentionChainReason why = attention_chain_reason(model);
-  if (why != AttentionChainReason::None && why != AttentionChainReason::Dropout) {
-    c.line =
-        std::string("attention: the unfused chain (") + describe(why) + "; the fused kernel is the plain causal core)";
+  if (why != AttentionChainReason::None) {
+    c.line = std::string("attention: the unfused chain (") + describe(why) + "; the fused kernel is the causal core)";
     c.warn = explicit_fused;
     return c;
   }
   c.fused = true;
-  c.line = "attention: fused (ATTENTION on backend " + primary.name + ", " + asked_text + ")";
-  if (why == AttentionChainReason::Dropout) {
-    c.line += std::string("; training keeps the unfused chain (") + describe(why) + "), evaluation is fused";
-    c.warn = explicit_fused;
-  }
+  c.line = std::string("attention: fused (") + kiln_op_table[op].name + " on backend " + primary.name + ", " +
+           asked_text + ")";
   return c;
 }
 

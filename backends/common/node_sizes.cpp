@@ -130,6 +130,7 @@ void derive(const ir::DecodedGraph& g, const ir::DecodedNode& n, NodeInfo* p) {
       p->count = in(0).numel();
       return;
     case KILN_RULE_ATTENTION:  // a row per query of every matrix, the head size as columns
+    case KILN_RULE_ATTENTION_DROPOUT:
       rows_by_last_dim(in(0));
       p->count = in(0).numel();
       return;

@@ -101,12 +101,72 @@ void attention_cases(CaseMaker& m) {
   }
 }
 
+// DROPOUT_KEYED's key: {seed, step, offset_lo, offset_hi, site}.
+graph::HostTensor dropout_key(uint32_t seed, uint32_t step, uint64_t offset, uint32_t site) {
+  graph::HostTensor t = graph::HostTensor::zeros(KILN_I32, {5});
+  t.i32 = {static_cast<int32_t>(seed), static_cast<int32_t>(step), static_cast<int32_t>(static_cast<uint32_t>(offset)),
+           static_cast<int32_t>(static_cast<uint32_t>(offset >> 32)), static_cast<int32_t>(site)};
+  return t;
+}
+
+// ATTENTION_DROPOUT and its gradient: the mask of each (query, key) pair
+// comes from the element index of the [..., T, T] probabilities, so the
+// shapes cover several matrices (the index crosses matrices), odd T, long
+// rows, a tensor-parallel shard's period and stride with an offset past
+// 2^32, p = 0 (ATTENTION's values), and a high p with all-ones key words.
+void attention_dropout_cases(CaseMaker& m) {
+  struct C {
+    Shape s;
+    float scale, p;
+    int64_t heads_of_stride;  // the stride in matrices (0: the whole tensor)
+    graph::HostTensor key;
+  };
+  const std::vector<C> cases{
+      {{1, 1, 1}, 0.5f, 0.5f, 0, dropout_key(1, 2, 0, 3)},
+      {{3, 33, 16}, 0.25f, 0.1f, 0, dropout_key(1234, 7, 0, 11)},
+      {{2, 4, 65, 64}, 0.125f, 0.1f, 12, dropout_key(42, 3, (uint64_t{1} << 32) + 4 * 65 * 65, 5)},
+      {{1, 300, 120}, 0.09f, 0.3f, 0, dropout_key(9, 1, 0, 7)},
+      {{5, 9, 7}, -0.4f, 0.0f, 0, dropout_key(5, 5, 0, 5)},
+      {{2, 17, 8}, 0.35f, 0.9f, 0, dropout_key(0xFFFFFFFFu, 0xFFFFFFFFu, ~uint64_t{0} - 7, 0xFFFFFFFFu)}};
+  for (const C& c : cases) {
+    const int64_t T = c.s[c.s.size() - 2], mats = graph::numel(c.s) / (T * c.s.back());
+    const int64_t period = mats * T * T, stride = c.heads_of_stride ? c.heads_of_stride * T * T : period;
+    const std::string what =
+        str(c.s) + " scale " + std::to_string(c.scale) + " p " + std::to_string(c.p) +
+        (c.heads_of_stride ? " period " + std::to_string(period) + " stride " + std::to_string(stride) : "");
+    graph::TensorMap in{{"q", m.rng.uniform(c.s, -1.5f, 1.5f)},
+                        {"k", m.rng.uniform(c.s, -1.5f, 1.5f)},
+                        {"v", m.rng.uniform(c.s)},
+                        {"key", c.key}};
+    {
+      Graph g;
+      ValueId q = g.input("q", KILN_F32, c.s), k = g.input("k", KILN_F32, c.s), v = g.input("v", KILN_F32, c.s);
+      ValueId key = g.input("key", KILN_I32, {5});
+      g.output("y", g.attention_dropout(q, k, v, key, c.scale, c.p, period, stride));
+      m.add(KILN_OP_ATTENTION_DROPOUT, what, std::move(g), in);
+    }
+    Graph g;
+    ValueId q = g.input("q", KILN_F32, c.s), k = g.input("k", KILN_F32, c.s), v = g.input("v", KILN_F32, c.s);
+    ValueId key = g.input("key", KILN_I32, {5});
+    const ValueId y = g.attention_dropout(q, k, v, key, c.scale, c.p, period, stride);
+    const std::vector<ValueId> d =
+        g.attention_dropout_grad(q, k, v, g.input("dy", KILN_F32, c.s), key, c.scale, c.p, period, stride);
+    g.output("y", y);
+    g.output("dq", d[0]);
+    g.output("dk", d[1]);
+    g.output("dv", d[2]);
+    in["dy"] = m.rng.uniform(c.s);
+    m.add(KILN_OP_ATTENTION_DROPOUT_GRAD, what + " after its forward", std::move(g), in);
+  }
+}
+
 }  // namespace
 
 void add_composite_cases(Suite& suite) {
   CaseMaker m(suite, 4401);
   squared_relu_cases(m);
   attention_cases(m);
+  attention_dropout_cases(m);
 }
 
 }  // namespace kiln::conformance

@@ -16,6 +16,7 @@
 #include "graph/ops/op_def.h"
 #include "graph/ops/vjp.h"
 #include "graph/reference/reference_ctx.h"
+#include "kiln/philox.h"
 
 namespace kiln::graph {
 
@@ -34,6 +35,14 @@ ValueId Graph::attention(ValueId q, ValueId k, ValueId v, float s) {
 }
 std::vector<ValueId> Graph::attention_grad(ValueId q, ValueId k, ValueId v, ValueId dy, float s) {
   return add_node(KILN_OP_ATTENTION_GRAD, {q, k, v, dy}, {}, {s});
+}
+ValueId Graph::attention_dropout(ValueId q, ValueId k, ValueId v, ValueId key, float s, float p, int64_t period,
+                                 int64_t stride) {
+  return add_node(KILN_OP_ATTENTION_DROPOUT, {q, k, v, key}, {period, stride}, {s, p})[0];
+}
+std::vector<ValueId> Graph::attention_dropout_grad(ValueId q, ValueId k, ValueId v, ValueId dy, ValueId key, float s,
+                                                   float p, int64_t period, int64_t stride) {
+  return add_node(KILN_OP_ATTENTION_DROPOUT_GRAD, {q, k, v, dy, key}, {period, stride}, {s, p});
 }
 
 namespace {
@@ -69,6 +78,17 @@ Grads vjp_attention(Graph& g, const VjpArgs& a) {
   return {d[0], d[1], d[2]};
 }
 
+// The same with dropout; the key, an integer input, gets no gradient.
+Grads vjp_attention_dropout(Graph& g, const VjpArgs& a) {
+  const auto& ia = a.node.iattrs;
+  const auto& fa = a.node.fattrs;
+  const std::vector<ValueId> d =
+      g.attention_dropout_grad(a.in(0), a.in(1), a.in(2), a.dy[0], a.in(3), fa.at(0), fa.at(1), ia.at(0), ia.at(1));
+  Grads dx = none_for(a);
+  for (size_t i = 0; i < 3; ++i) dx[i] = d[i];
+  return dx;
+}
+
 // ---------------------------------------------------------------- decomposition
 
 // Both compute in f32 and round each output once, as the op is defined: a
@@ -97,6 +117,37 @@ std::vector<ValueId> decompose_attention_grad(Graph& g, const Node& n) {
   const ValueId dp = g.matmul(dy, v, false, true);
   const ValueId dv = g.matmul(p, dy, true, false);
   const ValueId ds = g.softmax_grad(p, dp, scale);
+  const ValueId dq = g.matmul(ds, k, false, false);
+  const ValueId dk = g.matmul(ds, q, true, false);
+  return {narrowed(g, dq, dt), narrowed(g, dk, dt), narrowed(g, dv, dt)};
+}
+
+// ATTENTION_DROPOUT's chain: DROPOUT_KEYED between the softmax and @ v,
+// where the model's chain has it (trainer/model/gpt.cpp), node for node.
+std::vector<ValueId> decompose_attention_dropout(Graph& g, const Node& n) {
+  const float scale = n.fattrs.at(0), p = n.fattrs.at(1);
+  const int64_t period = n.iattrs.at(0), stride = n.iattrs.at(1);
+  const kiln_dtype dt = g.value(n.inputs[0]).dtype;
+  const ValueId q = widened(g, n.inputs[0]), k = widened(g, n.inputs[1]), v = widened(g, n.inputs[2]);
+  const ValueId probs = g.causal_softmax(g.matmul(q, k, false, true), scale);
+  const ValueId dropped = g.dropout_keyed(probs, n.inputs[3], p, period, stride);
+  return {narrowed(g, g.matmul(dropped, v), dt)};
+}
+
+// Its gradient as autodiff writes the chain's (vjp_matmul, vjp_dropout_keyed,
+// vjp_causal_softmax, vjp_matmul), after recomputing the probabilities.
+std::vector<ValueId> decompose_attention_dropout_grad(Graph& g, const Node& n) {
+  const float scale = n.fattrs.at(0), p = n.fattrs.at(1);
+  const int64_t period = n.iattrs.at(0), stride = n.iattrs.at(1);
+  const ValueId key = n.inputs[4];
+  const kiln_dtype dt = g.value(n.inputs[0]).dtype;
+  const ValueId q = widened(g, n.inputs[0]), k = widened(g, n.inputs[1]), v = widened(g, n.inputs[2]);
+  const ValueId dy = widened(g, n.inputs[3]);
+  const ValueId probs = g.causal_softmax(g.matmul(q, k, false, true), scale);
+  const ValueId dropped = g.dropout_keyed(probs, key, p, period, stride);
+  const ValueId ddropped = g.matmul(dy, v, false, true);
+  const ValueId dv = g.matmul(dropped, dy, true, false);
+  const ValueId ds = g.softmax_grad(probs, g.dropout_keyed(ddropped, key, p, period, stride), scale);
   const ValueId dq = g.matmul(ds, k, false, false);
   const ValueId dk = g.matmul(ds, q, true, false);
   return {narrowed(g, dq, dt), narrowed(g, dk, dt), narrowed(g, dv, dt)};
@@ -201,12 +252,48 @@ std::vector<double> causal_probabilities(const float* q, const float* k, int64_t
   return p;
 }
 
+// The factor of each probability p[m][i, j]: 1 (ATTENTION), or
+// ATTENTION_DROPOUT's keep factor m[i, j], DROPOUT_KEYED's at element
+// (m * T + i) * T + j of the probabilities, from its key input `key_at`.
+class ProbabilityFactors {
+ public:
+  ProbabilityFactors(const ReferenceCtx& c, int64_t T) : T_(T) {
+    if (c.node.op != KILN_OP_ATTENTION_DROPOUT && c.node.op != KILN_OP_ATTENTION_DROPOUT_GRAD) return;
+    const size_t key_at = c.node.inputs.size() - 1;
+    const auto& words = c.ids(key_at);
+    if (words.size() != 5) c.fail("key must hold 5 words");
+    dropout_ = true;
+    key_ = kiln_dropout_key_from(words.data());
+    site_ = static_cast<uint32_t>(words[4]);
+    period_ = static_cast<uint64_t>(c.ia(0));
+    stride_ = static_cast<uint64_t>(c.ia(1));
+    threshold_ = kiln_dropout_threshold(c.fa(1));
+    scale_ = kiln_dropout_scale(c.fa(1));
+  }
+  double at(int64_t m, int64_t i, int64_t j) const {
+    if (!dropout_) return 1.0;
+    const auto e = static_cast<uint64_t>((m * T_ + i) * T_ + j);
+    const uint64_t g = kiln_dropout_index(e, period_, stride_, key_.offset);
+    return kiln_dropout_keep(kiln_dropout_bits(key_, site_, g), threshold_) != 0 ? scale_ : 0.0;
+  }
+
+ private:
+  int64_t T_;
+  bool dropout_ = false;
+  kiln_dropout_key key_{};
+  uint32_t site_ = 0, threshold_ = 0;
+  uint64_t period_ = 1, stride_ = 1;
+  double scale_ = 1.0;
+};
+
+// ATTENTION and ATTENTION_DROPOUT.
 void op_attention(const ReferenceCtx& c) {
   const auto& q = c.f(0);
   const auto& k = c.f(1);
   const auto& v = c.f(2);
   const Shape& s = c.shape_in(0);
   const int64_t T = s[s.size() - 2], D = s.back(), mats = static_cast<int64_t>(q.size()) / (T * D);
+  const ProbabilityFactors factor(c, T);
   HostTensor& y = c.out(0);
   for (int64_t m = 0; m < mats; ++m) {
     const int64_t at = m * T * D;
@@ -215,13 +302,14 @@ void op_attention(const ReferenceCtx& c) {
       for (int64_t e = 0; e < D; ++e) {
         double acc = 0.0;
         for (int64_t j = 0; j <= i; ++j)
-          acc += p[static_cast<size_t>(i * T + j)] * v[static_cast<size_t>(at + j * D + e)];
+          acc += p[static_cast<size_t>(i * T + j)] * factor.at(m, i, j) * v[static_cast<size_t>(at + j * D + e)];
         y.f32[static_cast<size_t>(at + i * D + e)] = static_cast<float>(acc);
       }
   }
 }
 
-// The gradient from p, in double: D_i = sum_j p_ij dp_ij with dp_ij = dy_i . v_j.
+// The gradient from p, in double, for both ops: with the factor f = m[i, j]
+// (1 without dropout), dp_ij = f dy_i . v_j and D_i = sum_j p_ij dp_ij.
 void op_attention_grad(const ReferenceCtx& c) {
   const auto& q = c.f(0);
   const auto& k = c.f(1);
@@ -230,6 +318,7 @@ void op_attention_grad(const ReferenceCtx& c) {
   const Shape& s = c.shape_in(0);
   const double scale = c.fa(0);
   const int64_t T = s[s.size() - 2], D = s.back(), mats = static_cast<int64_t>(q.size()) / (T * D);
+  const ProbabilityFactors factor(c, T);
   HostTensor &dq_out = c.out(0), &dk_out = c.out(1), &dv_out = c.out(2);  // zeroed at each out() call: once
   std::vector<double> dq(static_cast<size_t>(T * D)), dk(dq.size()), dv(dq.size()), ds(static_cast<size_t>(T * T));
   for (int64_t m = 0; m < mats; ++m) {
@@ -244,16 +333,17 @@ void op_attention_grad(const ReferenceCtx& c) {
       for (int64_t j = 0; j <= i; ++j) {
         double dp = 0.0;
         for (int64_t e = 0; e < D; ++e) dp += static_cast<double>(DY[i * D + e]) * V[j * D + e];
-        ds[static_cast<size_t>(i * T + j)] = dp;
-        dot += p[static_cast<size_t>(i * T + j)] * dp;
+        ds[static_cast<size_t>(i * T + j)] = dp * factor.at(m, i, j);
+        dot += p[static_cast<size_t>(i * T + j)] * ds[static_cast<size_t>(i * T + j)];
       }
       for (int64_t j = 0; j <= i; ++j) {
         const double pij = p[static_cast<size_t>(i * T + j)];
         const double dsij = scale * pij * (ds[static_cast<size_t>(i * T + j)] - dot);
+        const double kept = pij * factor.at(m, i, j);
         for (int64_t e = 0; e < D; ++e) {
           dq[static_cast<size_t>(i * D + e)] += dsij * K[j * D + e];
           dk[static_cast<size_t>(j * D + e)] += dsij * Q[i * D + e];
-          dv[static_cast<size_t>(j * D + e)] += pij * DY[i * D + e];
+          dv[static_cast<size_t>(j * D + e)] += kept * DY[i * D + e];
         }
       }
     }
@@ -274,6 +364,8 @@ void register_attention_ops(OpDefs& defs) {
   defs[KILN_OP_ALIBI] = {vjp_alibi, op_alibi};
   defs[KILN_OP_ATTENTION] = {vjp_attention, op_attention, decompose_attention};
   defs[KILN_OP_ATTENTION_GRAD] = {nullptr, op_attention_grad, decompose_attention_grad};
+  defs[KILN_OP_ATTENTION_DROPOUT] = {vjp_attention_dropout, op_attention, decompose_attention_dropout};
+  defs[KILN_OP_ATTENTION_DROPOUT_GRAD] = {nullptr, op_attention_grad, decompose_attention_dropout_grad};
 }
 
 }  // namespace kiln::graph

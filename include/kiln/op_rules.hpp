@@ -401,6 +401,19 @@ inline std::vector<Dims> apply_rule(const RuleInput& r) {
       if (r.info.num_outputs == 1) return {q};  // ATTENTION
       return {q, q, q};
     }
+    case KILN_RULE_ATTENTION_DROPOUT: {
+      // ATTENTION's operands, then the key; iattrs {period, stride}, fattrs {scale, p}.
+      const Dims& q = d(0);
+      if (q.size() < 2) throw name(0) + " must be [..., T, D], got " + dims_string(q);
+      const size_t key = in.size() - 1;
+      for (size_t i = 1; i < key; ++i) same_as(0, i);
+      must_be(key, {5});
+      Dims scores(q.begin(), q.end() - 1);
+      scores.push_back(q[q.size() - 2]);  // the [..., T, T] probabilities the mask indexes
+      dropout_block(scores, r.fa->at(1), ia[0], ia[1]);
+      if (r.info.num_outputs == 1) return {q};  // ATTENTION_DROPOUT
+      return {q, q, q};
+    }
   }
   throw std::string("op has no shape rule");
 }

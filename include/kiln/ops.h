@@ -123,7 +123,8 @@ typedef enum kiln_shape_rule {
   KILN_RULE_DROPOUT_KEYED = 30,   /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
   KILN_RULE_DOCUMENT_ROWS = 31,   /* (x [B, ..., T, T], starts [B, T] i32) -> x */
   KILN_RULE_CAST_FP8 = 32,        /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
-  KILN_RULE_ATTENTION = 33        /* (q, k, v [..., T, D][, dy]) -> y, or (dq, dk, dv), all of q's shape */
+  KILN_RULE_ATTENTION = 33,       /* (q, k, v [..., T, D][, dy]) -> y, or (dq, dk, dv), all of q's shape */
+  KILN_RULE_ATTENTION_DROPOUT = 34 /* ATTENTION's, then key [5] i32; 0 <= p < 1, period/stride checked */
 } kiln_shape_rule;
 
 #define KILN_E KILN_OPP_ELEMENTWISE
@@ -356,7 +357,20 @@ typedef enum kiln_shape_rule {
    *   dq[i] = sum_j ds[i, j] k[j],  dk[j] = sum_i ds[i, j] q[i].                                                      \
    * (The last sum is dy[i] . y[i] in exact arithmetic; computed from p, not from a rounded y.) A composite: the         \
    * chain's own gradient ops (MATMUL, SOFTMAX_GRAD) after recomputing p. */                                          \
-  X(ATTENTION_GRAD, 59, "attention_grad", 4, 3, 0, 1, 0, GEMM, ATTENTION, "q:f k:f v:f dy:f", "dq:f dk:f dv:f")
+  X(ATTENTION_GRAD, 59, "attention_grad", 4, 3, 0, 1, 0, GEMM, ATTENTION, "q:f k:f v:f dy:f", "dq:f dk:f dv:f")        \
+  /* (q, k, v [..., T, D], key [5] i32) -> y; iattrs = {period, stride}, fattrs = {scale, p}. ATTENTION with          \
+   * DROPOUT_KEYED (key, p, period, stride) on its probabilities, Megatron's attention dropout:                        \
+   *   y[i] = sum over j <= i of p[i, j] m[i, j] v[j],                                                                 \
+   * m[i, j] DROPOUT_KEYED's factor ((float)(1 / (1 - p)) or 0) at element (matrix * T + i) * T + j of the            \
+   * [..., T, T] probabilities, so the mask is the chain's bit for bit. A composite: MATMUL, CAUSAL_SOFTMAX,           \
+   * DROPOUT_KEYED, MATMUL where a backend lists no kernel for it; a kernel applies m to each p as it forms it. */    \
+  X(ATTENTION_DROPOUT, 60, "attention_dropout", 4, 1, 2, 2, 0, GEMM, ATTENTION_DROPOUT, "q:f k:f v:f key:i", "y:f")   \
+  /* (q, k, v, dy, key) -> (dq, dk, dv); attributes as ATTENTION_DROPOUT's. Its gradient, p recomputed:                \
+   *   dv[j] = sum_i p[i, j] m[i, j] dy[i],  dp[i, j] = m[i, j] dy[i] . v[j],                                          \
+   *   ds[i, j] = scale * p[i, j] * (dp[i, j] - sum_j' p[i, j'] dp[i, j']),  dq, dk as ATTENTION_GRAD's.                \
+   * (The last sum is dy[i] . y[i] in exact arithmetic.) A composite: the chain's gradient after recomputing p. */    \
+  X(ATTENTION_DROPOUT_GRAD, 61, "attention_dropout_grad", 5, 3, 2, 2, 0, GEMM, ATTENTION_DROPOUT,                      \
+    "q:f k:f v:f dy:f key:i", "dq:f dk:f dv:f")
 /* clang-format on */
 
 #define KILN_OP_ENUM_ROW_(NAME, CODE, ...) KILN_OP_##NAME = CODE,

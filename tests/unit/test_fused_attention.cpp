@@ -1,5 +1,6 @@
 // GptConfig::fused_attention (trainer/model/gpt.h): the attention core as
-// one ATTENTION node, with ATTENTION_GRAD in the backward. On a backend
+// one ATTENTION node, with ATTENTION_GRAD in the backward (ATTENTION_DROPOUT
+// and its gradient with attention dropout). On a backend
 // without a kernel for them (the cpu lists neither) the executor expands
 // both into the chain's own ops (graph/ops/attention.cpp): in f32 a
 // training step gives the unfused step's bits. In bf16 the expansion
@@ -83,19 +84,28 @@ int count(const graph::Graph& g, kiln_op op) {
 TEST(FusedAttention, ATrainStepOnTheCpuGivesTheChainsBits) {
   std::unique_ptr<Device> cpu = Registry::instance().open("cpu", 0, 2);
   ASSERT_FALSE(cpu->plugin().supports(KILN_OP_ATTENTION));
-  for (kiln_dtype dt : {KILN_F32, KILN_BF16}) {
-    SCOPED_TRACE(kiln_dtype_name(dt));
-    const graph::Graph chain = build_train_step(small(dt, false), 3);
-    const graph::Graph fused = build_train_step(small(dt, true), 3);
-    EXPECT_EQ(count(fused, KILN_OP_ATTENTION), 2);
-    EXPECT_EQ(count(fused, KILN_OP_ATTENTION_GRAD), 2);
+  struct Run {
+    kiln_dtype dt;
+    float dropout;
+  };
+  for (const Run& r : {Run{KILN_F32, 0.0f}, Run{KILN_BF16, 0.0f}, Run{KILN_F32, 0.3f}}) {
+    SCOPED_TRACE(std::string(kiln_dtype_name(r.dt)) + " attention dropout " + std::to_string(r.dropout));
+    GptConfig unfused = small(r.dt, false), fused_config = small(r.dt, true);
+    unfused.attention_dropout = fused_config.attention_dropout = r.dropout;
+    const graph::Graph chain = build_train_step(unfused, 3);
+    const graph::Graph fused = build_train_step(fused_config, 3);
+    const kiln_op op = r.dropout > 0.0f ? KILN_OP_ATTENTION_DROPOUT : KILN_OP_ATTENTION;
+    const kiln_op grad = r.dropout > 0.0f ? KILN_OP_ATTENTION_DROPOUT_GRAD : KILN_OP_ATTENTION_GRAD;
+    EXPECT_EQ(count(fused, op), 2);
+    EXPECT_EQ(count(fused, grad), 2);
     EXPECT_EQ(count(fused, KILN_OP_CAUSAL_SOFTMAX), 0);
-    EXPECT_EQ(count(chain, KILN_OP_ATTENTION), 0);
+    EXPECT_EQ(count(fused, KILN_OP_DROPOUT_KEYED), 0) << "the only dropout is the attention's";
+    EXPECT_EQ(count(chain, op), 0);
     const graph::TensorMap in = inputs_of(chain, 61);
     const auto want = run_on_cpu(*cpu, chain, in);
     const auto got = run_on_cpu(*cpu, fused, in);
     ASSERT_EQ(want.size(), got.size());
-    if (dt == KILN_F32) {
+    if (r.dt == KILN_F32) {
       for (const auto& [name, bytes] : want) EXPECT_EQ(got.at(name), bytes) << name << " differs";
       continue;
     }
@@ -106,17 +116,19 @@ TEST(FusedAttention, ATrainStepOnTheCpuGivesTheChainsBits) {
   }
 }
 
-// What the core needs more than keeps the chain: ALiBi, attention dropout
-// (in training; evaluation has none).
+// Attention dropout is fused with the core (ATTENTION_DROPOUT); evaluation,
+// which has none, uses ATTENTION. ALiBi, which biases the scores, keeps the
+// chain.
 TEST(FusedAttention, ALayerThatNeedsMoreThanTheCausalCoreKeepsTheChain) {
   GptConfig dropout = small(KILN_F32, true);
   dropout.attention_dropout = 0.1f;
-  EXPECT_EQ(count(build_train_step(dropout, 2), KILN_OP_ATTENTION), 0);
-  EXPECT_GT(count(build_train_step(dropout, 2), KILN_OP_CAUSAL_SOFTMAX), 0);
+  EXPECT_EQ(count(build_train_step(dropout, 2), KILN_OP_ATTENTION_DROPOUT), 2);
+  EXPECT_EQ(count(build_train_step(dropout, 2), KILN_OP_CAUSAL_SOFTMAX), 0);
   EXPECT_EQ(count(build_train_step(dropout.without_dropout(), 2), KILN_OP_ATTENTION), 2);
   GptConfig alibi = small(KILN_F32, true);
   alibi.position_embedding_type = PositionEmbedding::Alibi;
   EXPECT_EQ(count(build_train_step(alibi, 2), KILN_OP_ATTENTION), 0);
+  EXPECT_GT(count(build_train_step(alibi, 2), KILN_OP_CAUSAL_SOFTMAX), 0);
 }
 
 // --attention-backend (trainer/attention_backend.h) on real devices: the
@@ -155,6 +167,12 @@ TEST(FusedAttention, TheAttentionBackendFlagChoosesByDeviceAndModel) {
   EXPECT_FALSE(c.fused);
   EXPECT_TRUE(c.warn);
   EXPECT_NE(c.line.find("ALiBi"), std::string::npos) << c.line;
+  // Attention dropout needs the op that carries the mask.
+  GptConfig dropout = plain;
+  dropout.attention_dropout = 0.1f;
+  c = choose_attention(AttentionBackend::Fused, dropout, *vulkan);
+  EXPECT_EQ(c.fused, vulkan->plugin().supports(KILN_OP_ATTENTION_DROPOUT)) << c.line;
+  EXPECT_EQ(c.warn, !c.fused) << c.line;
 }
 
 // A head size no kernel plan fits (attention_plan.h on each backend: 1031

@@ -196,7 +196,6 @@ double flops_per_token(const GptConfig& c) {
 AttentionChainReason attention_chain_reason(const GptConfig& c) {
   if (c.position_embedding_type == PositionEmbedding::Alibi) return AttentionChainReason::Alibi;
   if (c.reset_attention_mask) return AttentionChainReason::DocumentMask;
-  if (c.attention_dropout > 0.0f) return AttentionChainReason::Dropout;
   return AttentionChainReason::None;
 }
 
@@ -205,7 +204,6 @@ const char* describe(AttentionChainReason r) {
     case AttentionChainReason::None: return "";
     case AttentionChainReason::Alibi: return "ALiBi biases the scores";
     case AttentionChainReason::DocumentMask: return "--reset-attention-mask keeps attention inside each document";
-    case AttentionChainReason::Dropout: return "--attention-dropout drops probabilities";
   }
   return "";
 }
@@ -488,10 +486,16 @@ ValueId attention(Graph& g, const GptConfig& c, const LayerSpec& spec, int64_t B
   // recomputed from q, k and v.
   const int core_begin = static_cast<int>(g.nodes().size());
   const float scale = coeff / std::sqrt(static_cast<float>(D));
-  // The fused core (GptConfig::fused_attention) where it is the plain causal one.
-  const bool fused = c.fused_attention && attention_chain_reason(c) == AttentionChainReason::None;
-  ValueId y = fused ? g.attention(q, h.k, h.v, scale)
-                    : attention_chain(g, c, spec, B, q, h.k, h.v, pos, dropout_key, scale);  // [B*H, T, D]
+  // The fused core (GptConfig::fused_attention) where it is the causal one,
+  // with the chain's dropout mask where it has one.
+  ValueId y;  // [B*H, T, D]
+  if (!c.fused_attention || attention_chain_reason(c) != AttentionChainReason::None)
+    y = attention_chain(g, c, spec, B, q, h.k, h.v, pos, dropout_key, scale);
+  else if (c.attention_dropout > 0.0f)
+    y = g.attention_dropout(q, h.k, h.v, dropout_key, scale, c.attention_dropout, H * T * T,
+                            c.num_attention_heads * T * T);
+  else
+    y = g.attention(q, h.k, h.v, scale);
   if (c.recompute_granularity == RecomputeGranularity::Selective)
     recompute_segments.push_back({core_begin, static_cast<int>(g.nodes().size())});
   y = g.reshape(y, {B, H, T, D});

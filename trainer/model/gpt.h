@@ -111,12 +111,13 @@ struct TrainingChoices {
   bool query_key_layer_scaling = false;
   // The attention core as one ATTENTION node (and ATTENTION_GRAD in the
   // backward) instead of MATMUL, CAUSAL_SOFTMAX, MATMUL: for a backend with
-  // a fused kernel, which never stores the [T, T] probabilities. Where a
-  // layer's attention needs more than the plain causal core (ALiBi, document
-  // masks, attention dropout) it keeps the chain. A backend without the
-  // kernel computes the same bits from ATTENTION's decomposition, but
+  // a fused kernel, which never stores the [T, T] probabilities. With
+  // attention dropout the node is ATTENTION_DROPOUT (and its gradient), the
+  // chain's mask bit for bit. Where a layer's attention needs more than
+  // that (ALiBi, document masks) it keeps the chain. A backend without the
+  // kernel computes the same bits from the op's decomposition, but
   // recomputes the probabilities in the backward, so the trainer sets this
-  // only for a backend that lists ATTENTION.
+  // only for a backend that lists the op (choose_attention).
   bool fused_attention = false;
   // Activation recomputation: the backward recomputes instead of keeping
   // the attention core of every layer (Selective) or whole layers (Full):
@@ -205,7 +206,7 @@ std::map<std::string, graph::Shape> parameter_shapes(const GptConfig& cfg);
 // node, whose kernels compute the plain causal core only. The layers
 // (gpt.cpp) and the run's log line (trainer/attention_backend.h) both ask
 // this, so what is logged is what is built.
-enum class AttentionChainReason { None, Alibi, DocumentMask, Dropout };
+enum class AttentionChainReason { None, Alibi, DocumentMask };
 AttentionChainReason attention_chain_reason(const GptConfig& cfg);
 // One phrase for a log line, e.g. "ALiBi biases the scores"; "" for None.
 const char* describe(AttentionChainReason r);
