@@ -56,8 +56,8 @@ AttentionChoice choose_attention(AttentionBackend asked, const GptConfig& model,
     return c;
   }
   c.fused = true;
-  c.line = std::string("attention: fused (") + kiln_op_table[op].name + " on backend " + primary.name + ", " +
-           asked_text + ")";
+  c.line = std::string("attention: fused (") + (dropout ? "ATTENTION_DROPOUT" : "ATTENTION") + " on backend " +
+           primary.name + ", " + asked_text + ")";
   return c;
 }
 

@@ -432,7 +432,8 @@ void Lowerer::rope(const ir::DecodedNode& n, const NodeInfo& p) {
 // ATTENTION (one attention.comp dispatch, PASS 0) and ATTENTION_GRAD (PASS
 // 1 for dq and each row's stats in scratch, then PASS 2 for dk and dv),
 // matrices in chunks whose windows fit, as plan_attention() lays them out
-// (attention_plan.h).
+// (attention_plan.h). ATTENTION_DROPOUT and its gradient are the same
+// passes built with DROPOUT, the key bound last (q in its place otherwise).
 void Lowerer::attention(const ir::DecodedNode& n) {
   const std::vector<int64_t>& dims = g_.values[n.inputs[0]].dims;
   const uint64_t T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());
@@ -442,8 +443,21 @@ void Lowerer::attention(const ir::DecodedNode& n) {
   const std::optional<AttentionPlan> plan = plan_attention(d_, T, D, &why);
   if (!plan) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": " + why);
   const uint32_t E = plan->E, S = plan->S, QB = plan->QB, bk = plan->BK;
-  const bool grad = n.op == KILN_OP_ATTENTION_GRAD;
+  const bool grad = n.op == KILN_OP_ATTENTION_GRAD || n.op == KILN_OP_ATTENTION_DROPOUT_GRAD;
+  const bool dropout = n.op == KILN_OP_ATTENTION_DROPOUT || n.op == KILN_OP_ATTENTION_DROPOUT_GRAD;
   const Val q = val(n.inputs[0]), k = val(n.inputs[1]), v = val(n.inputs[2]);
+  std::vector<uint32_t> mask(5, 0);  // period, stride (2 words), threshold, keep factor
+  if (dropout) {
+    // The probabilities' element index i * T + j within a matrix, and the
+    // period, are 32-bit in the shader (as dropout.comp's period is).
+    const auto period = static_cast<uint64_t>(n.iattrs[0]), stride = static_cast<uint64_t>(n.iattrs[1]);
+    if (T * T >= (uint64_t{1} << 31) || period >= (uint64_t{1} << 31))
+      fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": attention dropout over " + std::to_string(T) +
+                                     " positions with period " + std::to_string(period) + " exceeds 2^31 - 1");
+    const double prob = n.fattrs[1];
+    mask = {static_cast<uint32_t>(period), static_cast<uint32_t>(stride), static_cast<uint32_t>(stride >> 32),
+            kiln_dropout_threshold(prob), fbits(kiln_dropout_scale(prob))};
+  }
   // Bindings a pass does not use get q (read only) in their place.
   const Val y = grad ? q : val(n.outputs[0]), dy = grad ? val(n.inputs[3]) : q;
   const Val dq = grad ? val(n.outputs[0]) : y, dk = grad ? val(n.outputs[1]) : y, dv = grad ? val(n.outputs[2]) : y;
@@ -456,16 +470,19 @@ void Lowerer::attention(const ir::DecodedNode& n) {
       return window(plus(x.ref, z0 * T * D * x.es()), nz * T * D * x.es(), writes);
     };
     const Binding ws = grad ? window(plus(stats.ref, z0 * T * 8), nz * T * 8, true) : w(q, false);
-    const std::vector<uint32_t> args{u32(T, "T"), fbits(n.fattrs[0])};
+    std::vector<uint32_t> args{u32(T, "T"), fbits(n.fattrs[0]), static_cast<uint32_t>(z0)};
+    args.insert(args.end(), mask.begin(), mask.end());
     auto pass = [&](uint32_t which, const Val& out, const Val& aux, bool aux_writes, bool stats_write) {
-      const std::vector<uint32_t> spec{u32(QB * S, "group"), which,       u32(D, "D"),  u32(bk, "BK"),
-                                       u32(E, "E"),          u32(S, "S"), u32(QB, "QB")};
+      const std::vector<uint32_t> spec{u32(QB * S, "group"), which,       u32(D, "D"),   u32(bk, "BK"),
+                                       u32(E, "E"),          u32(S, "S"), u32(QB, "QB"), dropout ? 1u : 0u};
       const uint32_t pipe =
           pipeline(kiln_op_name(KILN_OP_ATTENTION), spec, pack({out.dt, q.dt, k.dt, v.dt, aux.dt, dy.dt}));
       Binding wstats = ws;
       wstats.writes = stats_write;
-      emit(pipe, {w(out, true), w(q, false), w(k, false), w(v, false), w(aux, aux_writes), w(dy, false), wstats}, args,
-           blocks, static_cast<uint32_t>(nz));
+      emit(pipe,
+           {w(out, true), w(q, false), w(k, false), w(v, false), w(aux, aux_writes), w(dy, false), wstats,
+            dropout ? window(at(n.inputs.back()), 20, false) : w(q, false)},
+           args, blocks, static_cast<uint32_t>(nz));
     };
     if (!grad) {
       pass(0, y, q, false, false);
@@ -933,7 +950,9 @@ void Lowerer::lower_op(size_t index, const ir::DecodedNode& n, const NodeInfo& p
       return elementwise(n.op, n.outputs[0], n.inputs[0], n.inputs[1], count, 1, n.fattrs[0], n.fattrs[1]);
     case KILN_OP_MATMUL: return matmul(n, p);
     case KILN_OP_ATTENTION:
-    case KILN_OP_ATTENTION_GRAD: return attention(n);
+    case KILN_OP_ATTENTION_GRAD:
+    case KILN_OP_ATTENTION_DROPOUT:
+    case KILN_OP_ATTENTION_DROPOUT_GRAD: return attention(n);
     case KILN_OP_EMBEDDING: return embedding(index, n, p, false);
     case KILN_OP_EMBEDDING_GRAD: return embedding(index, n, p, true);
     // LayerNorm and RMSNorm share layernorm.comp: RMS (specialization
@@ -1153,6 +1172,8 @@ constexpr kiln_op kSupportedOps[] = {
     KILN_OP_CAST_FP8,  // not FP8_GRAD_CAST: a composite, a RESHAPE on the host
     KILN_OP_ATTENTION,
     KILN_OP_ATTENTION_GRAD,
+    KILN_OP_ATTENTION_DROPOUT,
+    KILN_OP_ATTENTION_DROPOUT_GRAD,
 };
 const backend::SupportList kSupported{kSupportedOps, std::size(kSupportedOps), "vulkan"};
 

@@ -441,11 +441,13 @@ struct VulkanPlugin {
     device->rt->wait_idle();
   }
   static bool op_supported(int32_t op) { return kiln::vk::kSupported.contains(op); }
-  // Only ATTENTION has shapes its kernel refuses (attention_plan.h): such a
+  // Only the ATTENTION ops have shapes their kernel refuses (attention_plan.h): such a
   // node runs as its decomposition, the chain, on every device of the list.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD) return true;
+    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD && op != KILN_OP_ATTENTION_DROPOUT &&
+        op != KILN_OP_ATTENTION_DROPOUT_GRAD)
+      return true;
     if (inputs.empty() || inputs[0].dims.size() < 2) return false;
     const std::vector<int64_t>& dims = inputs[0].dims;
     const auto T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());

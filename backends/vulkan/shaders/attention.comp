@@ -1,5 +1,6 @@
 #version 450
-// ATTENTION and ATTENTION_GRAD (kiln/ops.h), causal, one [T, D] matrix of
+// ATTENTION and ATTENTION_GRAD (kiln/ops.h), and with DROPOUT their
+// ATTENTION_DROPOUT twins, causal, one [T, D] matrix of
 // q, k, v per workgroup row of the grid (gl_WorkGroupID.y), the
 // probabilities never stored (FlashAttention's online softmax). A
 // workgroup takes QB rows; S invocations share each row, E elements of it
@@ -19,6 +20,10 @@
 //  PASS 2, backward for dk and dv: per key row j, query rows i >= j in
 //    tiles of q, dy and their stats: dv[j] = sum_i p dy[i],
 //    dk[j] = sum_i ds q[i].
+// With DROPOUT, each probability p[i, j] that meets v or dy is multiplied by
+// its keep factor f (0 or 1 / (1 - p)), DROPOUT_KEYED's at element
+// (mat * T + i) * T + j of the probabilities (philox.glsl): o and dv sum
+// p f v and p f dy, dp = f dy[i].v[j]; m and l stay the unmasked softmax's.
 // Every sum runs in a fixed order (keys or queries ascending), in f32; a
 // 16-bit operand is widened on load and an output rounded once at the
 // store. Loops over E and S are unrolled: llvmpipe counts every loop
@@ -29,6 +34,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "io.glsl"
+#include "philox.glsl"
 
 layout(constant_id = 1) const uint PASS = 0u;
 layout(constant_id = 2) const uint D = 64u;   // head size
@@ -36,6 +42,7 @@ layout(constant_id = 3) const uint BK = 16u;  // rows per shared tile
 layout(constant_id = 4) const uint E = 16u;   // elements of a row per invocation
 layout(constant_id = 5) const uint S = 4u;    // invocations per row: D / E
 layout(constant_id = 6) const uint QB = 32u;  // rows per workgroup (of QB * S)
+layout(constant_id = 7) const uint DROPOUT = 0u;  // ATTENTION_DROPOUT and its gradient
 
 KILN_BUFFER(0, out0)  // y, dq or dk
 KILN_BUFFER(1, qb)
@@ -44,12 +51,44 @@ KILN_BUFFER(3, vb)
 KILN_BUFFER(4, aux)   // PASS 2: dv (written); unused before
 KILN_BUFFER(5, dyb)
 layout(std430, set = 0, binding = 6) buffer Stats { float stats[]; };  // per row: lse, sum p dy.v
+layout(std430, set = 0, binding = 7) buffer Key { uint key[]; };  // DROPOUT: seed, step, offset lo, hi, site
 
 layout(push_constant) uniform Push {
-  uint base[7];
+  uint base[8];
   uint T;
   float scale;
+  uint mat0;       // the dispatch's first matrix of the node
+  uint period;     // DROPOUT: < 2^31 (the host checks)
+  uint stride_lo;  // 64-bit
+  uint stride_hi;
+  uint threshold;  // llround(p * 2^24)
+  float keep;      // (float)(1 / (1 - p))
 } p;
+
+// Matrix mat's first probability e0 = mat * T * T as dropout_bits takes it:
+// (e0 % period, e0 / period low and high words), by long division in 32-bit
+// words (no shaderInt64 needed): e0 = hi * 2^32 + lo, period < 2^31.
+uvec3 dropout_start(uint mat) {
+  uint hi, lo;
+  umulExtended(mat, p.T * p.T, hi, lo);
+  uint q_hi = hi / p.period, r = hi % p.period, q_lo = 0u;
+  [[unroll]] for (int b = 31; b >= 0; --b) {
+    r = (r << 1) | ((lo >> uint(b)) & 1u);  // < 2 * period <= 2^32
+    if (r >= p.period) {
+      r -= p.period;
+      q_lo |= 1u << uint(b);
+    }
+  }
+  return uvec3(r, q_lo, q_hi);
+}
+
+// The keep factor of probability (i, j) of the matrix whose start is `st`.
+float keep_factor(uvec3 st, uint i, uint j) {
+  uint kb = p.base[7];
+  uint bits = dropout_bits(i * p.T + j, st.x, st.y, st.z, p.period, p.stride_lo, p.stride_hi, key[kb], key[kb + 1u],
+                           key[kb + 2u], key[kb + 3u], key[kb + 4u]);
+  return (bits >> 8) >= p.threshold ? p.keep : 0.0;
+}
 
 shared float tile0[BK * D];     // k (PASS 0, 1) or q (PASS 2)
 shared float tile1[BK * D];     // v (PASS 0, 1) or dy (PASS 2)
@@ -82,6 +121,7 @@ void load_tiles(uint at, uint r0) {
 
 void main() {
   uint mat = gl_WorkGroupID.y, at = mat * p.T * D;
+  uvec3 st = DROPOUT != 0u ? dropout_start(p.mat0 + mat) : uvec3(0u);
   uint rb = gl_LocalInvocationID.x / S, lane = gl_LocalInvocationID.x % S;
   uint first = gl_WorkGroupID.x * QB;  // the block's first row
   uint r = first + rb;                 // this invocation's row
@@ -122,7 +162,11 @@ void main() {
         for (uint t = 0u; t < nt; ++t) {
           vec2 sd = vec2(0.0);
           for (uint w = 0u; w < S; ++w) sd += part[pw + t * S + w];
-          float s = sd.x * p.scale, dp = sd.y;
+          float s = sd.x * p.scale, dp = sd.y, f = 1.0;
+          if (DROPOUT != 0u) {
+            f = keep_factor(st, r, j0 + t);
+            dp *= f;
+          }
           if (sweep == 1u) {
             float ds = p.scale * exp(s - lse) * (dp - dyy);
             for (uint u = 0u; u < E; ++u) acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);
@@ -133,7 +177,7 @@ void main() {
           l = l * c + pj;
           pdp = pdp * c + pj * dp;
           if (PASS == 0u)
-            for (uint u = 0u; u < E; ++u) acc[u] = acc[u] * c + pj * tile1[t * D + e0 + u];
+            for (uint u = 0u; u < E; ++u) acc[u] = acc[u] * c + pj * f * tile1[t * D + e0 + u];
           m = mn;
         }
       }
@@ -167,9 +211,10 @@ void main() {
       vec2 sd = vec2(0.0);
       for (uint w = 0u; w < S; ++w) sd += part[pw + t * S + w];
       float pij = exp(sd.x * p.scale - tstat[2u * t]);
-      float ds = p.scale * pij * (sd.y - tstat[2u * t + 1u]);
+      float f = DROPOUT != 0u ? keep_factor(st, i0 + t, r) : 1.0;
+      float ds = p.scale * pij * (sd.y * f - tstat[2u * t + 1u]);
       for (uint u = 0u; u < E; ++u) {
-        acc2[u] = fma(pij, tile1[t * D + e0 + u], acc2[u]);  // dv
+        acc2[u] = fma(pij * f, tile1[t * D + e0 + u], acc2[u]);  // dv
         acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);     // dk
       }
     }
