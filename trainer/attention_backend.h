@@ -6,9 +6,10 @@
 // softmax(QK^T / sqrt(d)) V; a backend without the kernel would run the
 // fused core as its decomposition, which recomputes the probabilities in
 // the backward, so the chain is what it gets.
-//  - flash and fused: the fused core where the backend lists ATTENTION and
-//    the model's attention is the plain causal one; they say so when it is
-//    not (as Transformer Engine falls back, kiln trains on).
+//  - flash and fused: the fused core where the backend lists ATTENTION
+//    (ATTENTION_DROPOUT with --attention-dropout) and the model's attention
+//    is the causal one; they say so when it is not (as Transformer Engine
+//    falls back, kiln trains on).
 //  - auto (the default): the same, on devices that are not CPUs. On a CPU
 //    device the [T, T] probabilities fit host memory and the chain's GEMMs
 //    are as fast or faster: the default model's step on PoCL takes 1.4x
