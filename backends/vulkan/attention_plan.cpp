@@ -4,7 +4,8 @@
 
 namespace kiln::vk {
 
-std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, std::string* why) {
+std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, bool dropout,
+                                            std::string* why) {
   auto refuse = [&](const std::string& reason) -> std::optional<AttentionPlan> {
     if (why != nullptr) *why = reason;
     return std::nullopt;
@@ -19,17 +20,20 @@ std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uin
   if (S > d.max_invocations) return refuse(shape + " needs " + std::to_string(S) + " invocations per row");
   const uint64_t QB = std::max<uint64_t>(1, std::min<uint64_t>(std::max<uint64_t>(128, S), d.max_invocations) / S);
   // Two tiles of BK rows, their stats, the partial dot products (a vec2
-  // per row, tile row and lane) and common.glsl's reduction array.
-  auto shared_bytes = [&](uint64_t bk) { return (2 * bk * D + 2 * bk + 2 * QB * bk * S + 256) * 4; };
+  // per row, tile row and lane), with dropout a keep factor per row and
+  // tile row, and common.glsl's reduction array.
+  const uint64_t keep = dropout ? 1 : 0;
+  auto shared_bytes = [&](uint64_t bk) { return (2 * bk * D + 2 * bk + 2 * QB * bk * S + keep * QB * bk + 256) * 4; };
   uint64_t bk = 32;
   while (bk > 1 && shared_bytes(bk) > d.max_shared_bytes) bk /= 2;
   if (shared_bytes(bk) > d.max_shared_bytes) return refuse(shape + " does not fit the device's shared memory");
   // llvmpipe ends every loop of an invocation once all of them together
   // pass 65535 iterations, silently. Only the tile and key loops iterate
   // (the shader unrolls the rest): two sweeps of tiles, each a tile load,
-  // two loops over its rows and the stats.
+  // two loops over its rows (three with dropout's keep factors) and the
+  // stats, and with dropout the 32 steps of a long division.
   const uint64_t tiles = (T + bk - 1) / bk, loads = (bk * D + QB * S - 1) / (QB * S);
-  if (d.kind == KILN_DEVICE_CPU && 2 * tiles * (loads + 2 * bk + 2) + 4 > 65535)
+  if (d.kind == KILN_DEVICE_CPU && 2 * tiles * (loads + (2 + keep) * bk + 2) + 4 + 32 * keep > 65535)
     return refuse(shape + " passes llvmpipe's 65535 loop iterations per invocation");
   return AttentionPlan{static_cast<uint32_t>(E), static_cast<uint32_t>(S), static_cast<uint32_t>(QB),
                        static_cast<uint32_t>(bk)};

@@ -26,7 +26,10 @@ struct AttentionPlan {
 // a binding window, a row split wider than a workgroup, the tiles and
 // partial sums larger than the shared memory, or, on llvmpipe, more loop
 // iterations per invocation than its limit.
-std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, std::string* why);
+// `dropout`: for ATTENTION_DROPOUT and its gradient, whose keep factors
+// take shared memory and loop iterations of their own.
+std::optional<AttentionPlan> plan_attention(const DeviceInfo& d, uint64_t T, uint64_t D, bool dropout,
+                                            std::string* why);
 
 }  // namespace kiln::vk
 

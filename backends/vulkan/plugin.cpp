@@ -451,9 +451,10 @@ struct VulkanPlugin {
     if (inputs.empty() || inputs[0].dims.size() < 2) return false;
     const std::vector<int64_t>& dims = inputs[0].dims;
     const auto T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());
+    const bool dropout = op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD;
     auto& devices = kiln::vk::device_list();
     for (int32_t i = 0; i < devices.count(); ++i)
-      if (!kiln::vk::plan_attention(devices.at(i), T, D, nullptr)) return false;
+      if (!kiln::vk::plan_attention(devices.at(i), T, D, dropout, nullptr)) return false;
     return true;
   }
 };

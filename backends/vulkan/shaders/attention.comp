@@ -94,6 +94,7 @@ shared float tile0[BK * D];     // k (PASS 0, 1) or q (PASS 2)
 shared float tile1[BK * D];     // v (PASS 0, 1) or dy (PASS 2)
 shared float tstat[2 * BK];     // PASS 2: the tile rows' stats
 shared vec2 part[QB * BK * S];  // per row, tile row and lane: partial dots
+shared float fkeep[QB * BK * DROPOUT + 1u];  // DROPOUT: per row and tile row, the keep factor
 
 // Loads rows [r0, r0 + BK) of matrix `at` (element offset) of two operands
 // into the tiles (rows past T as 0), and for PASS 2 their stats.
@@ -158,13 +159,16 @@ void main() {
           }
           part[pr + t * S] = vec2(s, dp);
         }
+        // A row's S invocations draw its keep factors in turn, not each all of them.
+        if (DROPOUT != 0u)
+          for (uint t = lane; t < nt; t += S) fkeep[rb * BK + t] = keep_factor(st, r, j0 + t);
         barrier();
         for (uint t = 0u; t < nt; ++t) {
           vec2 sd = vec2(0.0);
           for (uint w = 0u; w < S; ++w) sd += part[pw + t * S + w];
           float s = sd.x * p.scale, dp = sd.y, f = 1.0;
           if (DROPOUT != 0u) {
-            f = keep_factor(st, r, j0 + t);
+            f = fkeep[rb * BK + t];
             dp *= f;
           }
           if (sweep == 1u) {
@@ -206,12 +210,14 @@ void main() {
       }
       part[pr + t * S] = vec2(s, dp);
     }
+    if (DROPOUT != 0u)
+      for (uint t = t0 + lane; t < t1; t += S) fkeep[rb * BK + t] = keep_factor(st, i0 + t, r);
     barrier();
     for (uint t = t0; t < t1; ++t) {
       vec2 sd = vec2(0.0);
       for (uint w = 0u; w < S; ++w) sd += part[pw + t * S + w];
       float pij = exp(sd.x * p.scale - tstat[2u * t]);
-      float f = DROPOUT != 0u ? keep_factor(st, i0 + t, r) : 1.0;
+      float f = DROPOUT != 0u ? fkeep[rb * BK + t] : 1.0;
       float ds = p.scale * pij * (sd.y * f - tstat[2u * t + 1u]);
       for (uint u = 0u; u < E; ++u) {
         acc2[u] = fma(pij * f, tile1[t * D + e0 + u], acc2[u]);  // dv
