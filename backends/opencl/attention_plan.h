@@ -1,5 +1,5 @@
 // How codegen_attention.cpp's kernels cover the [T, D] matrices of one
-// ATTENTION or ATTENTION_GRAD node on a device, or why they cannot: asked
+// ATTENTION(_DROPOUT) or its gradient node on a device, or why they cannot: asked
 // by the generator (which sizes its kernels by the plan) and by
 // op_supported_node (which refuses such a node, so the host runs the op's
 // decomposition, the unfused chain, instead of a compile that fails).

@@ -1,5 +1,8 @@
 // ATTENTION and ATTENTION_GRAD (kiln/ops.h), causal, as Vulkan's
-// attention.comp computes them: FlashAttention's online softmax, so the
+// attention.comp computes them, and ATTENTION_DROPOUT(_GRAD) by the same
+// kernels with the keep factor f of each probability (DROPOUT_KEYED's at
+// its element of the [..., T, T] probabilities, codegen_dropout.cpp) drawn
+// where the probability is formed: FlashAttention's online softmax, so the
 // T x T probabilities are never stored. A work group takes QB query (or
 // key) rows of one matrix; S work items share a row, E elements of it apiece
 // (E * S = D), so private arrays stay small whatever the head size. A dot
@@ -13,6 +16,9 @@
 //    unit temporary, which lives until the unit's last step.
 //  ATTENTION_GRAD, kernel 2: per key row j, the query rows i >= j with
 //    their stats: dv[j] = sum_i p dy[i], dk[j] = sum_i ds q[i].
+//  With dropout, m and l stay the unmasked softmax's; o sums p f v, dp is
+//    f dy[i].v[j] wherever it appears (so the row sums are sum_j p dp) and
+//    dv sums p f dy.
 // Every sum runs in a fixed order (keys or queries ascending) in f32, so
 // results are the same run to run; 16-bit operands are widened on load and
 // outputs rounded once at the store.
@@ -55,12 +61,29 @@ Arg arg(Kernel& k, const EmitContext& ctx, uint32_t id, bool writable) {
 
 std::string ld(const Arg& a, const std::string& index) { return load_float(a.dt, a.ptr, index); }
 
+// ATTENTION_DROPOUT(_GRAD)'s mask, nullopt for the plain ops: its key
+// (the node's last input) becomes a kernel parameter.
+std::optional<DropoutMask> dropout_mask(const ir::DecodedNode& n) {
+  if (n.op != KILN_OP_ATTENTION_DROPOUT && n.op != KILN_OP_ATTENTION_DROPOUT_GRAD) return std::nullopt;
+  return DropoutMask{n.fattrs[1], static_cast<uint64_t>(n.iattrs[0]), static_cast<uint64_t>(n.iattrs[1]), ""};
+}
+
 // Writes one kernel's text; D, T and BK are the sizes as literals.
 class Writer {
  public:
-  Writer(Kernel& k, const Plan& p) : D(num(p.D)), T(num(p.T)), BK(num(p.BK)), k_(k), p_(p) {}
+  // With a mask, every dot product of a query row i with a key row j also
+  // draws that pair's keep factor f (dots).
+  Writer(Kernel& k, const ir::DecodedNode& n, const Plan& p)
+      : D(num(p.D)), T(num(p.T)), BK(num(p.BK)), k_(k), p_(p), mask_(dropout_mask(n)) {
+    if (!mask_) return;
+    key_ = k.param(value(n.inputs.back()), "const int");
+    mask_->site = keyed_site(key_);
+  }
 
   const std::string D, T, BK;
+
+  // `x` times the keep factor, `x` itself without dropout.
+  std::string kept(const std::string& x) const { return mask_ ? "(" + x + " * f)" : x; }
 
   // Where this work item stands, its private rows, and the local arrays.
   void begin() {
@@ -103,8 +126,11 @@ class Writer {
 
   // For tile rows t in [t0, t1): the row's dot products with them (q or k
   // against tile0, dy or v against tile1 when `dp`) as s (scaled) and dp,
-  // then `body`.
-  void dots(const std::string& t0, const std::string& t1, bool dp, float scale, const std::vector<std::string>& body) {
+  // then `body`. With dropout, f is the keep factor of the probability at
+  // element `elem` (a query and key pair of the [..., T, T] matrices) and
+  // dp is f dy.v, the gradient of the unmasked probability.
+  void dots(const std::string& t0, const std::string& t1, bool dp, float scale, const std::string& elem,
+            const std::vector<std::string>& body) {
     const std::string at_t = "tile0[t * " + D + " + e0 + u]";
     k_.line("  for (uint t = " + t0 + "; t < " + t1 + "; ++t) {");
     k_.line("    float s = 0.0f, dp = 0.0f;");
@@ -118,7 +144,11 @@ class Writer {
     k_.line("  for (uint t = " + t0 + "; t < " + t1 + "; ++t) {");
     k_.line("    float2 sd = (float2)(0.0f, 0.0f);");
     k_.line("    for (uint w = 0; w < " + num(p_.S) + "; ++w) sd += part[pw + t * " + num(p_.S) + " + w];");
-    k_.line("    const float s = sd.x * " + flt(scale) + ", dp = sd.y;");
+    if (mask_) {
+      k_.line("    float f;");
+      for (const std::string& l : dropout_factor_lines("f", elem, key_, *mask_)) k_.line("    " + l);
+    }
+    k_.line("    const float s = sd.x * " + flt(scale) + ", dp = " + kept("sd.y") + ";");
     for (const std::string& l : body) k_.line("    " + l);
     k_.line("  }");
   }
@@ -128,13 +158,16 @@ class Writer {
     k_.line("for (uint j0 = 0; j0 < min(first + " + num(p_.QB) + ", " + T + "); j0 += " + BK + ") {");
     load_tiles("j0", k, v);
     k_.line("  const uint nt = live && r >= j0 ? min(" + BK + ", r + 1u - j0) : 0u;");
-    dots("0u", "nt", dp, scale, body);
+    // Query r against key j0 + t.
+    dots("0u", "nt", dp, scale, "((ulong)mat * " + T + " + r) * " + T + " + j0 + t", body);
     k_.line("}");
   }
 
  private:
   Kernel& k_;
   const Plan& p_;
+  std::optional<DropoutMask> mask_;
+  std::string key_;  // the key's pointer, with a mask
 };
 
 // The online softmax's step to key score s: rescale what was summed under
@@ -147,13 +180,13 @@ void forward(EmitContext& ctx, uint32_t node, const Plan& p) {
   Kernel k;
   const Arg q = arg(k, ctx, n.inputs[0], false), kk = arg(k, ctx, n.inputs[1], false),
             v = arg(k, ctx, n.inputs[2], false), y = arg(k, ctx, n.outputs[0], true);
-  Writer w(k, p);
+  Writer w(k, n, p);
   w.begin();
   w.each("{ a[u] = live ? " + ld(q, "row + u") + " : 0.0f; acc[u] = 0.0f; }");
   k.line("float m = -INFINITY, l = 0.0f;");
   std::vector<std::string> body = kOnlineMax;
-  body.push_back("for (uint u = 0; u < " + num(p.E) + "; ++u) acc[u] = acc[u] * c + pj * tile1[t * " + w.D +
-                 " + e0 + u];");
+  body.push_back("for (uint u = 0; u < " + num(p.E) + "; ++u) acc[u] = acc[u] * c + " + w.kept("pj") + " * tile1[t * " +
+                 w.D + " + e0 + u];");
   body.emplace_back("m = mn;");
   w.sweep_keys(kk, v, false, n.fattrs[0], body);
   k.line("if (!live) return;");
@@ -173,7 +206,7 @@ void backward(EmitContext& ctx, uint32_t node, const Plan& p) {
               v = arg(k, ctx, n.inputs[2], false), dy = arg(k, ctx, n.inputs[3], false),
               dq = arg(k, ctx, n.outputs[0], true);
     const std::string st = k.param(stats, "float");
-    Writer w(k, p);
+    Writer w(k, n, p);
     w.begin();
     w.each("{ a[u] = live ? " + ld(q, "row + u") + " : 0.0f; b[u] = live ? " + ld(dy, "row + u") +
            " : 0.0f; acc[u] = 0.0f; }");
@@ -197,7 +230,7 @@ void backward(EmitContext& ctx, uint32_t node, const Plan& p) {
             v = arg(k, ctx, n.inputs[2], false), dy = arg(k, ctx, n.inputs[3], false),
             dk = arg(k, ctx, n.outputs[1], true), dv = arg(k, ctx, n.outputs[2], true);
   const std::string st = k.param(stats, "const float");
-  Writer w(k, p);
+  Writer w(k, n, p);
   w.begin();
   w.each("{ a[u] = live ? " + ld(kk, "row + u") + " : 0.0f; b[u] = live ? " + ld(v, "row + u") +
          " : 0.0f; acc[u] = 0.0f; acc2[u] = 0.0f; }");
@@ -205,10 +238,12 @@ void backward(EmitContext& ctx, uint32_t node, const Plan& p) {
   k.line("for (uint i0 = first - first % " + w.BK + "; i0 < " + w.T + "; i0 += " + w.BK + ") {");
   w.load_tiles("i0", q, dy, st);
   k.line("  const uint t0 = live ? max(i0, r) - i0 : " + w.BK + ", t1 = min(" + w.BK + ", " + w.T + " - i0);");
-  w.dots("t0", "t1", true, scale,
+  // Query i0 + t against key r.
+  w.dots("t0", "t1", true, scale, "((ulong)mat * " + w.T + " + i0 + t) * " + w.T + " + r",
          {"const float pij = exp(s - tstat[2u * t]);",
           "const float ds = " + flt(scale) + " * pij * (dp - tstat[2u * t + 1u]);",
-          "for (uint u = 0; u < " + num(p.E) + "; ++u) {", "  acc2[u] += pij * tile1[t * " + w.D + " + e0 + u];",
+          "for (uint u = 0; u < " + num(p.E) + "; ++u) {",
+          "  acc2[u] += " + w.kept("pij") + " * tile1[t * " + w.D + " + e0 + u];",
           "  acc[u] += ds * tile0[t * " + w.D + " + e0 + u];", "}"});
   k.line("}");
   k.line("if (!live) return;");
@@ -220,7 +255,8 @@ void backward(EmitContext& ctx, uint32_t node, const Plan& p) {
 }  // namespace
 
 // Fused causal attention.
-constexpr kiln_op kAttentionOpsList[] = {KILN_OP_ATTENTION, KILN_OP_ATTENTION_GRAD};
+constexpr kiln_op kAttentionOpsList[] = {KILN_OP_ATTENTION, KILN_OP_ATTENTION_GRAD, KILN_OP_ATTENTION_DROPOUT,
+                                         KILN_OP_ATTENTION_DROPOUT_GRAD};
 const std::span<const kiln_op> kAttentionOps{kAttentionOpsList};
 
 void emit_attention(EmitContext& ctx, uint32_t node) {
@@ -231,7 +267,8 @@ void emit_attention(EmitContext& ctx, uint32_t node) {
   if (q.numel() == 0) return;
   p.mats = static_cast<uint64_t>(q.numel()) / (p.T * p.D);
   plan(ctx, node, p);
-  if (ctx.g.nodes[node].op == KILN_OP_ATTENTION) return forward(ctx, node, p);
+  const kiln_op op = ctx.g.nodes[node].op;
+  if (op == KILN_OP_ATTENTION || op == KILN_OP_ATTENTION_DROPOUT) return forward(ctx, node, p);
   backward(ctx, node, p);
 }
 

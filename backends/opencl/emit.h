@@ -143,13 +143,28 @@ void emit_rope(EmitContext& ctx, uint32_t node);  // rope, rope_grad
 // (codegen_dropout.cpp); `key` names its const int pointer.
 std::vector<std::string> dropout_lines(const std::string& y, const std::string& x, const std::string& key,
                                        const std::string& i, const ir::DecodedNode& n, const NodeInfo& inf);
+// A DROPOUT mask: the probability, the global index's period and stride
+// (kiln_dropout_index) and the site as an OpenCL uint expression.
+struct DropoutMask {
+  double p = 0.0;
+  uint64_t period = 1, stride = 1;
+  std::string site;
+};
+// The site of DROPOUT_KEYED and ATTENTION_DROPOUT: the key's word 4.
+std::string keyed_site(const std::string& key);
+// One block that sets the existing float `f` to the mask's keep factor
+// (0 or 1 / (1 - p)) of element `e`, an expression taken as ulong; `key`
+// names the const int pointer to the key (seed, step, offset_lo, offset_hi).
+std::vector<std::string> dropout_factor_lines(const std::string& f, const std::string& e, const std::string& key,
+                                              const DropoutMask& mask);
 void emit_alibi(EmitContext& ctx, uint32_t node);
 extern const std::span<const kiln_op> kCastOps;
 void emit_cast(EmitContext& ctx, uint32_t node);  // one elementwise kernel
 extern const std::span<const kiln_op> kFp8Ops;
 void emit_cast_fp8(EmitContext& ctx, uint32_t node);  // amax partials, scale, cast (codegen_fp8.cpp)
 extern const std::span<const kiln_op> kAttentionOps;
-void emit_attention(EmitContext& ctx, uint32_t node);  // attention, attention_grad (codegen_attention.cpp)
+// attention(_dropout), attention(_dropout)_grad (codegen_attention.cpp)
+void emit_attention(EmitContext& ctx, uint32_t node);
 // kiln/fp8.h's functions in OpenCL C, which CAST_FP8's kernels call.
 extern const char* const kFp8Prelude;
 

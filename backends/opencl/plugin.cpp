@@ -345,13 +345,16 @@ struct OpenclPlugin {
 
   static void synchronize(kiln_device* device) { kiln::ocl::cl_check(clFinish(device->queue), "clFinish"); }
   static bool op_supported(int32_t op) { return supported().contains(op); }
-  // Only ATTENTION has shapes its kernels refuse (attention_plan.h: a head
-  // size whose row split needs a larger work group, or more local memory,
-  // than a device has): such a node runs as its decomposition, the chain,
-  // on every device of the list.
+  // Only the attention ops have shapes their kernels refuse (attention_plan.h:
+  // a head size whose row split needs a larger work group, or more local
+  // memory, than a device has): such a node runs as its decomposition, the
+  // chain, on every device of the list. The dropout variants run the same
+  // kernels (the mask adds no memory), so they share the plan check.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD) return true;
+    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD && op != KILN_OP_ATTENTION_DROPOUT &&
+        op != KILN_OP_ATTENTION_DROPOUT_GRAD)
+      return true;
     if (inputs.empty() || inputs[0].dims.size() < 2) return false;
     const std::vector<int64_t>& dims = inputs[0].dims;
     const int64_t T = dims[dims.size() - 2], D = dims.back();

@@ -326,6 +326,48 @@ TEST_F(OpenclOps, CompileRefusesBadIr) {
   api->error_destroy(err);
 }
 
+// ATTENTION_DROPOUT and its gradient run ATTENTION's kernels, so they share
+// its per-node plan check (attention_plan.h): a head size of 1031 (prime,
+// a row split of 1031 work items) is refused per node and the graph runs
+// the op's decomposition, the chain with its DROPOUT_KEYED mask, on the
+// cpu fallback; a head size that fits is claimed.
+TEST_F(OpenclOps, AttentionDropoutNoPlanFitsRunsAsTheChain) {
+  auto desc = [](int64_t d) { return TensorDesc{KILN_F32, {2, 5, d}}; };
+  const TensorDesc key{KILN_I32, {5}};
+  const Plugin& plugin = dev().plugin();
+  for (int64_t d : {64, 1031}) {
+    SCOPED_TRACE("head size " + std::to_string(d));
+    const bool fits = d == 64;
+    EXPECT_EQ(plugin.supports_node(KILN_OP_ATTENTION_DROPOUT, {desc(d), desc(d), desc(d), key}, {desc(d)}), fits);
+    EXPECT_EQ(plugin.supports_node(KILN_OP_ATTENTION_DROPOUT_GRAD, {desc(d), desc(d), desc(d), desc(d), key},
+                                   {desc(d), desc(d), desc(d)}),
+              fits);
+  }
+  Graph g;
+  const Shape s{2, 5, 1031};
+  const ValueId q = g.input("q", KILN_F32, s), k = g.input("k", KILN_F32, s), v = g.input("v", KILN_F32, s);
+  const ValueId kv = g.input("key", KILN_I32, {5});
+  const int64_t period = 2 * 5 * 5;
+  g.output("y", g.attention_dropout(q, k, v, kv, 0.03f, 0.5f, period, period));
+  TensorMap in{{"q", rnd(s)}, {"k", rnd(s)}, {"v", rnd(s)}, {"key", HostTensor::zeros(KILN_I32, {5})}};
+  in.at("key").i32 = {7, 3, 0, 0, 11};
+  Executable exe(dev(), g);
+  for (const char* name : {"q", "k", "v", "key"}) exe.buffer(name)->write(in.at(name).data(), in.at(name).bytes());
+  exe.run();
+  HostTensor got = HostTensor::zeros(KILN_F32, s);
+  exe.buffer("y")->read(got.data(), got.bytes());
+  const HostTensor want = run_reference(g, in).at("y");
+  int zeros = 0;
+  for (size_t i = 0; i < got.f32.size(); ++i) {
+    ASSERT_NEAR(got.f32[i], want.f32[i], 1e-5f) << "element " << i;
+    zeros += want.f32[i] == 0.0f ? 1 : 0;
+  }
+  // A query row's first probability is 1: where the key drops it, row 0 is
+  // all zeros, so the comparison sees the mask (the chain without it would
+  // differ there).
+  EXPECT_GT(zeros, 0) << "this key drops no row-0 probability; the test would not see the mask";
+}
+
 TEST_F(OpenclOps, DeviceProperties) {
   const kiln_device_properties& p = dev().properties();
   EXPECT_GT(std::strlen(p.name), 0u);
