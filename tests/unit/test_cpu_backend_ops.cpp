@@ -161,11 +161,12 @@ TEST(CpuPlugin, AllReduceIsAHostCollective) {
     a.op = op;
     ASSERT_EQ(api->op_supported(&a), nullptr);
     // Neither a host collective nor SQUARED_RELU's pair, FP8_GRAD_CAST and
-    // ATTENTION's pair (composites with no cpu kernel: the host expands
+    // the ATTENTION ops (composites with no cpu kernel: the host expands
     // them, graph/decompose.h) is in the cpu's list; every other op is, the
     // composites it has fused kernels for (GELU, SILU, CLAMP, ...) included.
     const bool expanded = op == KILN_OP_SQUARED_RELU || op == KILN_OP_SQUARED_RELU_GRAD ||
-                          op == KILN_OP_FP8_GRAD_CAST || op == KILN_OP_ATTENTION || op == KILN_OP_ATTENTION_GRAD;
+                          op == KILN_OP_FP8_GRAD_CAST || op == KILN_OP_ATTENTION || op == KILN_OP_ATTENTION_GRAD ||
+                          op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD;
     ASSERT_TRUE(!expanded || is_composite(static_cast<kiln_op>(op)));
     const bool listed = !kiln_op_has(static_cast<kiln_op>(op), KILN_OPP_HOST_COLLECTIVE) && !expanded;
     EXPECT_EQ(a.supported, listed ? 1 : 0) << op_name(static_cast<kiln_op>(op));
