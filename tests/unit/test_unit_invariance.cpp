@@ -34,6 +34,7 @@ struct Configuration {
   const char* name;
   std::vector<std::string> flags;
   int64_t world_size = 1;
+  bool fused_attention = false;  // as choose_attention() sets it for a backend with the kernels
 };
 
 // A small model with Megatron's default dropout (0.1 on hidden states and
@@ -67,7 +68,7 @@ std::map<int64_t, size_t> unique_units_per_stage(const Configuration& c, int64_t
     const Layout at = rank_layout(parallel, rank);
     if (!stages_done.insert(at.pp_rank).second) continue;
     compiler_cache::Extraction extraction;
-    const RunGraphs graphs = build_rank_graphs(cfg, at);
+    const RunGraphs graphs = build_rank_graphs(cfg, at, c.fused_attention);
     for (const auto& [name, g] : graphs.list()) graph::Executable exe(*cpu, *g, &fallback, &extraction);
     std::set<std::string> keys;
     for (const auto& task : extraction.tasks()) keys.insert(task.key);
@@ -91,6 +92,8 @@ const std::vector<Configuration>& configurations() {
       {"full recompute",
        {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"}},
       {"selective recompute", {"--recompute-granularity", "selective"}},
+      {"fused attention with dropout 0.1 (ATTENTION_DROPOUT), TP=2", {"--tensor-model-parallel-size", "2"}, 2, true},
+      {"fused attention, bf16, selective recompute", {"--bf16", "--recompute-granularity", "selective"}, 1, true},
       {"FP8 hybrid, delayed scaling (bf16)",
        {"--bf16", "--fp8-format", "hybrid", "--fp8-amax-history-len", "16", "--fp8-amax-compute-algo", "max"}},
       {"FP8 e4m3, tensorwise scaling, TP=2",
