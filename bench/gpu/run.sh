@@ -11,7 +11,10 @@
 # STAGES (default "env check train gemm torch-gemm throughput profile")
 # picks stages; `throughput` trains 124M on each GPU backend in each of
 # TRAIN_DTYPES (default "fp32 bf16 fp16"), ITERS steps, against PyTorch
-# eager fp32 and bf16 autocast; `profile` times each Vulkan shader over two
+# eager fp32 and bf16 autocast, and Vulkan once more in each of
+# DROPOUT_DTYPES (default "bf16") with Megatron's default dropouts (0.1 on
+# hidden states and attention probabilities: ATTENTION_DROPOUT's fused
+# kernel where auto fuses); `profile` times each Vulkan shader over two
 # 124M steps in each of PROFILE_DTYPES (default "fp32 bf16";
 # KILN_VULKAN_PROFILE=1: every dispatch waited for on its own).
 # `coopmat` (not in the default list) checks and times only the Vulkan
@@ -217,6 +220,21 @@ if has throughput; then
       [ -n "$ms" ] && note "- kiln $b $dt: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
     done
   done
+  # Megatron's default dropouts, which users' launch scripts keep: what the
+  # fused kernel's mask costs against the same precision without them.
+  if [[ " ${backends[*]} " == *" vulkan "* ]]; then
+    for dt in ${DROPOUT_DTYPES:-bf16}; do
+      log=$out/tp-vulkan-$dt-dropout
+      # shellcheck disable=SC2046 # precision's words are separate flags
+      timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend vulkan "${m124[@]}" $(precision "$dt") \
+        --hidden-dropout 0.1 --attention-dropout 0.1 --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
+        note "- kiln vulkan $dt dropout 0.1: failed: $(tail -1 "$log.log")"
+      ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
+           awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
+      attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
+      [ -n "$ms" ] && note "- kiln vulkan $dt, dropout 0.1: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
+    done
+  fi
   for dt in fp32 bf16; do
     ms=$(timeout 300 "$py" "$here/../pytorch_gpt.py" --layers 12 --hidden 768 --heads 12 --vocab 50304 --seq 1024 \
          --micro-batch 8 --iters 10 --threads "$(nproc)" --device cuda --dtype "$dt" 2>"$out/tp-torch-$dt.log")
