@@ -26,9 +26,10 @@ struct AttentionPlan {
 };
 
 // nullopt, with `why` (one line), when the row split needs a larger work
-// group than the device allows or the tiles and partial sums more local
-// memory than it has. T and D are at least 1.
-std::optional<AttentionPlan> plan_attention(const Target& t, uint64_t T, uint64_t D, std::string* why);
+// group than the device allows or the tiles and partial sums (with
+// `dropout`, ATTENTION_DROPOUT(_GRAD), also a keep factor per row and tile
+// row) more local memory than it has. T and D are at least 1.
+std::optional<AttentionPlan> plan_attention(const Target& t, uint64_t T, uint64_t D, bool dropout, std::string* why);
 
 }  // namespace kiln::ocl
 

@@ -18,7 +18,8 @@
 //    their stats: dv[j] = sum_i p dy[i], dk[j] = sum_i ds q[i].
 //  With dropout, m and l stay the unmasked softmax's; o sums p f v, dp is
 //    f dy[i].v[j] wherever it appears (so the row sums are sum_j p dp) and
-//    dv sums p f dy.
+//    dv sums p f dy. A tile's factors are drawn once per (query, key) pair,
+//    a row's S work items taking turns, into local memory (fkeep).
 // Every sum runs in a fixed order (keys or queries ascending) in f32, so
 // results are the same run to run; 16-bit operands are widened on load and
 // outputs rounded once at the store.
@@ -41,9 +42,10 @@ struct Plan : AttentionPlan {
 // `p` holds the shape (none of it 0); the rest is chosen here.
 void plan(const EmitContext& ctx, uint32_t node, Plan& p) {
   std::string why;
-  const std::optional<AttentionPlan> tiles = plan_attention(ctx.target, p.T, p.D, &why);
-  if (!tiles)
-    fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node) + " (" + op_name(ctx.g.nodes[node].op) + "): " + why);
+  const kiln_op op = ctx.g.nodes[node].op;
+  const bool dropout = op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD;
+  const std::optional<AttentionPlan> tiles = plan_attention(ctx.target, p.T, p.D, dropout, &why);
+  if (!tiles) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node) + " (" + op_name(op) + "): " + why);
   static_cast<AttentionPlan&>(p) = *tiles;
   p.I = idx(std::max(p.mats * p.T * p.D, 2 * p.mats * p.T) + 1);
 }
@@ -72,7 +74,7 @@ std::optional<DropoutMask> dropout_mask(const ir::DecodedNode& n) {
 class Writer {
  public:
   // With a mask, every dot product of a query row i with a key row j also
-  // draws that pair's keep factor f (dots).
+  // has that pair's keep factor f, drawn once per pair (dots).
   Writer(Kernel& k, const ir::DecodedNode& n, const Plan& p)
       : D(num(p.D)), T(num(p.T)), BK(num(p.BK)), k_(k), p_(p), mask_(dropout_mask(n)) {
     if (!mask_) return;
@@ -91,6 +93,8 @@ class Writer {
     k_.line("__local float tile0[" + num(p_.BK * p_.D) + "], tile1[" + num(p_.BK * p_.D) + "], tstat[" +
             num(2 * p_.BK) + "];");
     k_.line("__local float2 part[" + num(p_.QB * p_.BK * p_.S) + "];");
+    // With a mask: per row and tile row, the keep factor (dots).
+    if (mask_) k_.line("__local float fkeep[" + num(p_.QB * p_.BK) + "];");
     k_.line("const " + I + " mat = get_group_id(0) / " + num(p_.blocks) + ", at = mat * " + num(p_.T * p_.D) + ";");
     k_.line("const uint first = (uint)(get_group_id(0) % " + num(p_.blocks) + ") * " + num(p_.QB) + ";");
     k_.line("const uint lid = get_local_id(0), rb = lid / " + num(p_.S) + ", lane = lid % " + num(p_.S) + ";");
@@ -128,7 +132,10 @@ class Writer {
   // against tile0, dy or v against tile1 when `dp`) as s (scaled) and dp,
   // then `body`. With dropout, f is the keep factor of the probability at
   // element `elem` (a query and key pair of the [..., T, T] matrices) and
-  // dp is f dy.v, the gradient of the unmasked probability.
+  // dp is f dy.v, the gradient of the unmasked probability. The row's S
+  // work items draw its factors in turn into fkeep before the barrier, not
+  // each all of them; the next tile's load starts with a barrier, so none
+  // is overwritten before every work item has read it.
   void dots(const std::string& t0, const std::string& t1, bool dp, float scale, const std::string& elem,
             const std::vector<std::string>& body) {
     const std::string at_t = "tile0[t * " + D + " + e0 + u]";
@@ -140,14 +147,18 @@ class Writer {
     k_.line("    }");
     k_.line("    part[pr + t * " + num(p_.S) + "] = (float2)(s, dp);");
     k_.line("  }");
+    if (mask_) {
+      k_.line("  for (uint t = " + t0 + " + lane; t < " + t1 + "; t += " + num(p_.S) + ") {");
+      k_.line("    float f;");
+      for (const std::string& l : dropout_factor_lines("f", elem, key_, *mask_)) k_.line("    " + l);
+      k_.line("    fkeep[rb * " + BK + " + t] = f;");
+      k_.line("  }");
+    }
     k_.line("  barrier(CLK_LOCAL_MEM_FENCE);");
     k_.line("  for (uint t = " + t0 + "; t < " + t1 + "; ++t) {");
     k_.line("    float2 sd = (float2)(0.0f, 0.0f);");
     k_.line("    for (uint w = 0; w < " + num(p_.S) + "; ++w) sd += part[pw + t * " + num(p_.S) + " + w];");
-    if (mask_) {
-      k_.line("    float f;");
-      for (const std::string& l : dropout_factor_lines("f", elem, key_, *mask_)) k_.line("    " + l);
-    }
+    if (mask_) k_.line("    const float f = fkeep[rb * " + BK + " + t];");
     k_.line("    const float s = sd.x * " + flt(scale) + ", dp = " + kept("sd.y") + ";");
     for (const std::string& l : body) k_.line("    " + l);
     k_.line("  }");

@@ -349,7 +349,7 @@ struct OpenclPlugin {
   // a head size whose row split needs a larger work group, or more local
   // memory, than a device has): such a node runs as its decomposition, the
   // chain, on every device of the list. The dropout variants run the same
-  // kernels (the mask adds no memory), so they share the plan check.
+  // kernels plus a local array of keep factors, which the plan counts.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
     if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD && op != KILN_OP_ATTENTION_DROPOUT &&
@@ -362,7 +362,8 @@ struct OpenclPlugin {
     auto& devices = kiln::ocl::device_list();
     for (int32_t i = 0; i < devices.count(); ++i)
       if (!kiln::ocl::plan_attention(kiln::ocl::target_for(devices.at(i)), static_cast<uint64_t>(T),
-                                     static_cast<uint64_t>(D), nullptr))
+                                     static_cast<uint64_t>(D),
+                                     op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD, nullptr))
         return false;
     return true;
   }
