@@ -90,40 +90,40 @@ typedef enum kiln_tolerance {
 
 /* ---- shape rules (kiln/op_rules.hpp says what each checks and infers) */
 typedef enum kiln_shape_rule {
-  KILN_RULE_GIVEN_SHAPE = 0,      /* () -> output of the caller's shape */
-  KILN_RULE_BROADCAST = 1,        /* (a, b suffix of a) -> a */
-  KILN_RULE_SAME = 2,             /* inputs of one shape -> that shape */
-  KILN_RULE_MATMUL = 3,           /* batched op(a) @ op(b) */
-  KILN_RULE_EMBEDDING = 4,        /* (table [V, C], ids [...]) -> [..., C] */
-  KILN_RULE_EMBEDDING_GRAD = 5,   /* (dy [..., C], ids [...]) -> [V, C] */
-  KILN_RULE_NORM = 6,             /* (x [..., C], params [C]...) -> x */
-  KILN_RULE_NORM_GRAD = 7,        /* (x, params [C]..., dy) -> (dx, dparams [C]...) */
-  KILN_RULE_SQUARE_ROWS = 8,      /* x [..., T, T] -> x */
-  KILN_RULE_LOSS = 9,             /* (logits [N, V], targets [N]) -> [1] */
-  KILN_RULE_LOSS_GRAD = 10,       /* (logits, targets, dloss [1]) -> logits */
-  KILN_RULE_SUM_TO_SUFFIX = 11,   /* x -> the caller's non-empty suffix of x */
-  KILN_RULE_RESHAPE = 12,         /* x -> the caller's shape, same count */
-  KILN_RULE_PERMUTE = 13,         /* x -> dims permuted by iattrs */
-  KILN_RULE_SPLIT = 14,           /* x -> iattrs[1] equal parts along iattrs[0] */
-  KILN_RULE_CONCAT = 15,          /* xs -> joined along iattrs[0] */
-  KILN_RULE_TO_SCALAR = 16,       /* x -> [1] */
-  KILN_RULE_ADAMW = 17,           /* (p, g, m, v same, hparams [5][, clip [1]]) -> (p, m, v) */
-  KILN_RULE_ALL_REDUCE = 18,      /* x -> x; iattrs[0] in {0 sum, 1 max}, iattrs[1] the group */
-  KILN_RULE_ROW_REDUCE = 19,      /* x [..., V] -> [...], rank >= 2 */
-  KILN_RULE_SHARD_LOSS = 20,      /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
-  KILN_RULE_SHARD_LOSS_GRAD = 21, /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
-  KILN_RULE_SUMS_LOSS = 22,       /* (sums [N, 2]) -> [1] */
-  KILN_RULE_SUMS_LOSS_GRAD = 23,  /* (sums, dloss [1]) -> sums */
-  KILN_RULE_ROPE = 24,            /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
-  KILN_RULE_DROPOUT = 25,         /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
-  KILN_RULE_ALIBI = 26,           /* (x [..., H, T, T], slopes [H]) -> x */
-  KILN_RULE_CAST = 27,            /* x -> x's shape in the float dtype iattrs[0] names */
-  KILN_RULE_GATHER = 28,          /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
-  KILN_RULE_SCATTER = 29,         /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
-  KILN_RULE_DROPOUT_KEYED = 30,   /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
-  KILN_RULE_DOCUMENT_ROWS = 31,   /* (x [B, ..., T, T], starts [B, T] i32) -> x */
-  KILN_RULE_CAST_FP8 = 32,        /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
-  KILN_RULE_ATTENTION = 33,       /* (q, k, v [..., T, D][, dy]) -> y, or (dq, dk, dv), all of q's shape */
+  KILN_RULE_GIVEN_SHAPE = 0,       /* () -> output of the caller's shape */
+  KILN_RULE_BROADCAST = 1,         /* (a, b suffix of a) -> a */
+  KILN_RULE_SAME = 2,              /* inputs of one shape -> that shape */
+  KILN_RULE_MATMUL = 3,            /* batched op(a) @ op(b) */
+  KILN_RULE_EMBEDDING = 4,         /* (table [V, C], ids [...]) -> [..., C] */
+  KILN_RULE_EMBEDDING_GRAD = 5,    /* (dy [..., C], ids [...]) -> [V, C] */
+  KILN_RULE_NORM = 6,              /* (x [..., C], params [C]...) -> x */
+  KILN_RULE_NORM_GRAD = 7,         /* (x, params [C]..., dy) -> (dx, dparams [C]...) */
+  KILN_RULE_SQUARE_ROWS = 8,       /* x [..., T, T] -> x */
+  KILN_RULE_LOSS = 9,              /* (logits [N, V], targets [N]) -> [1] */
+  KILN_RULE_LOSS_GRAD = 10,        /* (logits, targets, dloss [1]) -> logits */
+  KILN_RULE_SUM_TO_SUFFIX = 11,    /* x -> the caller's non-empty suffix of x */
+  KILN_RULE_RESHAPE = 12,          /* x -> the caller's shape, same count */
+  KILN_RULE_PERMUTE = 13,          /* x -> dims permuted by iattrs */
+  KILN_RULE_SPLIT = 14,            /* x -> iattrs[1] equal parts along iattrs[0] */
+  KILN_RULE_CONCAT = 15,           /* xs -> joined along iattrs[0] */
+  KILN_RULE_TO_SCALAR = 16,        /* x -> [1] */
+  KILN_RULE_ADAMW = 17,            /* (p, g, m, v same, hparams [5][, clip [1]]) -> (p, m, v) */
+  KILN_RULE_ALL_REDUCE = 18,       /* x -> x; iattrs[0] in {0 sum, 1 max}, iattrs[1] the group */
+  KILN_RULE_ROW_REDUCE = 19,       /* x [..., V] -> [...], rank >= 2 */
+  KILN_RULE_SHARD_LOSS = 20,       /* (logits [N, V], targets [N], rowmax [N]) -> [N, 2] */
+  KILN_RULE_SHARD_LOSS_GRAD = 21,  /* (logits, targets, rowmax, dsums [N, 2]) -> logits */
+  KILN_RULE_SUMS_LOSS = 22,        /* (sums [N, 2]) -> [1] */
+  KILN_RULE_SUMS_LOSS_GRAD = 23,   /* (sums, dloss [1]) -> sums */
+  KILN_RULE_ROPE = 24,             /* (x [..., T, D], cos [T, R], sin [T, R]) -> x; 2R <= D */
+  KILN_RULE_DROPOUT = 25,          /* (x, key [4] i32) -> x; 0 <= p < 1, site/period/stride checked */
+  KILN_RULE_ALIBI = 26,            /* (x [..., H, T, T], slopes [H]) -> x */
+  KILN_RULE_CAST = 27,             /* x -> x's shape in the float dtype iattrs[0] names */
+  KILN_RULE_GATHER = 28,           /* x -> x with dim iattrs[0] times iattrs[1] (the group's ranks) */
+  KILN_RULE_SCATTER = 29,          /* x -> x with dim iattrs[0] divided by iattrs[1] (the group's ranks) */
+  KILN_RULE_DROPOUT_KEYED = 30,    /* (x, key [5] i32) -> x; 0 <= p < 1, period/stride checked */
+  KILN_RULE_DOCUMENT_ROWS = 31,    /* (x [B, ..., T, T], starts [B, T] i32) -> x */
+  KILN_RULE_CAST_FP8 = 32,         /* (x, scale [1]) -> (x[, amax [1]]); format in {0, 1}, current in {0, 1} */
+  KILN_RULE_ATTENTION = 33,        /* (q, k, v [..., T, D][, dy]) -> y, or (dq, dk, dv), all of q's shape */
   KILN_RULE_ATTENTION_DROPOUT = 34 /* ATTENTION's, then key [5] i32; 0 <= p < 1, period/stride checked */
 } kiln_shape_rule;
 
