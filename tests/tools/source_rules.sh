@@ -40,6 +40,9 @@ while read -r code name; do
   # activation, written and checked by trainer/checkpoint/hf_llama.cpp): a
   # transformers config value, not the op's name.
   [ "$name" = silu ] && files=$(grep -v '^trainer/checkpoint/hf_llama.cpp$' <<<"$files")
+  # LlamaConfig's "attention_dropout": 0.0 (written by hf_llama.cpp into
+  # config.json): a transformers config key, not the op's name.
+  [ "$name" = attention_dropout ] && files=$(grep -v '^trainer/checkpoint/hf_llama.cpp$' <<<"$files")
   # HF GPT2Config's "activation_function": "gelu" (the exact GELU, read and
   # written by trainer/checkpoint/hf_gpt2.cpp) and MptConfig's attn_config
   # key "alibi" (trainer/checkpoint/hf_mpt.cpp): transformers config
