@@ -43,7 +43,7 @@ struct Plan : AttentionPlan {
 void plan(const EmitContext& ctx, uint32_t node, Plan& p) {
   std::string why;
   const kiln_op op = ctx.g.nodes[node].op;
-  const bool dropout = op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD;
+  const bool dropout = kiln_op_table[op].rule == KILN_RULE_ATTENTION_DROPOUT;
   const std::optional<AttentionPlan> tiles = plan_attention(ctx.target, p.T, p.D, dropout, &why);
   if (!tiles) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node) + " (" + op_name(op) + "): " + why);
   static_cast<AttentionPlan&>(p) = *tiles;
@@ -66,7 +66,7 @@ std::string ld(const Arg& a, const std::string& index) { return load_float(a.dt,
 // ATTENTION_DROPOUT(_GRAD)'s mask, nullopt for the plain ops: its key
 // (the node's last input) becomes a kernel parameter.
 std::optional<DropoutMask> dropout_mask(const ir::DecodedNode& n) {
-  if (n.op != KILN_OP_ATTENTION_DROPOUT && n.op != KILN_OP_ATTENTION_DROPOUT_GRAD) return std::nullopt;
+  if (kiln_op_table[n.op].rule != KILN_RULE_ATTENTION_DROPOUT) return std::nullopt;
   return DropoutMask{n.fattrs[1], static_cast<uint64_t>(n.iattrs[0]), static_cast<uint64_t>(n.iattrs[1]), ""};
 }
 

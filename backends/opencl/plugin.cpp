@@ -352,9 +352,10 @@ struct OpenclPlugin {
   // kernels plus a local array of keep factors, which the plan counts.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD && op != KILN_OP_ATTENTION_DROPOUT &&
-        op != KILN_OP_ATTENTION_DROPOUT_GRAD)
-      return true;
+    // The attention ops by their shape rule (kiln/ops.h), the dropout twins by theirs.
+    const kiln_op_info* info = kiln_op_find(op);
+    const bool dropout = info != nullptr && info->rule == KILN_RULE_ATTENTION_DROPOUT;
+    if (info == nullptr || (info->rule != KILN_RULE_ATTENTION && !dropout)) return true;
     if (inputs.empty() || inputs[0].dims.size() < 2) return false;
     const std::vector<int64_t>& dims = inputs[0].dims;
     const int64_t T = dims[dims.size() - 2], D = dims.back();
@@ -362,8 +363,7 @@ struct OpenclPlugin {
     auto& devices = kiln::ocl::device_list();
     for (int32_t i = 0; i < devices.count(); ++i)
       if (!kiln::ocl::plan_attention(kiln::ocl::target_for(devices.at(i)), static_cast<uint64_t>(T),
-                                     static_cast<uint64_t>(D),
-                                     op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD, nullptr))
+                                     static_cast<uint64_t>(D), dropout, nullptr))
         return false;
     return true;
   }

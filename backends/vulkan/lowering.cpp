@@ -440,7 +440,7 @@ void Lowerer::attention(const ir::DecodedNode& n) {
   const uint64_t mats = static_cast<uint64_t>(g_.values[n.inputs[0]].numel()) / std::max<uint64_t>(1, T * D);
   if (mats * T * D == 0) return;
   std::string why;
-  const bool dropout = n.op == KILN_OP_ATTENTION_DROPOUT || n.op == KILN_OP_ATTENTION_DROPOUT_GRAD;
+  const bool dropout = kiln_op_table[n.op].rule == KILN_RULE_ATTENTION_DROPOUT;
   const std::optional<AttentionPlan> plan = plan_attention(d_, T, D, dropout, &why);
   if (!plan) fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(node_) + ": " + why);
   const uint32_t E = plan->E, S = plan->S, QB = plan->QB, bk = plan->BK;

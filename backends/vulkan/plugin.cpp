@@ -445,13 +445,13 @@ struct VulkanPlugin {
   // node runs as its decomposition, the chain, on every device of the list.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    if (op != KILN_OP_ATTENTION && op != KILN_OP_ATTENTION_GRAD && op != KILN_OP_ATTENTION_DROPOUT &&
-        op != KILN_OP_ATTENTION_DROPOUT_GRAD)
-      return true;
+    // The attention ops by their shape rule (kiln/ops.h), the dropout twins by theirs.
+    const kiln_op_info* info = kiln_op_find(op);
+    const bool dropout = info != nullptr && info->rule == KILN_RULE_ATTENTION_DROPOUT;
+    if (info == nullptr || (info->rule != KILN_RULE_ATTENTION && !dropout)) return true;
     if (inputs.empty() || inputs[0].dims.size() < 2) return false;
     const std::vector<int64_t>& dims = inputs[0].dims;
     const auto T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());
-    const bool dropout = op == KILN_OP_ATTENTION_DROPOUT || op == KILN_OP_ATTENTION_DROPOUT_GRAD;
     auto& devices = kiln::vk::device_list();
     for (int32_t i = 0; i < devices.count(); ++i)
       if (!kiln::vk::plan_attention(devices.at(i), T, D, dropout, nullptr)) return false;
