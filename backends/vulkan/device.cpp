@@ -174,6 +174,7 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   d.subgroup_size = subgroup.subgroupSize;
   d.subgroup_basic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) != 0;
+  d.subgroup_arithmetic = d.subgroup_basic && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   for (const std::string& e : extension_names(pd)) {
     if (e == "VK_NV_cooperative_matrix") d.coopmat_nv = true;
     if (e == "VK_KHR_cooperative_matrix") d.coopmat_khr = true;
@@ -274,6 +275,7 @@ GemmDevice gemm_device(const DeviceInfo& d) {
   // gemm_coopmat numbers its subgroups with gl_SubgroupID: without basic
   // subgroup operations it has no subgroup to lay out (coopmat_usable).
   g.subgroup_size = d.subgroup_basic ? d.subgroup_size : 0;
+  g.subgroup_arithmetic = d.subgroup_arithmetic;
   g.max_invocations = d.max_invocations;
   g.max_shared_bytes = d.max_shared_bytes;
   g.storage16 = (d.low_precision & KILN_LOWP_16BIT_STORAGE) != 0;

@@ -33,9 +33,10 @@ struct DeviceInfo {
   // 64 hex digits over what determines compiled pipelines: device type,
   // ids, heaps, driver version, pipelineCacheUUID and the compiler version.
   std::string fingerprint;
-  uint32_t low_precision = 0;   // KILN_LOWP_* bits
-  uint32_t subgroup_size = 0;   // VkPhysicalDeviceSubgroupProperties
-  bool subgroup_basic = false;  // basic subgroup operations (gl_SubgroupID) in compute shaders
+  uint32_t low_precision = 0;        // KILN_LOWP_* bits
+  uint32_t subgroup_size = 0;        // VkPhysicalDeviceSubgroupProperties
+  bool subgroup_basic = false;       // basic subgroup operations (gl_SubgroupID) in compute shaders
+  bool subgroup_arithmetic = false;  // ... and arithmetic ones (subgroupMax)
   // VK_NV_cooperative_matrix: listed, its feature set, and the subgroup-
   // scope fragment shapes with A = B = f16 and C = D = f32 (gemm_choice.h).
   bool coopmat_nv = false, coopmat_feature = false;

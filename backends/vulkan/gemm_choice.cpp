@@ -95,8 +95,8 @@ bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why)
     *why = prefix + "it needs storageBuffer16BitAccess, shaderFloat16 and vulkanMemoryModel";
     return false;
   }
-  if (d.subgroup_size == 0) {
-    *why = prefix + "it needs basic subgroup operations in compute shaders";
+  if (d.subgroup_size == 0 || !d.subgroup_arithmetic) {
+    *why = prefix + "it needs basic and arithmetic subgroup operations in compute shaders";
     return false;
   }
   FragmentShape best;
@@ -120,16 +120,16 @@ bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why)
 
 GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
   GemmChoice c;
-  const bool f16 = g.a_f16 && g.b_f16;
+  const bool sixteen = g.a16 && g.b16;  // bf16 or f16: onto f16 fragments
   std::string why;
   if (o == GemmOverride::CoopmatEmulated) {
     if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
-    if (f16) return {GemmKernel::CoopmatEmulated, kEmulatedShape, kEmulatedSubgroup};
+    if (sixteen) return {GemmKernel::CoopmatEmulated, kEmulatedShape, kEmulatedSubgroup};
   } else if (o == GemmOverride::Coopmat) {
     FragmentShape f;
     if (!coopmat_usable(d, &f, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
-    if (f16) return {GemmKernel::Coopmat, f, d.subgroup_size};
-  } else if (o == GemmOverride::None && f16 && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
+    if (sixteen) return {GemmKernel::Coopmat, f, d.subgroup_size};
+  } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
     // Tensor cores where the product fills at least one 64 x 64 tile; below
     // that gemm.comp's 32 x 32 tiles waste less.
     FragmentShape f;

@@ -1,6 +1,8 @@
 // Which GEMM shader a MATMUL runs on Vulkan, per product shape: gemm.comp
 // (simple), gemm_tiled.comp (SIMT, GPUs) or gemm_coopmat.comp (tensor
-// cores through VK_NV_cooperative_matrix, f16 operands only). A pure
+// cores through VK_NV_cooperative_matrix, f16 fragments: f16 operands as
+// they are, bf16 ones scaled per slice by a power of two, exactly; see the
+// shader). A pure
 // function of what the device reported and the product, so it is tested
 // without a device (tests/unit/test_vulkan_gemm_choice.cpp). The choice
 // changes the executable, so KILN_VULKAN_GEMM is part of the device
@@ -9,12 +11,12 @@
 // KILN_VULKAN_GEMM overrides the choice:
 //   tiled             gemm_tiled wherever C is at least 64 x 64
 //   simple            gemm everywhere
-//   coopmat           gemm_coopmat for every GEMM of f16 A and B; the
-//                     compile fails where the device lacks it
+//   coopmat           gemm_coopmat for every GEMM of 16-bit (bf16 or f16)
+//                     A and B; the compile fails where the device lacks it
 //   coopmat-emulated  gemm_coopmat_emulated16 likewise, on any device: the
 //                     same tiling with the fragment operations in plain
 //                     arithmetic, a test path for devices without tensor cores
-// GEMMs of bf16 or f32 operands are never converted to f16 (lossy): with
+// GEMMs with an f32 operand are never converted to f16 (lossy): with
 // coopmat or coopmat-emulated they keep the default choice.
 #pragma once
 
@@ -38,8 +40,9 @@ struct FragmentShape {
 // What the choice needs to know of a device (device.h's DeviceInfo).
 struct GemmDevice {
   std::string name;
-  bool cpu = false;            // a CPU device (lavapipe): gemm_tiled only spills there
-  uint32_t subgroup_size = 0;  // 0: no basic subgroup operations in compute shaders
+  bool cpu = false;                  // a CPU device (lavapipe): gemm_tiled only spills there
+  uint32_t subgroup_size = 0;        // 0: no basic subgroup operations in compute shaders
+  bool subgroup_arithmetic = false;  // subgroupMax and the like (a bf16 slice's largest magnitude)
   uint32_t max_invocations = 128;
   uint32_t max_shared_bytes = 16384;
   bool storage16 = false;          // storageBuffer16BitAccess
@@ -54,7 +57,7 @@ struct GemmDevice {
 // One MATMUL: C = op(A) @ op(B), C M x N, inner dimension K.
 struct GemmProduct {
   uint64_t m = 0, n = 0, k = 0;
-  bool a_f16 = false, b_f16 = false;  // as the shader loads them (after cast folding)
+  bool a16 = false, b16 = false;  // bf16 or f16, as the shader loads them (after cast folding)
 };
 
 struct GemmChoice {

@@ -505,12 +505,12 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
   // gemm_choice.h picks the shader: on tensor cores, gemm_coopmat.comp's
-  // 64x64 tiles for f16 operands; on a GPU, gemm_tiled.comp's 128x128
+  // 64x64 tiles for 16-bit operands; on a GPU, gemm_tiled.comp's 128x128
   // tiles (8x8 per invocation) where the product fills them. Otherwise
   // gemm.comp: 64x64 tiles (4x4 per invocation, 256 invocations) where the
   // product is big enough; 32x32 (64 invocations) below that.
   const Val A = val(n.inputs[0]), B = val(n.inputs[1]), C = val(n.outputs[0]);
-  const GemmChoice choice = choose_gemm(gemm_device_, {M, N, K, A.dt == kDtypeF16, B.dt == kDtypeF16}, gemm_override_);
+  const GemmChoice choice = choose_gemm(gemm_device_, {M, N, K, A.dt != kDtypeF32, B.dt != kDtypeF32}, gemm_override_);
   const bool tiled = choice.kernel == GemmKernel::Tiled;
   const bool coopmat = choice.kernel == GemmKernel::Coopmat || choice.kernel == GemmKernel::CoopmatEmulated;
   const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;

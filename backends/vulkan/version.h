@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-13";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-14";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -16,5 +16,6 @@ inline constexpr const char* kCompilerVersion =
                   // 11: widening CASTs folded into the MATMULs that read them (cast_folding.h);
                   // 12: gemm.comp's register loops [[unroll]]; half.glsl narrows to f16 with roundEven
                   // 13: gemm_coopmat.comp (VK_NV_cooperative_matrix) for f16 GEMMs, gemm_choice.h;
-                  //     the driver string names the device's cooperative-matrix extensions
+                  //     the driver string names the device's cooperative-matrix extensions;
+                  // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments
 }  // namespace kiln::vk

@@ -84,47 +84,55 @@ if has check; then
   for b in ${CHECK_BACKENDS:-${backends[@]}}; do
     timeout 300 "$kiln" check-backend "$b" >"$out/check-$b.txt" 2>&1
     note "- \`kiln check-backend $b\`: exit $?; $(tail -1 "$out/check-$b.txt")"
-    # The 16-bit suites; on Vulkan f16 GEMMs default to gemm_coopmat.comp
-    # (tensor cores) where the device has VK_NV_cooperative_matrix.
+    # The 16-bit suites; on Vulkan bf16 and f16 GEMMs default to
+    # gemm_coopmat.comp (tensor cores) where the device has
+    # VK_NV_cooperative_matrix.
     for dt in f16 bf16; do
       timeout 300 "$kiln" check-backend "$b" --dtype "$dt" >"$out/check-$b-$dt.txt" 2>&1
       note "- \`kiln check-backend $b --dtype $dt\`: exit $?; $(tail -1 "$out/check-$b-$dt.txt")"
     done
   done
-  # Every f16 GEMM forced onto the tensor cores, small ones included: fails
-  # in one line naming what is missing where the device lacks them.
+  # Every 16-bit GEMM forced onto the tensor cores, small ones included:
+  # fails in one line naming what is missing where the device lacks them.
   if [[ " ${backends[*]} " == *" vulkan "* ]]; then
-    KILN_VULKAN_GEMM=coopmat timeout 300 "$kiln" check-backend vulkan --dtype f16 --filter matmul,gpt_train_step \
-      >"$out/check-vulkan-coopmat.txt" 2>&1
-    note "- \`KILN_VULKAN_GEMM=coopmat kiln check-backend vulkan --dtype f16 --filter matmul,gpt_train_step\`:" \
-      "exit $?; $(grep -m1 -i 'cooperative' "$out/check-vulkan-coopmat.txt")$(tail -1 "$out/check-vulkan-coopmat.txt")"
+    for dt in f16 bf16; do
+      log=$out/check-vulkan-coopmat-$dt.txt
+      KILN_VULKAN_GEMM=coopmat timeout 300 "$kiln" check-backend vulkan --dtype $dt --filter matmul,gpt_train_step \
+        >"$log" 2>&1
+      note "- \`KILN_VULKAN_GEMM=coopmat kiln check-backend vulkan --dtype $dt --filter matmul,gpt_train_step\`:" \
+        "exit $?; $(grep -m1 -i 'cooperative' "$log")$(tail -1 "$log")"
+    done
   fi
 fi
 
 # --- The tensor-core GEMM alone: what the device offers (the driver string
 # of kiln devices: "coopmat: NV f16 <shapes>, KHR .., NV2 ..,
-# shader_bfloat16 .."), the f16 matmul cases on the default choice
-# (coopmat from 64 x 64), forced onto it (small products too, and a train
-# step) and on its emulated build, then f16 GEMM timings, tiled against
-# coopmat.
+# shader_bfloat16 .."), the f16 and bf16 matmul cases on the default
+# choice (coopmat from 64 x 64), forced onto it (small products too, and a
+# train step) and on its emulated build, then f16 and bf16 GEMM timings,
+# tiled against coopmat.
 if has coopmat && [[ " ${backends[*]} " == *" vulkan "* ]]; then
   note ""
   note "## Vulkan tensor-core GEMM (gemm_coopmat.comp)"
   note ""
   note "- kiln devices: $("$kiln" devices 2>&1 | grep -A1 '^backend vulkan' | grep -o 'driver .*| fingerprint' | head -1)"
-  for kernel in "" coopmat coopmat-emulated; do
-    filter=matmul
-    [ "$kernel" = coopmat ] && filter=matmul,gpt_train_step
-    log=$out/coopmat-check-${kernel:-default}.txt
-    KILN_VULKAN_GEMM=$kernel timeout 300 "$kiln" check-backend vulkan --dtype f16 --filter "$filter" >"$log" 2>&1
-    note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype f16 --filter $filter\`: exit $?;" \
-      "$(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
+  for dt in f16 bf16; do
+    for kernel in "" coopmat coopmat-emulated; do
+      filter=matmul
+      [ "$kernel" = coopmat ] && filter=matmul,gpt_train_step
+      log=$out/coopmat-check-$dt-${kernel:-default}.txt
+      KILN_VULKAN_GEMM=$kernel timeout 300 "$kiln" check-backend vulkan --dtype $dt --filter "$filter" >"$log" 2>&1
+      note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype $dt --filter $filter\`: exit $?;" \
+        "$(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
+    done
   done
-  note ""
   # Stops at the first shape with the compile error on a device without it.
-  timeout 300 "$dist/bin/bench_backend_gemm" --backend=vulkan --set=gpu --rounds=10 --dtype=f16 \
-    "--variants=KILN_VULKAN_GEMM=tiled,coopmat" >"$out/coopmat-gemm-f16.md" 2>&1
-  tee -a "$results" <"$out/coopmat-gemm-f16.md"
+  for dt in f16 bf16; do
+    note ""
+    timeout 300 "$dist/bin/bench_backend_gemm" --backend=vulkan --set=gpu --rounds=10 --dtype=$dt \
+      "--variants=KILN_VULKAN_GEMM=tiled,coopmat" >"$out/coopmat-gemm-$dt.md" 2>&1
+    tee -a "$results" <"$out/coopmat-gemm-$dt.md"
+  done
 fi
 
 # --- 20 steps of the small config (6 x 384, seq 256, micro-batch 4, mock
@@ -167,16 +175,15 @@ if has gemm; then
       >"$out/gemm-$b$kernel.md" 2>&1
     tee -a "$results" <"$out/gemm-$b$kernel.md"
   done
-  # The GEMMs of --fp16 and --bf16 steps: on Vulkan, f16 on gemm_tiled.comp
-  # and on the tensor cores side by side (gemm_coopmat.comp, where kiln
+  # The GEMMs of --fp16 and --bf16 steps: on Vulkan, on gemm_tiled.comp and
+  # on the tensor cores side by side (gemm_coopmat.comp, where kiln
   # devices' driver string lists the extension with its feature: on a
-  # device without it the compile error would stop the whole table), bf16
-  # on the default kernel (no tensor-core path takes bf16).
+  # device without it the compile error would stop the whole table).
   coopmat_device=$("$kiln" devices 2>/dev/null | grep -A1 '^backend vulkan' | grep -c 'coopmat: NV f16')
   for b in "${backends[@]}"; do
     for dt in f16 bf16; do
       variants=()
-      [ "$b" = vulkan ] && [ "$dt" = f16 ] && [ "$coopmat_device" -gt 0 ] &&
+      [ "$b" = vulkan ] && [ "$coopmat_device" -gt 0 ] &&
         variants=("--variants=KILN_VULKAN_GEMM=tiled,coopmat")
       note ""
       note "$b, --dtype=$dt ${variants[*]}"

@@ -19,6 +19,7 @@ GemmDevice h100() {
   GemmDevice d;
   d.name = "NVIDIA H100";
   d.subgroup_size = 32;
+  d.subgroup_arithmetic = true;
   d.max_invocations = 1024;
   d.max_shared_bytes = 49152;
   d.storage16 = d.f16_arithmetic = d.memory_model = true;
@@ -39,7 +40,9 @@ GemmDevice lavapipe() {
   return d;
 }
 
-GemmProduct f16(uint64_t m, uint64_t n, uint64_t k) { return {m, n, k, true, true}; }
+// Products of two 16-bit operands (bf16 or f16: both go onto f16
+// fragments) and of two f32 ones.
+GemmProduct bits16(uint64_t m, uint64_t n, uint64_t k) { return {m, n, k, true, true}; }
 GemmProduct f32(uint64_t m, uint64_t n, uint64_t k) { return {m, n, k, false, false}; }
 
 // The message of the Failure `f` throws, with its code checked.
@@ -55,8 +58,8 @@ std::string failure(F f) {
   return "";
 }
 
-TEST(VulkanGemmChoice, TensorCoresForF16ProductsThatFillATile) {
-  const GemmChoice c = choose_gemm(h100(), f16(768, 768, 768), GemmOverride::None);
+TEST(VulkanGemmChoice, TensorCoresForSixteenBitProductsThatFillATile) {
+  const GemmChoice c = choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::None);
   EXPECT_EQ(c.kernel, GemmKernel::Coopmat);
   // The largest reported shape that tiles a 32 x 32 subgroup block.
   EXPECT_EQ(c.fragment, (FragmentShape{16, 16, 16}));
@@ -64,11 +67,11 @@ TEST(VulkanGemmChoice, TensorCoresForF16ProductsThatFillATile) {
   EXPECT_STREQ(gemm_kernel_name(c.kernel), "gemm_coopmat");
 }
 
-TEST(VulkanGemmChoice, SmallF16ProductsAndOtherDtypesStaySimt) {
+TEST(VulkanGemmChoice, SmallSixteenBitProductsAndF32OperandsStaySimt) {
   // C below one 64 x 64 tile: gemm.comp.
-  EXPECT_EQ(choose_gemm(h100(), f16(32, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
-  EXPECT_EQ(choose_gemm(h100(), f16(768, 63, 768), GemmOverride::None).kernel, GemmKernel::Simple);
-  // bf16 or f32 operands (or one f16 and one not) are never narrowed.
+  EXPECT_EQ(choose_gemm(h100(), bits16(32, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(h100(), bits16(768, 63, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  // f32 operands (or one 16-bit and one f32) are never narrowed.
   EXPECT_EQ(choose_gemm(h100(), f32(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
   EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, true, false}, GemmOverride::None).kernel, GemmKernel::Tiled);
   EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, false, true}, GemmOverride::Coopmat).kernel, GemmKernel::Tiled);
@@ -77,14 +80,14 @@ TEST(VulkanGemmChoice, SmallF16ProductsAndOtherDtypesStaySimt) {
 TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
   GemmDevice no_feature = h100();
   no_feature.coopmat_feature = false;
-  EXPECT_EQ(choose_gemm(no_feature, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_feature, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
   GemmDevice no_f16 = h100();
   no_f16.f16_arithmetic = false;
-  EXPECT_EQ(choose_gemm(no_f16, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_f16, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
   // The shader's SPIR-V declares the VulkanMemoryModel capability.
   GemmDevice no_model = h100();
   no_model.memory_model = false;
-  EXPECT_EQ(choose_gemm(no_model, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_model, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
   // It numbers its subgroups with gl_SubgroupID.
   GemmDevice no_subgroups = h100();
   no_subgroups.subgroup_size = 0;
@@ -92,26 +95,31 @@ TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
   std::string why;
   EXPECT_FALSE(coopmat_usable(no_subgroups, &f, &why));
   EXPECT_NE(why.find("subgroup operations"), std::string::npos) << why;
+  // And a bf16 slice's largest magnitude with subgroupMax.
+  GemmDevice no_arithmetic = h100();
+  no_arithmetic.subgroup_arithmetic = false;
+  EXPECT_FALSE(coopmat_usable(no_arithmetic, &f, &why));
+  EXPECT_NE(why.find("arithmetic subgroup operations"), std::string::npos) << why;
   // Only shapes whose sides do not divide 32 (a 64-wide fragment).
   GemmDevice odd = h100();
   odd.f16_shapes = {{64, 64, 16}, {16, 16, 48}};
   EXPECT_FALSE(coopmat_usable(odd, &f, &why));
   EXPECT_NE(why.find("fragment shape"), std::string::npos) << why;
-  EXPECT_EQ(choose_gemm(odd, f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(odd, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
 }
 
 TEST(VulkanGemmChoice, OnlyShapesTheDeviceReportsAreUsed) {
   GemmDevice d = h100();
   d.f16_shapes = {{16, 8, 8}, {16, 8, 16}};
-  EXPECT_EQ(choose_gemm(d, f16(128, 128, 64), GemmOverride::None).fragment, (FragmentShape{16, 8, 16}));
+  EXPECT_EQ(choose_gemm(d, bits16(128, 128, 64), GemmOverride::None).fragment, (FragmentShape{16, 8, 16}));
   // Subgroups of 64: a workgroup of 4 of them, the shader told the size.
   d.subgroup_size = 64;
-  const GemmChoice c = choose_gemm(d, f16(128, 128, 64), GemmOverride::None);
+  const GemmChoice c = choose_gemm(d, bits16(128, 128, 64), GemmOverride::None);
   EXPECT_EQ(c.kernel, GemmKernel::Coopmat);
   EXPECT_EQ(c.subgroup, 64u);
   // A subgroup larger than a fragment cannot share its write-out evenly.
   d.subgroup_size = 256;
-  EXPECT_EQ(choose_gemm(d, f16(128, 128, 64), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(d, bits16(128, 128, 64), GemmOverride::None).kernel, GemmKernel::Tiled);
 }
 
 TEST(VulkanGemmChoice, LimitsTooSmallForFourSubgroups) {
@@ -127,11 +135,11 @@ TEST(VulkanGemmChoice, LimitsTooSmallForFourSubgroups) {
 }
 
 TEST(VulkanGemmChoice, LavapipeRunsGemmAndTheEmulatedPathOnRequest) {
-  EXPECT_EQ(choose_gemm(lavapipe(), f16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(lavapipe(), bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
   EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::Tiled).kernel, GemmKernel::Tiled);
   EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 32, 768), GemmOverride::Tiled).kernel, GemmKernel::Simple);
   // coopmat-emulated: every f16 product, whatever its size; others as usual.
-  const GemmChoice e = choose_gemm(lavapipe(), f16(5, 3, 7), GemmOverride::CoopmatEmulated);
+  const GemmChoice e = choose_gemm(lavapipe(), bits16(5, 3, 7), GemmOverride::CoopmatEmulated);
   EXPECT_EQ(e.kernel, GemmKernel::CoopmatEmulated);
   EXPECT_EQ(e.fragment, (FragmentShape{16, 16, 16}));
   EXPECT_EQ(e.subgroup, 32u);
@@ -139,16 +147,16 @@ TEST(VulkanGemmChoice, LavapipeRunsGemmAndTheEmulatedPathOnRequest) {
 }
 
 TEST(VulkanGemmChoice, ForcedCoopmatOnADeviceWithoutItFailsNamingTheExtension) {
-  const std::string why = failure([] { choose_gemm(lavapipe(), f16(768, 768, 768), GemmOverride::Coopmat); });
+  const std::string why = failure([] { choose_gemm(lavapipe(), bits16(768, 768, 768), GemmOverride::Coopmat); });
   EXPECT_NE(why.find("VK_NV_cooperative_matrix"), std::string::npos) << why;
   EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
   EXPECT_EQ(why.find('\n'), std::string::npos) << why;
   // Forced, it also runs products below one tile on the tensor cores.
-  EXPECT_EQ(choose_gemm(h100(), f16(5, 3, 7), GemmOverride::Coopmat).kernel, GemmKernel::Coopmat);
+  EXPECT_EQ(choose_gemm(h100(), bits16(5, 3, 7), GemmOverride::Coopmat).kernel, GemmKernel::Coopmat);
   GemmDevice no16 = lavapipe();
   no16.storage16 = false;
   EXPECT_NE(failure([&] {
-              choose_gemm(no16, f16(64, 64, 64), GemmOverride::CoopmatEmulated);
+              choose_gemm(no16, bits16(64, 64, 64), GemmOverride::CoopmatEmulated);
             }).find("storageBuffer16BitAccess"),
             std::string::npos);
 }

@@ -1,7 +1,7 @@
 #version 450
 // C[z] (+)= op(A[z]) @ op(B[z]) on tensor cores (VK_NV_cooperative_matrix),
-// for f16 A and B, summed in f32 and stored through io.glsl's c_st (f32 or
-// a 16-bit C). Same bindings and push constants as gemm.comp and
+// for f16 or bf16 A and B, summed in f32 and stored through io.glsl's c_st
+// (f32 or a 16-bit C). Same bindings and push constants as gemm.comp and
 // gemm_tiled.comp, so lowering.cpp's windows, K-chunk accumulate and batch
 // strides serve all three; gemm_choice.h says when this one runs.
 //
@@ -30,6 +30,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
 #include "io.glsl"
@@ -54,6 +55,11 @@ const uint WG = WARPS * SG;
 // 16 bytes a cooperative load wants, and staggered over the banks.
 const uint LDA = BK + 8, LDB = BN + 8;
 const uint FRAG = FM * FN;  // elements of one accumulator fragment
+const uint RA = BM * BK / WG, RB = BK * BN / WG;  // staged elements of A and B per invocation
+// Which operands are bf16 and so staged with a slice scale (io.glsl's
+// dtype codes: 1 bf16, 2 f16).
+const bool SCALE_A = ((kDtypes >> 2u) & 3u) == 1u;
+const bool SCALE_B = ((kDtypes >> 4u) & 3u) == 1u;
 
 KILN_BUFFER(0, c)
 KILN_BUFFER(1, a)
@@ -91,6 +97,7 @@ const uint EPL = FRAG / SG;  // accumulator elements per invocation
   }
 #define STORE_C(acc, off)                                                   \
   [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) Cs[(off) + lane + SG * t_] = acc[t_];
+#define SCALE_ACC(acc, f) [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) acc[t_] *= (f);
 #else
 #define STAGE_T float16_t
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>
@@ -101,30 +108,73 @@ const uint EPL = FRAG / SG;  // accumulator elements per invocation
 #define LOAD_B(x, off) coopMatLoadNV(x, Bs, off, LDB, false);
 #define MAD(acc, fa, fb) acc = coopMatMulAddNV(fa, fb, acc);
 #define STORE_C(acc, off) coopMatStoreNV(acc, Cs, off, FN, false);
+#define SCALE_ACC(acc, f) acc = acc * (f);
 #endif
 
+// An operand element as loaded: a 16-bit binding's bits (f16 or bf16) or
+// an f32 binding's. Kept raw until the slice's scale is known.
+uint a_raw(uint i) { return kiln_dtype(1) == 0u ? floatBitsToUint(a_f32[i]) : uint(a_u16[i]); }
+uint b_raw(uint i) { return kiln_dtype(2) == 0u ? floatBitsToUint(b_f32[i]) : uint(b_u16[i]); }
+
+// 2^e for e in [-126, 127], exactly.
+float pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
+
+// v * 2^e for any e the scales can sum to, in steps that stay within f32's
+// exponents (each exact, as long as the result is a normal f32).
+float times_pow2(float v, int e) {
+  while (e != 0) {
+    const int step = clamp(e, -126, 126);
+    v *= pow2(step);
+    e -= step;
+  }
+  return v;
+}
+
+// The scale exponent of a bf16 slice whose largest magnitude has these
+// bits (sign cleared): its exponent moved to 15, at most 2^127 (a slice of
+// zeros and bf16 subnormals gets 2^127, which makes them normal f16); a
+// slice holding infinity or NaN is not scaled (they stay what they are).
+int slice_exponent(uint amax) {
+  const int e = int(amax >> 7);
+  return e == 255 ? 0 : min(142 - e, 127);
+}
+
+// A raw element as staged in shared memory: f16 as it is; bf16 times the
+// slice's scale, then f16 (exact, see above); f32 rounded to f16 (lossy:
+// gemm_choice.h never sends an f32 operand here). On tensor cores an f16
+// element is a bitcast: io.glsl's integer widening and a narrowing back
+// would be about 20 instructions per staged element, and a 64 x 64 x 32
+// slice has only 32 products per staged element, which tensor cores run
+// far faster than SIMT instructions (an estimate: no GPU has measured it).
+// The emulated build rounds to f16 in integer arithmetic (half.glsl) and
+// stages the f32 value of the result: what the fragments would hold.
+STAGE_T stage(uint dt, uint raw, float scale) {
 #ifdef KILN_COOPMAT_EMULATED
-float a_stage(uint i) { return a_ld(i); }
-float b_stage(uint i) { return b_ld(i); }
+  if (dt == 2u) return uintBitsToFloat(f16_to_f32(raw));
+  const float v = dt == 1u ? uintBitsToFloat(raw << 16) * scale : uintBitsToFloat(raw);
+  return uintBitsToFloat(f16_to_f32(f32_to_f16(floatBitsToUint(v))));
 #else
-// An f16 binding's elements staged as their bits (a bitcast: gemm_choice.h
-// sends only f16 operands here), not through io.glsl's integer widening
-// and a narrowing back: that is about 20 instructions per staged element,
-// and a 64 x 64 x 32 slice has only 32 products per staged element, which
-// tensor cores run far faster than SIMT instructions, so the staging would
-// likely set the speed (an estimate: no GPU has measured it). Another
-// dtype (none is chosen) still goes through io.glsl.
-float16_t a_stage(uint i) {
-  return kiln_dtype(1) == 2u ? unpackFloat2x16(uint(a_u16[i])).x : float16_t(a_ld(i));
-}
-float16_t b_stage(uint i) {
-  return kiln_dtype(2) == 2u ? unpackFloat2x16(uint(b_u16[i])).x : float16_t(b_ld(i));
-}
+  if (dt == 2u) return unpackFloat2x16(raw).x;
+  return float16_t(dt == 1u ? uintBitsToFloat(raw << 16) * scale : uintBitsToFloat(raw));
 #endif
+}
 
 shared STAGE_T As[BM * LDA];  // [m][k]
 shared STAGE_T Bs[BK * LDB];  // [k][n]
 shared float Cs[WARPS * FRAG];  // one fragment per subgroup, row-major
+// Largest bf16 magnitude (bits) of A's and B's slice, for slices of even
+// and odd index: a slice's maxima gather while the last one's are read.
+shared uint slice_max[4];
+
+// This invocation's share of a slice's largest magnitude into slice_max[at].
+void gather_max(uint at, uint m) {
+#ifdef KILN_COOPMAT_EMULATED
+  atomicMax(slice_max[at], m);
+#else
+  m = subgroupMax(m);
+  if (subgroupElect()) atomicMax(slice_max[at], m);
+#endif
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -138,30 +188,72 @@ void main() {
   const uint abase = p.base[1] + z * p.batch_a;
   const uint bbase = p.base[2] + z * p.batch_b;
   const uint cbase = p.base[0] + z * p.batch_c;
+  const uint dta = kiln_dtype(1), dtb = kiln_dtype(2);
 
   ACC_T acc[FRAGS_M][FRAGS_N];
   [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
     [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { ACC_ZERO(acc[i][j]) }
+  // The accumulators hold sums times 2^unit: the last slice's eA + eB.
+  int unit = 0;
+  if (SCALE_A || SCALE_B) {
+    if (tid < 4) slice_max[tid] = 0u;
+    barrier();
+  }
 
-  for (uint k0 = 0; k0 < p.K; k0 += BK) {
-    barrier();  // the previous slice's fragments are loaded
-    // Consecutive invocations take consecutive stored elements (a row of A,
-    // or of A^T), so a subgroup reads whole segments of global memory.
-    [[unroll]] for (uint r = 0; r < BM * BK / WG; ++r) {
+  for (uint k0 = 0, parity = 0; k0 < p.K; k0 += BK, parity ^= 2u) {
+    // This invocation's elements of the slice, into registers. Consecutive
+    // invocations take consecutive stored elements (a row of A, or of A^T),
+    // so a subgroup reads whole segments of global memory.
+    uint ra[RA], rb[RB];
+    [[unroll]] for (uint r = 0; r < RA; ++r) {
       const uint idx = tid + r * WG;
       const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
       const uint gm = m0 + m, gk = k0 + k;
-      As[m * LDA + k] =
-          (gm < p.M && gk < p.K) ? a_stage(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : STAGE_T(0.0);
+      ra[r] = (gm < p.M && gk < p.K) ? a_raw(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0u;
     }
-    [[unroll]] for (uint r = 0; r < BK * BN / WG; ++r) {
+    [[unroll]] for (uint r = 0; r < RB; ++r) {
       const uint idx = tid + r * WG;
       const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
       const uint gn = n0 + n, gk = k0 + k;
-      Bs[k * LDB + n] =
-          (gn < p.N && gk < p.K) ? b_stage(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : STAGE_T(0.0);
+      rb[r] = (gn < p.N && gk < p.K) ? b_raw(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0u;
+    }
+    if (SCALE_A) {
+      uint m = 0u;
+      [[unroll]] for (uint r = 0; r < RA; ++r) m = max(m, ra[r] & 0x7FFFu);
+      gather_max(parity, m);
+    }
+    if (SCALE_B) {
+      uint m = 0u;
+      [[unroll]] for (uint r = 0; r < RB; ++r) m = max(m, rb[r] & 0x7FFFu);
+      gather_max(parity + 1u, m);
+    }
+    barrier();  // the last slice's fragments are loaded; this slice's maxima are in
+    const int ea = SCALE_A ? slice_exponent(slice_max[parity]) : 0;
+    const int eb = SCALE_B ? slice_exponent(slice_max[parity + 1u]) : 0;
+    // The next slice's slots: their last reads were before the barrier
+    // above, their next writes come after the one below.
+    if ((SCALE_A || SCALE_B) && tid < 2) slice_max[(parity ^ 2u) + tid] = 0u;
+    const float sa = pow2(ea), sb = pow2(eb);
+    [[unroll]] for (uint r = 0; r < RA; ++r) {
+      const uint idx = tid + r * WG;
+      const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
+      As[m * LDA + k] = stage(dta, ra[r], sa);
+    }
+    [[unroll]] for (uint r = 0; r < RB; ++r) {
+      const uint idx = tid + r * WG;
+      const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
+      Bs[k * LDB + n] = stage(dtb, rb[r], sb);
     }
     barrier();
+    // The same exponents in every invocation, so the rescale is uniform.
+    for (int d = ea + eb - unit; d != 0;) {
+      const int step = clamp(d, -126, 126);
+      const float f = pow2(step);
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
+        [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { SCALE_ACC(acc[i][j], f) }
+      d -= step;
+    }
+    unit = ea + eb;
     [[unroll]] for (uint kk = 0; kk < KSTEPS; ++kk) {
       A_T fa[FRAGS_M];
       B_T fb[FRAGS_N];
@@ -185,7 +277,7 @@ void main() {
         const uint gm = m0 + wm + i * FM + e / FN, gn = n0 + wn + j * FN + e % FN;
         if (gm < p.M && gn < p.N) {
           const uint at = cbase + gm * p.ldc + gn;
-          const float v = Cs[warp * FRAG + e];
+          const float v = times_pow2(Cs[warp * FRAG + e], -unit);
           c_st(at, more ? c_ld(at) + v : v);
         }
       }
