@@ -247,7 +247,8 @@ class Lowerer {
   void copy2d(Val dst, Val src, uint64_t rows, uint64_t inner, uint64_t src_stride, uint64_t dst_stride);
   void matmul(const ir::DecodedNode& n, const NodeInfo& p);
   void attention(const ir::DecodedNode& n);
-  bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb);
+  bool split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb, uint32_t tile,
+               uint32_t invocations, const std::function<uint32_t(uint32_t)>& gemm_pipeline);
   void permute(const ir::DecodedNode& n, const NodeInfo& p);
   void rope(const ir::DecodedNode& n, const NodeInfo& p);
   void place_barriers();
@@ -514,18 +515,18 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const bool tiled = choice.kernel == GemmKernel::Tiled;
   const bool coopmat = choice.kernel == GemmKernel::Coopmat || choice.kernel == GemmKernel::CoopmatEmulated;
   const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
-  const uint32_t dtypes = pack({C.dt, A.dt, B.dt});
-  uint32_t pipe = 0;
-  if (coopmat) {
-    const FragmentShape f = choice.fragment;
-    pipe = pipeline(gemm_kernel_name(choice.kernel),
-                    {kCoopmatSubgroups * choice.subgroup, ta ? 1u : 0u, tb ? 1u : 0u, f.m, f.n, f.k, choice.subgroup},
-                    dtypes);
-  } else if (tiled) {
-    pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
-  } else {
-    pipe = pipeline("gemm", {(T / 4) * (T / 4), T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
-  }
+  const uint32_t invocations = coopmat ? kCoopmatSubgroups * choice.subgroup : tiled ? 256 : (T / 4) * (T / 4);
+  // The chosen shader's pipeline writing a C of dtype c_dt.
+  auto gemm_pipeline = [&](uint32_t c_dt) {
+    const uint32_t dtypes = pack({c_dt, A.dt, B.dt});
+    if (coopmat) {
+      const FragmentShape f = choice.fragment;
+      return pipeline(gemm_kernel_name(choice.kernel),
+                      {invocations, ta ? 1u : 0u, tb ? 1u : 0u, f.m, f.n, f.k, choice.subgroup}, dtypes);
+    }
+    if (tiled) return pipeline("gemm_tiled", {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+    return pipeline("gemm", {invocations, T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+  };
   const uint64_t max_elems = limit_ / 4;
 
   auto band = [](Val base, uint64_t matrix, uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr, uint64_t ld,
@@ -534,6 +535,11 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
     Ref r = plus(base.ref, (z0 * matrix + r0 * ld + c0) * base.es());
     return std::pair<Ref, uint64_t>{r, ((nz - 1) * matrix + (nr - 1) * ld + nc) * base.es()};
   };
+  const uint64_t largest = std::max({size_a, size_b, size_c});
+  if ((tiled || coopmat) && batch == 1 && largest <= max_elems &&
+      split_k(n, M, N, K, ta, tb, T, invocations, gemm_pipeline))
+    return;
+  const uint32_t pipe = gemm_pipeline(C.dt);
   auto launch = [&](uint64_t z0, uint64_t nz, uint64_t m0, uint64_t mc, uint64_t n0, uint64_t nc, uint64_t k0,
                     uint64_t kc) {
     if (accumulates16(C, k0 > 0)) return;
@@ -546,8 +552,6 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
          u32(ceil_div(nc, T), "groups"), u32(ceil_div(mc, T), "groups"), static_cast<uint32_t>(nz));
   };
 
-  const uint64_t largest = std::max({size_a, size_b, size_c});
-  if (tiled && batch == 1 && largest <= max_elems && split_k(n, M, N, K, ta, tb)) return;
   if (largest <= max_elems) {
     const uint64_t per = std::min<uint64_t>(max_elems / largest, d_.max_groups[2]);
     for (uint64_t z0 = 0; z0 < batch; z0 += per) launch(z0, std::min(per, batch - z0), 0, M, 0, N, 0, K);
@@ -567,30 +571,34 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
           launch(z, 1, m0, std::min(mchunk, M - m0), n0, std::min(nchunk, N - n0), k0, std::min(kchunk, K - k0));
 }
 
-// Split-K for a product whose C is too few 128x128 tiles to fill a GPU (a
-// weight gradient: small C, K = tokens): S slices of K run as S "batches"
-// of gemm_tiled, each writing its partial C into scratch, then colsum adds
+// Split-K for a product whose C is too few tiles to fill a GPU (a weight
+// gradient: small C, K = tokens): S slices of K run as S "batches" of the
+// chosen GEMM shader (gemm_tiled's 128 x 128 tiles or gemm_coopmat's 64 x
+// 64), each writing its partial C in f32 into scratch, then colsum adds
 // the S partials in slice order (deterministic). S divides K, so every
-// slice has the same depth, and is chosen so that about 256 workgroups run.
-// False when splitting would not pay (C already fills the GPU, K short).
-bool Lowerer::split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb) {
-  constexpr uint64_t kTarget = 256, kMinDepth = 256;
-  const uint64_t tiles = ceil_div(M, 128) * ceil_div(N, 128);
-  if (tiles * 2 > kTarget || K < 2 * kMinDepth) return false;
-  uint64_t slices = std::min({ceil_div(kTarget, tiles), K / kMinDepth, uint64_t{16}});
+// slice has the same depth, and is chosen so that about 64K invocations
+// run (256 of gemm_tiled's workgroups, 512 of gemm_coopmat's on 32-wide
+// subgroups). False when splitting would not pay (C already fills the GPU,
+// K short).
+bool Lowerer::split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb, uint32_t tile,
+                      uint32_t invocations, const std::function<uint32_t(uint32_t)>& gemm_pipeline) {
+  constexpr uint64_t kTargetInvocations = 65536, kMinDepth = 256;
+  const uint64_t target = kTargetInvocations / invocations;
+  const uint64_t tiles = ceil_div(M, tile) * ceil_div(N, tile);
+  if (tiles * 2 > target || K < 2 * kMinDepth) return false;
+  uint64_t slices = std::min({ceil_div(target, tiles), K / kMinDepth, uint64_t{16}});
   while (slices > 1 && K % slices != 0) --slices;
   const uint64_t max_elems = limit_ / 4;
   if (slices < 2 || slices * M * N > max_elems) return false;
   const uint64_t depth = K / slices, lda = ta ? M : K, ldb = tb ? K : N;
   const Ref partial = scratch(slices * M * N * 4);
   const Val A = val(n.inputs[0]), B = val(n.inputs[1]);
-  const uint32_t pipe = pipeline("gemm_tiled", {256, ta ? 1u : 0u, tb ? 1u : 0u}, pack({kDtypeF32, A.dt, B.dt}));
-  emit(pipe,
+  emit(gemm_pipeline(kDtypeF32),
        {window(partial, slices * M * N * 4, true), window(A.ref, M * K * A.es(), false),
         window(B.ref, K * N * B.es(), false)},
        {u32(M, "m"), u32(N, "n"), u32(depth, "k"), u32(lda, "lda"), u32(ldb, "ldb"), u32(N, "ldc"),
         u32(ta ? depth * lda : depth, "slice"), u32(tb ? depth : depth * ldb, "slice"), u32(M * N, "slice"), 0u},
-       u32(ceil_div(N, 128), "groups"), u32(ceil_div(M, 128), "groups"), static_cast<uint32_t>(slices));
+       u32(ceil_div(N, tile), "groups"), u32(ceil_div(M, tile), "groups"), static_cast<uint32_t>(slices));
   const Val sums = f32(partial);
   column_sum(0, val(n.outputs[0]), M * N, slices, sums, sums, sums, 1.0f);
   return true;

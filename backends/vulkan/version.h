@@ -17,5 +17,6 @@ inline constexpr const char* kCompilerVersion =
                   // 12: gemm.comp's register loops [[unroll]]; half.glsl narrows to f16 with roundEven
                   // 13: gemm_coopmat.comp (VK_NV_cooperative_matrix) for f16 GEMMs, gemm_choice.h;
                   //     the driver string names the device's cooperative-matrix extensions;
-                  // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments
+                  // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments,
+                  //     and splits K as gemm_tiled does
 }  // namespace kiln::vk
