@@ -7,8 +7,10 @@
 //
 // A workgroup of 4 subgroups computes a 64 x 64 tile of C, each subgroup a
 // 32 x 32 quarter of it as a grid of FM x FN accumulator fragments. 32-deep
-// slices of A and B are staged in shared memory as f16 (transposes, ragged
-// edges filled with zeros, any stride), and fragments are loaded from there:
+// slices of A and B are read into registers one slice ahead (their loads in
+// flight during the current slice's multiply-adds), then staged in shared
+// memory as f16 (transposes, ragged edges filled with zeros, any stride),
+// and fragments are loaded from there:
 // the cooperative loads then see aligned, padded rows whatever the operand's
 // layout. At the end each fragment goes through a per-subgroup f32 scratch
 // so that C is written element by element with bounds checks, += on a later
@@ -176,6 +178,36 @@ void gather_max(uint at, uint m) {
 #endif
 }
 
+// This invocation's elements of the slice at k0, raw, into ra and rb, and
+// for a bf16 operand their largest magnitude into slice_max[parity (+1)].
+// Consecutive invocations take consecutive stored elements (a row of A, or
+// of A^T), so a subgroup reads whole segments of global memory.
+uint ra[RA], rb[RB];
+void fetch(uint k0, uint parity, uint tid, uint m0, uint n0, uint abase, uint bbase) {
+  [[unroll]] for (uint r = 0; r < RA; ++r) {
+    const uint idx = tid + r * WG;
+    const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
+    const uint gm = m0 + m, gk = k0 + k;
+    ra[r] = (gm < p.M && gk < p.K) ? a_raw(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0u;
+  }
+  [[unroll]] for (uint r = 0; r < RB; ++r) {
+    const uint idx = tid + r * WG;
+    const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
+    const uint gn = n0 + n, gk = k0 + k;
+    rb[r] = (gn < p.N && gk < p.K) ? b_raw(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0u;
+  }
+  if (SCALE_A) {
+    uint m = 0u;
+    [[unroll]] for (uint r = 0; r < RA; ++r) m = max(m, ra[r] & 0x7FFFu);
+    gather_max(parity, m);
+  }
+  if (SCALE_B) {
+    uint m = 0u;
+    [[unroll]] for (uint r = 0; r < RB; ++r) m = max(m, rb[r] & 0x7FFFu);
+    gather_max(parity + 1u, m);
+  }
+}
+
 void main() {
   const uint tid = gl_LocalInvocationID.x;
 #ifdef KILN_COOPMAT_EMULATED
@@ -200,38 +232,15 @@ void main() {
     barrier();
   }
 
+  // Software pipelining: the next slice's global loads are issued before
+  // the current slice's multiply-adds, so their latency hides behind them.
+  fetch(0u, 0u, tid, m0, n0, abase, bbase);
   for (uint k0 = 0, parity = 0; k0 < p.K; k0 += BK, parity ^= 2u) {
-    // This invocation's elements of the slice, into registers. Consecutive
-    // invocations take consecutive stored elements (a row of A, or of A^T),
-    // so a subgroup reads whole segments of global memory.
-    uint ra[RA], rb[RB];
-    [[unroll]] for (uint r = 0; r < RA; ++r) {
-      const uint idx = tid + r * WG;
-      const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
-      const uint gm = m0 + m, gk = k0 + k;
-      ra[r] = (gm < p.M && gk < p.K) ? a_raw(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0u;
-    }
-    [[unroll]] for (uint r = 0; r < RB; ++r) {
-      const uint idx = tid + r * WG;
-      const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
-      const uint gn = n0 + n, gk = k0 + k;
-      rb[r] = (gn < p.N && gk < p.K) ? b_raw(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0u;
-    }
-    if (SCALE_A) {
-      uint m = 0u;
-      [[unroll]] for (uint r = 0; r < RA; ++r) m = max(m, ra[r] & 0x7FFFu);
-      gather_max(parity, m);
-    }
-    if (SCALE_B) {
-      uint m = 0u;
-      [[unroll]] for (uint r = 0; r < RB; ++r) m = max(m, rb[r] & 0x7FFFu);
-      gather_max(parity + 1u, m);
-    }
     barrier();  // the last slice's fragments are loaded; this slice's maxima are in
     const int ea = SCALE_A ? slice_exponent(slice_max[parity]) : 0;
     const int eb = SCALE_B ? slice_exponent(slice_max[parity + 1u]) : 0;
     // The next slice's slots: their last reads were before the barrier
-    // above, their next writes come after the one below.
+    // above, their next writes (fetch) come after the one below.
     if ((SCALE_A || SCALE_B) && tid < 2) slice_max[(parity ^ 2u) + tid] = 0u;
     const float sa = pow2(ea), sb = pow2(eb);
     [[unroll]] for (uint r = 0; r < RA; ++r) {
@@ -245,6 +254,7 @@ void main() {
       Bs[k * LDB + n] = stage(dtb, rb[r], sb);
     }
     barrier();
+    if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase);
     // The same exponents in every invocation, so the rescale is uniform.
     for (int d = ea + eb - unit; d != 0;) {
       const int step = clamp(d, -126, 126);
