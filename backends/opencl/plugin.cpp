@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_node.h"
 #include "attention_plan.h"
 #include "codegen.h"
 #include "device.h"
@@ -345,27 +346,19 @@ struct OpenclPlugin {
 
   static void synchronize(kiln_device* device) { kiln::ocl::cl_check(clFinish(device->queue), "clFinish"); }
   static bool op_supported(int32_t op) { return supported().contains(op); }
-  // Only the attention ops have shapes their kernels refuse (attention_plan.h:
-  // a head size whose row split needs a larger work group, or more local
-  // memory, than a device has): such a node runs as its decomposition, the
-  // chain, on every device of the list. The dropout variants run the same
-  // kernels plus a local array of keep factors, which the plan counts.
+  // Only the attention ops have shapes their kernels refuse (attention_node.h,
+  // attention_plan.h): such a node runs as its decomposition, the chain, on
+  // every device of the list. The dropout twins run the same kernels plus a
+  // local array of keep factors, which the plan counts.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    // The attention ops by their shape rule (kiln/ops.h), the dropout twins by theirs.
-    const kiln_op_info* info = kiln_op_find(op);
-    const bool dropout = info != nullptr && info->rule == KILN_RULE_ATTENTION_DROPOUT;
-    if (info == nullptr || (info->rule != KILN_RULE_ATTENTION && !dropout)) return true;
-    if (inputs.empty() || inputs[0].dims.size() < 2) return false;
-    const std::vector<int64_t>& dims = inputs[0].dims;
-    const int64_t T = dims[dims.size() - 2], D = dims.back();
-    if (T <= 0 || D <= 0) return true;  // nothing to compute: the generator emits no kernel
-    auto& devices = kiln::ocl::device_list();
-    for (int32_t i = 0; i < devices.count(); ++i)
-      if (!kiln::ocl::plan_attention(kiln::ocl::target_for(devices.at(i)), static_cast<uint64_t>(T),
-                                     static_cast<uint64_t>(D), dropout, nullptr))
-        return false;
-    return true;
+    return kiln::backend::attention_node_supported(op, inputs, [](const kiln::backend::AttentionNode& a) {
+      auto& devices = kiln::ocl::device_list();
+      for (int32_t i = 0; i < devices.count(); ++i)
+        if (!kiln::ocl::plan_attention(kiln::ocl::target_for(devices.at(i)), a.T, a.D, a.dropout, nullptr))
+          return false;
+      return true;
+    });
   }
 };
 

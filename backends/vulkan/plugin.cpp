@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_node.h"
 #include "attention_plan.h"
 #include "compile_options.h"
 #include "executable.h"
@@ -441,21 +442,16 @@ struct VulkanPlugin {
     device->rt->wait_idle();
   }
   static bool op_supported(int32_t op) { return kiln::vk::kSupported.contains(op); }
-  // Only the ATTENTION ops have shapes their kernel refuses (attention_plan.h): such a
-  // node runs as its decomposition, the chain, on every device of the list.
+  // Only the attention ops have shapes their kernel refuses (attention_node.h):
+  // such a node runs as its decomposition, the chain, on every device of the list.
   static bool op_supported_node(int32_t op, const std::vector<kiln::plugin_kit::NodeTensor>& inputs,
                                 const std::vector<kiln::plugin_kit::NodeTensor>& /*outputs*/) {
-    // The attention ops by their shape rule (kiln/ops.h), the dropout twins by theirs.
-    const kiln_op_info* info = kiln_op_find(op);
-    const bool dropout = info != nullptr && info->rule == KILN_RULE_ATTENTION_DROPOUT;
-    if (info == nullptr || (info->rule != KILN_RULE_ATTENTION && !dropout)) return true;
-    if (inputs.empty() || inputs[0].dims.size() < 2) return false;
-    const std::vector<int64_t>& dims = inputs[0].dims;
-    const auto T = static_cast<uint64_t>(dims[dims.size() - 2]), D = static_cast<uint64_t>(dims.back());
-    auto& devices = kiln::vk::device_list();
-    for (int32_t i = 0; i < devices.count(); ++i)
-      if (!kiln::vk::plan_attention(devices.at(i), T, D, dropout, nullptr)) return false;
-    return true;
+    return kiln::backend::attention_node_supported(op, inputs, [](const kiln::backend::AttentionNode& a) {
+      auto& devices = kiln::vk::device_list();
+      for (int32_t i = 0; i < devices.count(); ++i)
+        if (!kiln::vk::plan_attention(devices.at(i), a.T, a.D, a.dropout, nullptr)) return false;
+      return true;
+    });
   }
 };
 
