@@ -206,40 +206,39 @@ fi
 # PyTorch model has none).
 m124=(--mock-data --vocab-size 50304 --num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024
       --micro-batch-size 8 --log-interval 1 --eval-iters 0 --lr-warmup-iters 1 --hidden-dropout 0 --attention-dropout 0)
+# One 124M run of kiln: train_124m BACKEND PRECISION LABEL [FLAGS...] notes
+# "- kiln LABEL: ms/step, tokens/s (the attention line)", steps after the
+# first averaged, or why it failed.
+train_124m() {
+  local b=$1 dt=$2 label=$3 log ms attention
+  shift 3
+  log=$out/tp-${label// /-}
+  log=${log//,/}
+  # shellcheck disable=SC2046 # precision's words are separate flags
+  timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend "$b" "${m124[@]}" $(precision "$dt") "$@" \
+    --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
+    note "- kiln $label: failed: $(tail -1 "$log.log")"
+  ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
+       awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
+  attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
+  [ -n "$ms" ] && note "- kiln $label: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
+}
 if has throughput; then
   note ""
   note "## Training throughput, GPT-2 124M, seq 1024, micro-batch 8"
   note ""
   iters=${ITERS:-6}
   # kiln in each precision its users train in (TRAIN_DTYPES: fp32 bf16
-  # fp16), steps after the first averaged. The attention line says which
-  # core ran (auto fuses on a GPU backend that has the kernel).
+  # fp16). The attention line says which core ran (auto fuses on a GPU
+  # backend that has the kernel).
   for b in "${backends[@]}"; do
-    for dt in ${TRAIN_DTYPES:-fp32 bf16 fp16}; do
-      log=$out/tp-$b-$dt
-      # shellcheck disable=SC2046 # precision's words are separate flags
-      timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend "$b" "${m124[@]}" $(precision "$dt") \
-        --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
-        note "- kiln $b $dt: failed: $(tail -1 "$log.log")"
-      ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
-           awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
-      attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
-      [ -n "$ms" ] && note "- kiln $b $dt: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
-    done
+    for dt in ${TRAIN_DTYPES:-fp32 bf16 fp16}; do train_124m "$b" "$dt" "$b $dt"; done
   done
   # Megatron's default dropouts, which users' launch scripts keep: what the
   # fused kernel's mask costs against the same precision without them.
   if [[ " ${backends[*]} " == *" vulkan "* ]]; then
     for dt in ${DROPOUT_DTYPES:-bf16}; do
-      log=$out/tp-vulkan-$dt-dropout
-      # shellcheck disable=SC2046 # precision's words are separate flags
-      timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend vulkan "${m124[@]}" $(precision "$dt") \
-        --hidden-dropout 0.1 --attention-dropout 0.1 --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
-        note "- kiln vulkan $dt dropout 0.1: failed: $(tail -1 "$log.log")"
-      ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
-           awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
-      attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
-      [ -n "$ms" ] && note "- kiln vulkan $dt, dropout 0.1: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
+      train_124m vulkan "$dt" "vulkan $dt, dropout 0.1" --hidden-dropout 0.1 --attention-dropout 0.1
     done
   fi
   for dt in fp32 bf16; do
