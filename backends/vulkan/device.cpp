@@ -109,8 +109,7 @@ void query_coopmat_nv(VkPhysicalDevice pd, DeviceInfo* d) {
 }
 
 // What the device offers for tensor-core GEMMs, in words, for `kiln
-// devices` (appended to the driver string; empty where it offers nothing):
-// which bf16 GEMMs could use is a question for the GPU session's note.
+// devices` (appended to the driver string; empty where it offers nothing).
 std::string matrix_note(const DeviceInfo& d) {
   if (!d.coopmat_nv && !d.coopmat_khr && !d.coopmat2_nv && !d.bfloat16_khr) return "";
   std::string s = "; coopmat:";

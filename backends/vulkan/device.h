@@ -43,7 +43,8 @@ struct DeviceInfo {
   bool memory_model = false;  // vulkanMemoryModel (1.2): the coopmat shader's SPIR-V declares it
   std::vector<FragmentShape> coopmat_f16_shapes;
   // Listed by name only (Debian 12's headers and glslang know neither):
-  // what bf16 GEMMs could run on with a newer toolchain.
+  // native bf16 fragments with a newer toolchain (today bf16 GEMMs run on
+  // the f16 fragments above, scaled per slice: gemm_coopmat.comp).
   bool coopmat_khr = false, coopmat2_nv = false, bfloat16_khr = false;
 };
 
