@@ -1,5 +1,6 @@
 #include "gemm_choice.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,34 +14,22 @@ using kiln::plugin_kit::fail;
 
 // gemm_coopmat.comp's shared memory in bytes: the A and B slices (64 x 40
 // and 32 x 72 staged elements, f16 on tensor cores, f32 emulated), one f32
-// fragment per subgroup, and common.glsl's 256-float reduction array.
-uint32_t coopmat_shared_bytes(FragmentShape f, bool emulated) {
+// fragment per subgroup, a bf16 slice's largest magnitudes (4 words) and
+// common.glsl's 256-float reduction array.
+uint32_t coopmat_shared_bytes(bool emulated) {
   const uint32_t staged = emulated ? 4 : 2;
-  return (64 * 40 + 32 * 72) * staged + kCoopmatSubgroups * f.m * f.n * 4 + 256 * 4;
+  return (64 * 40 + 32 * 72) * staged + kCoopmatSubgroups * kCoopmatFragment.m * kCoopmatFragment.n * 4 + 4 * 4 +
+         256 * 4;
 }
-
-// A shape the shader's loops can tile: sides dividing its 32 x 32
-// subgroup block and 32-deep slice, and a fragment the subgroup's
-// invocations share evenly at the write-out.
-bool fits_layout(FragmentShape f, uint32_t subgroup) {
-  auto divides32 = [](uint32_t s) { return s >= 8 && 32 % s == 0; };
-  return divides32(f.m) && divides32(f.n) && divides32(f.k) && subgroup > 0 && (f.m * f.n) % subgroup == 0;
-}
-
-// The subgroup the emulated build pretends to have: the shader's layout
-// needs nothing of a real subgroup there.
-constexpr uint32_t kEmulatedSubgroup = 32;
-constexpr FragmentShape kEmulatedShape{16, 16, 16};
 
 bool emulated_usable(const GemmDevice& d, std::string* why) {
   if (!d.storage16) {
     *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs storageBuffer16BitAccess, which " + d.name + " lacks";
     return false;
   }
-  if (d.max_invocations < kCoopmatSubgroups * kEmulatedSubgroup ||
-      d.max_shared_bytes < coopmat_shared_bytes(kEmulatedShape, true)) {
+  if (d.max_invocations < kCoopmatSubgroups * kCoopmatSubgroupSize || d.max_shared_bytes < coopmat_shared_bytes(true)) {
     *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs 128 invocations and " +
-           std::to_string(coopmat_shared_bytes(kEmulatedShape, true)) + " bytes of shared memory per workgroup";
+           std::to_string(coopmat_shared_bytes(true)) + " bytes of shared memory per workgroup";
     return false;
   }
   return true;
@@ -81,7 +70,7 @@ const char* gemm_kernel_name(GemmKernel k) {
   return "gemm";
 }
 
-bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why) {
+bool coopmat_usable(const GemmDevice& d, std::string* why) {
   const std::string prefix = "vulkan: " + d.name + ": no tensor-core GEMM: ";
   if (!d.coopmat_extension) {
     *why = prefix + "the device does not list VK_NV_cooperative_matrix";
@@ -95,26 +84,23 @@ bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why)
     *why = prefix + "it needs storageBuffer16BitAccess, shaderFloat16 and vulkanMemoryModel";
     return false;
   }
-  if (d.subgroup_size == 0 || !d.subgroup_arithmetic) {
-    *why = prefix + "it needs basic and arithmetic subgroup operations in compute shaders";
-    return false;
-  }
-  FragmentShape best;
-  for (const FragmentShape& f : d.f16_shapes)
-    if (fits_layout(f, d.subgroup_size) && f.m * f.n * f.k > best.m * best.n * best.k) best = f;
-  if (best.m == 0) {
+  if (d.subgroup_size != kCoopmatSubgroupSize || !d.subgroup_arithmetic) {
     *why = prefix +
-           "no f16 x f16 + f32 subgroup fragment shape with sides dividing 32 (and a subgroup size "
-           "dividing its elements) is reported";
+           "it needs subgroups of 32 invocations with basic and arithmetic subgroup operations in compute "
+           "shaders (the device's subgroups: " +
+           std::to_string(d.subgroup_size) + (d.subgroup_arithmetic ? "" : ", no arithmetic") + ")";
     return false;
   }
-  if (d.max_invocations < kCoopmatSubgroups * d.subgroup_size ||
-      d.max_shared_bytes < coopmat_shared_bytes(best, false)) {
-    *why = prefix + "a workgroup of 4 subgroups of " + std::to_string(d.subgroup_size) + " and " +
-           std::to_string(coopmat_shared_bytes(best, false)) + " bytes of shared memory exceeds its limits";
+  if (std::find(d.f16_shapes.begin(), d.f16_shapes.end(), kCoopmatFragment) == d.f16_shapes.end()) {
+    *why = prefix + "the device reports no 16 x 16 x 16 f16 x f16 + f32 subgroup fragment, the shape it is built for";
     return false;
   }
-  *shape = best;
+  if (d.max_invocations < kCoopmatSubgroups * kCoopmatSubgroupSize ||
+      d.max_shared_bytes < coopmat_shared_bytes(false)) {
+    *why = prefix + "a workgroup of 128 invocations and " + std::to_string(coopmat_shared_bytes(false)) +
+           " bytes of shared memory exceeds its limits";
+    return false;
+  }
   return true;
 }
 
@@ -124,16 +110,14 @@ GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o
   std::string why;
   if (o == GemmOverride::CoopmatEmulated) {
     if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
-    if (sixteen) return {GemmKernel::CoopmatEmulated, kEmulatedShape, kEmulatedSubgroup};
+    if (sixteen) return {GemmKernel::CoopmatEmulated};
   } else if (o == GemmOverride::Coopmat) {
-    FragmentShape f;
-    if (!coopmat_usable(d, &f, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
-    if (sixteen) return {GemmKernel::Coopmat, f, d.subgroup_size};
+    if (!coopmat_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
+    if (sixteen) return {GemmKernel::Coopmat};
   } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
     // Tensor cores where the product fills at least one 64 x 64 tile; below
     // that gemm.comp's 32 x 32 tiles waste less.
-    FragmentShape f;
-    if (coopmat_usable(d, &f, &why)) return {GemmKernel::Coopmat, f, d.subgroup_size};
+    if (coopmat_usable(d, &why)) return {GemmKernel::Coopmat};
   }
   c.kernel = default_kernel(d, g, o);
   return c;

@@ -62,23 +62,24 @@ struct GemmProduct {
 
 struct GemmChoice {
   GemmKernel kernel = GemmKernel::Simple;
-  FragmentShape fragment;  // gemm_coopmat's, for Coopmat and CoopmatEmulated
-  uint32_t subgroup = 0;   // gemm_coopmat's subgroup size (its constant SG)
 };
 
-// gemm_coopmat.comp's fixed layout: 4 subgroups, a 64 x 64 C tile.
+// gemm_coopmat.comp's fixed layout: 4 subgroups of 32 invocations, a 64 x
+// 64 C tile, 16 x 16 x 16 fragments (constants in the shader, so that its
+// loops unroll; see there).
 inline constexpr uint32_t kCoopmatSubgroups = 4;
+inline constexpr uint32_t kCoopmatSubgroupSize = 32;
 inline constexpr uint32_t kCoopmatTile = 64;
+inline constexpr FragmentShape kCoopmatFragment{16, 16, 16};
 
 // KILN_VULKAN_GEMM's text parsed. Throws KILN_ERR_INVALID_ARGUMENT naming
 // the accepted values for any other non-empty text.
 GemmOverride parse_gemm_override(const char* text);
 GemmOverride gemm_override();  // the environment's, read now
 
-// The fragment shape gemm_coopmat runs on this device (the largest reported
-// one whose sides divide its 32 x 32 subgroup block and 32-deep slice), or
-// why it cannot run there: the missing extension, feature or limit.
-bool coopmat_usable(const GemmDevice& d, FragmentShape* shape, std::string* why);
+// Whether gemm_coopmat runs on this device, or why not: the missing
+// extension, feature, subgroup size, fragment shape or limit.
+bool coopmat_usable(const GemmDevice& d, std::string* why);
 
 // The kernel for one product. Throws KILN_ERR_INVALID_ARGUMENT for
 // KILN_VULKAN_GEMM=coopmat on a device where coopmat_usable is false.

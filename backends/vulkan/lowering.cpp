@@ -515,15 +515,11 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const bool tiled = choice.kernel == GemmKernel::Tiled;
   const bool coopmat = choice.kernel == GemmKernel::Coopmat || choice.kernel == GemmKernel::CoopmatEmulated;
   const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
-  const uint32_t invocations = coopmat ? kCoopmatSubgroups * choice.subgroup : tiled ? 256 : (T / 4) * (T / 4);
+  const uint32_t invocations = coopmat ? kCoopmatSubgroups * kCoopmatSubgroupSize : tiled ? 256 : (T / 4) * (T / 4);
   // The chosen shader's pipeline writing a C of dtype c_dt.
   auto gemm_pipeline = [&](uint32_t c_dt) {
     const uint32_t dtypes = pack({c_dt, A.dt, B.dt});
-    if (coopmat) {
-      const FragmentShape f = choice.fragment;
-      return pipeline(gemm_kernel_name(choice.kernel),
-                      {invocations, ta ? 1u : 0u, tb ? 1u : 0u, f.m, f.n, f.k, choice.subgroup}, dtypes);
-    }
+    if (coopmat) return pipeline(gemm_kernel_name(choice.kernel), {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
     if (tiled) return pipeline("gemm_tiled", {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
     return pipeline("gemm", {invocations, T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
   };

@@ -18,5 +18,5 @@ inline constexpr const char* kCompilerVersion =
                   // 13: gemm_coopmat.comp (VK_NV_cooperative_matrix) for f16 GEMMs, gemm_choice.h;
                   //     the driver string names the device's cooperative-matrix extensions;
                   // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments,
-                  //     and splits K as gemm_tiled does
+                  //     splits K as gemm_tiled does, and has its fragment shape and subgroup size as constants
 }  // namespace kiln::vk

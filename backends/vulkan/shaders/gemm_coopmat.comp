@@ -39,14 +39,15 @@
 
 layout(constant_id = 1) const bool TRANS_A = false;
 layout(constant_id = 2) const bool TRANS_B = false;
-// The fragment shape the device reported for f16 x f16 + f32 (gemm_choice.h
-// picks it); each must divide 32.
-layout(constant_id = 3) const uint FM = 16;
-layout(constant_id = 4) const uint FN = 16;
-layout(constant_id = 5) const uint FK = 16;
-// Invocations per subgroup: the device's subgroup size (32 on NVIDIA); the
-// workgroup (constant 0) is WARPS * SG invocations.
-layout(constant_id = 6) const uint SG = 32;
+// The fragment shape (f16 x f16 + f32) and subgroup size NVIDIA's drivers
+// report, which gemm_choice.h requires of a device. Constants, not
+// specialization constants: glslc unrolls only loops whose trip counts it
+// knows, and a register array indexed in a loop it left (here the
+// accumulator fragments) goes to local memory (gemm_tiled.comp measured
+// that on an H100: 2 TFLOP/s instead of 15). The workgroup (constant 0) is
+// WARPS * SG invocations.
+const uint FM = 16, FN = 16, FK = 16;
+const uint SG = 32;
 
 const uint BM = 64, BN = 64, BK = 32;  // C tile and slice depth
 const uint WARPS = 4;                  // 2 x 2 subgroups, each a WM x WN block of C
@@ -121,24 +122,21 @@ uint b_raw(uint i) { return kiln_dtype(2) == 0u ? floatBitsToUint(b_f32[i]) : ui
 // 2^e for e in [-126, 127], exactly.
 float pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
 
-// v * 2^e for any e the scales can sum to, in steps that stay within f32's
-// exponents (each exact, as long as the result is a normal f32).
+// v * 2^e for any e = -(eA + eB) (within [-252, 224]) as two exact
+// multiplications: no loop, so the write-out's loops over the accumulator
+// fragments unroll (see FM).
 float times_pow2(float v, int e) {
-  while (e != 0) {
-    const int step = clamp(e, -126, 126);
-    v *= pow2(step);
-    e -= step;
-  }
-  return v;
+  const int half_e = e / 2;
+  return v * pow2(half_e) * pow2(e - half_e);
 }
 
 // The scale exponent of a bf16 slice whose largest magnitude has these
-// bits (sign cleared): its exponent moved to 15, at most 2^127 (a slice of
-// zeros and bf16 subnormals gets 2^127, which makes them normal f16); a
+// bits (sign cleared): its exponent moved to 15, at most 2^126 (a slice of
+// zeros and bf16 subnormals gets 2^126, which makes them normal f16); a
 // slice holding infinity or NaN is not scaled (they stay what they are).
 int slice_exponent(uint amax) {
   const int e = int(amax >> 7);
-  return e == 255 ? 0 : min(142 - e, 127);
+  return e == 255 ? 0 : min(142 - e, 126);
 }
 
 // A raw element as staged in shared memory: f16 as it is; bf16 times the
