@@ -18,5 +18,6 @@ inline constexpr const char* kCompilerVersion =
                   // 13: gemm_coopmat.comp (VK_NV_cooperative_matrix) for f16 GEMMs, gemm_choice.h;
                   //     the driver string names the device's cooperative-matrix extensions;
                   // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments,
-                  //     splits K as gemm_tiled does, and has its fragment shape and subgroup size as constants
+                  //     splits K as gemm_tiled does, and has its fragment shape and subgroup size as constants;
+                  //     attention.comp loops over EMAX (EACH_U)
 }  // namespace kiln::vk

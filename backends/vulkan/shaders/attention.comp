@@ -40,6 +40,13 @@ layout(constant_id = 1) const uint PASS = 0u;
 layout(constant_id = 2) const uint D = 64u;   // head size
 layout(constant_id = 3) const uint BK = 16u;  // rows per shared tile
 layout(constant_id = 4) const uint E = 16u;   // elements of a row per invocation
+// attention_plan.cpp's largest E. Every loop over a row's E elements runs
+// EMAX times with the rest skipped (EACH_U): glslc unrolls only loops whose
+// trip count it knows, and a register array indexed in a loop it left goes
+// to local memory on NVIDIA's driver (gemm_tiled.comp measured that on an
+// H100); the skipped iterations fold away once E is specialized.
+const uint EMAX = 16u;
+#define EACH_U [[unroll]] for (uint u = 0u; u < EMAX; ++u) if (u < E)
 layout(constant_id = 5) const uint S = 4u;    // invocations per row: D / E
 layout(constant_id = 6) const uint QB = 32u;  // rows per workgroup (of QB * S)
 layout(constant_id = 7) const uint DROPOUT = 0u;  // ATTENTION_DROPOUT and its gradient
@@ -130,8 +137,8 @@ void main() {
   uint row = at + r * D + lane * E;    // this invocation's first element
   uint pr = rb * BK * S + lane;        // its partials: part[pr + t * S]
   uint pw = rb * BK * S;               // the row's partials: part[pw + t * S + lane]
-  float a[E], b[E], acc[E], acc2[E];
-  for (uint u = 0u; u < E; ++u) {
+  float a[EMAX], b[EMAX], acc[EMAX], acc2[EMAX];
+  EACH_U {
     // PASS 0 and 1: a = q[i] (and b = dy[i]); PASS 2: a = k[j], b = v[j].
     a[u] = !live ? 0.0 : PASS == 2u ? kb_ld(p.base[2] + row + u) : qb_ld(p.base[1] + row + u);
     b[u] = !live || PASS == 0u ? 0.0 : PASS == 2u ? vb_ld(p.base[3] + row + u) : dyb_ld(p.base[5] + row + u);
@@ -153,7 +160,7 @@ void main() {
         uint nt = live && r >= j0 ? min(BK, r + 1u - j0) : 0u;  // this row's keys in the tile
         for (uint t = 0u; t < nt; ++t) {
           float s = 0.0, dp = 0.0;
-          for (uint u = 0u; u < E; ++u) {
+          EACH_U {
             s = fma(a[u], tile0[t * D + e0 + u], s);
             if (PASS == 1u) dp = fma(b[u], tile1[t * D + e0 + u], dp);
           }
@@ -173,7 +180,7 @@ void main() {
           }
           if (sweep == 1u) {
             float ds = p.scale * exp(s - lse) * (dp - dyy);
-            for (uint u = 0u; u < E; ++u) acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);
+            EACH_U acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);
             continue;
           }
           float mn = max(m, s);
@@ -181,17 +188,17 @@ void main() {
           l = l * c + pj;
           pdp = pdp * c + pj * dp;
           if (PASS == 0u)
-            for (uint u = 0u; u < E; ++u) acc[u] = acc[u] * c + pj * f * tile1[t * D + e0 + u];
+            EACH_U acc[u] = acc[u] * c + pj * f * tile1[t * D + e0 + u];
           m = mn;
         }
       }
     }
     if (!live) return;
     if (PASS == 0u) {
-      for (uint u = 0u; u < E; ++u) out0_st(p.base[0] + row + u, acc[u] / l);
+      EACH_U out0_st(p.base[0] + row + u, acc[u] / l);
       return;
     }
-    for (uint u = 0u; u < E; ++u) out0_st(p.base[0] + row + u, acc[u]);
+    EACH_U out0_st(p.base[0] + row + u, acc[u]);
     if (lane == 0u) {
       stats[p.base[6] + 2u * (mat * p.T + r)] = lse;
       stats[p.base[6] + 2u * (mat * p.T + r) + 1u] = dyy;
@@ -204,7 +211,7 @@ void main() {
     uint t0 = live ? max(i0, r) - i0 : BK, t1 = min(BK, p.T - i0);  // this row's queries in the tile
     for (uint t = t0; t < t1; ++t) {
       float s = 0.0, dp = 0.0;
-      for (uint u = 0u; u < E; ++u) {
+      EACH_U {
         s = fma(tile0[t * D + e0 + u], a[u], s);
         dp = fma(tile1[t * D + e0 + u], b[u], dp);
       }
@@ -219,14 +226,14 @@ void main() {
       float pij = exp(sd.x * p.scale - tstat[2u * t]);
       float f = DROPOUT != 0u ? fkeep[rb * BK + t] : 1.0;
       float ds = p.scale * pij * (sd.y * f - tstat[2u * t + 1u]);
-      for (uint u = 0u; u < E; ++u) {
+      EACH_U {
         acc2[u] = fma(pij * f, tile1[t * D + e0 + u], acc2[u]);  // dv
         acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);     // dk
       }
     }
   }
   if (live)
-    for (uint u = 0u; u < E; ++u) {
+    EACH_U {
       out0_st(p.base[0] + row + u, acc[u]);
       aux_st(p.base[4] + row + u, acc2[u]);
     }
