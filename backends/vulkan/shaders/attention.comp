@@ -42,9 +42,10 @@ layout(constant_id = 3) const uint BK = 16u;  // rows per shared tile
 layout(constant_id = 4) const uint E = 16u;   // elements of a row per invocation
 // attention_plan.cpp's largest E. Every loop over a row's E elements runs
 // EMAX times with the rest skipped (EACH_U): glslc unrolls only loops whose
-// trip count it knows, and a register array indexed in a loop it left goes
-// to local memory on NVIDIA's driver (gemm_tiled.comp measured that on an
-// H100); the skipped iterations fold away once E is specialized.
+// trip count it knows, so the register arrays' indices are constants in
+// the SPIR-V and nothing is left for the driver to resolve (an index
+// NVIDIA's could not resolve put gemm_tiled.comp's array in local memory on
+// an H100); the skipped iterations fold away once E is specialized.
 const uint EMAX = 16u;
 #define EACH_U [[unroll]] for (uint u = 0u; u < EMAX; ++u) if (u < E)
 layout(constant_id = 5) const uint S = 4u;    // invocations per row: D / E
