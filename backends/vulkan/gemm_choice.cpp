@@ -104,23 +104,21 @@ bool coopmat_usable(const GemmDevice& d, std::string* why) {
   return true;
 }
 
-GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
-  GemmChoice c;
+GemmKernel choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
   const bool sixteen = g.a16 && g.b16;  // bf16 or f16: onto f16 fragments
   std::string why;
   if (o == GemmOverride::CoopmatEmulated) {
     if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
-    if (sixteen) return {GemmKernel::CoopmatEmulated};
+    if (sixteen) return GemmKernel::CoopmatEmulated;
   } else if (o == GemmOverride::Coopmat) {
     if (!coopmat_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
-    if (sixteen) return {GemmKernel::Coopmat};
+    if (sixteen) return GemmKernel::Coopmat;
   } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
     // Tensor cores where the product fills at least one 64 x 64 tile; below
     // that gemm.comp's 32 x 32 tiles waste less.
-    if (coopmat_usable(d, &why)) return {GemmKernel::Coopmat};
+    if (coopmat_usable(d, &why)) return GemmKernel::Coopmat;
   }
-  c.kernel = default_kernel(d, g, o);
-  return c;
+  return default_kernel(d, g, o);
 }
 
 }  // namespace kiln::vk

@@ -60,10 +60,6 @@ struct GemmProduct {
   bool a16 = false, b16 = false;  // bf16 or f16, as the shader loads them (after cast folding)
 };
 
-struct GemmChoice {
-  GemmKernel kernel = GemmKernel::Simple;
-};
-
 // gemm_coopmat.comp's fixed layout: 4 subgroups of 32 invocations, a 64 x
 // 64 C tile, 16 x 16 x 16 fragments (constants in the shader, so that its
 // loops unroll; see there).
@@ -83,7 +79,7 @@ bool coopmat_usable(const GemmDevice& d, std::string* why);
 
 // The kernel for one product. Throws KILN_ERR_INVALID_ARGUMENT for
 // KILN_VULKAN_GEMM=coopmat on a device where coopmat_usable is false.
-GemmChoice choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o);
+GemmKernel choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o);
 
 const char* gemm_kernel_name(GemmKernel k);
 

@@ -511,15 +511,15 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   // gemm.comp: 64x64 tiles (4x4 per invocation, 256 invocations) where the
   // product is big enough; 32x32 (64 invocations) below that.
   const Val A = val(n.inputs[0]), B = val(n.inputs[1]), C = val(n.outputs[0]);
-  const GemmChoice choice = choose_gemm(gemm_device_, {M, N, K, A.dt != kDtypeF32, B.dt != kDtypeF32}, gemm_override_);
-  const bool tiled = choice.kernel == GemmKernel::Tiled;
-  const bool coopmat = choice.kernel == GemmKernel::Coopmat || choice.kernel == GemmKernel::CoopmatEmulated;
+  const GemmKernel kernel = choose_gemm(gemm_device_, {M, N, K, A.dt != kDtypeF32, B.dt != kDtypeF32}, gemm_override_);
+  const bool tiled = kernel == GemmKernel::Tiled;
+  const bool coopmat = kernel == GemmKernel::Coopmat || kernel == GemmKernel::CoopmatEmulated;
   const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
   const uint32_t invocations = coopmat ? kCoopmatSubgroups * kCoopmatSubgroupSize : tiled ? 256 : (T / 4) * (T / 4);
   // The chosen shader's pipeline writing a C of dtype c_dt.
   auto gemm_pipeline = [&](uint32_t c_dt) {
     const uint32_t dtypes = pack({c_dt, A.dt, B.dt});
-    if (coopmat) return pipeline(gemm_kernel_name(choice.kernel), {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
+    if (coopmat) return pipeline(gemm_kernel_name(kernel), {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
     if (tiled) return pipeline("gemm_tiled", {invocations, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
     return pipeline("gemm", {invocations, T, T, 16, 4, 4, ta ? 1u : 0u, tb ? 1u : 0u}, dtypes);
   };

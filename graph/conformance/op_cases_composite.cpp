@@ -65,6 +65,14 @@ void squared_relu_cases(CaseMaker& m) {
         {{"h", m.rng.uniform({37, 96}, -3.0f, 3.0f)}, {"bias", m.rng.uniform({96})}, {"dy", m.rng.uniform({37, 96})}});
 }
 
+// An attention gradient case's outputs: the forward's y beside dq, dk, dv.
+void output_attention_pair(Graph& g, ValueId y, const std::vector<ValueId>& d) {
+  g.output("y", y);
+  g.output("dq", d[0]);
+  g.output("dk", d[1]);
+  g.output("dv", d[2]);
+}
+
 // ATTENTION and its gradient: one head, T = 1 and odd T (no multiple of a
 // kernel's query or key block), head sizes 1 to 128 (120: no power of two),
 // long rows (300 keys: many key tiles in each loop of a kernel), batches of
@@ -92,10 +100,7 @@ void attention_cases(CaseMaker& m) {
     ValueId q = g.input("q", KILN_F32, c.s), k = g.input("k", KILN_F32, c.s), v = g.input("v", KILN_F32, c.s);
     const ValueId y = g.attention(q, k, v, c.scale);
     const std::vector<ValueId> d = g.attention_grad(q, k, v, g.input("dy", KILN_F32, c.s), c.scale);
-    g.output("y", y);
-    g.output("dq", d[0]);
-    g.output("dk", d[1]);
-    g.output("dv", d[2]);
+    output_attention_pair(g, y, d);
     in["dy"] = m.rng.uniform(c.s);
     m.add(KILN_OP_ATTENTION_GRAD, what + " after its forward", std::move(g), in);
   }
@@ -151,10 +156,7 @@ void attention_dropout_cases(CaseMaker& m) {
     const ValueId y = g.attention_dropout(q, k, v, key, c.scale, c.p, period, stride);
     const std::vector<ValueId> d =
         g.attention_dropout_grad(q, k, v, g.input("dy", KILN_F32, c.s), key, c.scale, c.p, period, stride);
-    g.output("y", y);
-    g.output("dq", d[0]);
-    g.output("dk", d[1]);
-    g.output("dv", d[2]);
+    output_attention_pair(g, y, d);
     in["dy"] = m.rng.uniform(c.s);
     m.add(KILN_OP_ATTENTION_DROPOUT_GRAD, what + " after its forward", std::move(g), in);
   }

@@ -59,32 +59,32 @@ std::string failure(F f) {
 }
 
 TEST(VulkanGemmChoice, TensorCoresForSixteenBitProductsThatFillATile) {
-  const GemmChoice c = choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::None);
-  EXPECT_EQ(c.kernel, GemmKernel::Coopmat);
-  EXPECT_STREQ(gemm_kernel_name(c.kernel), "gemm_coopmat");
+  const GemmKernel c = choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::None);
+  EXPECT_EQ(c, GemmKernel::Coopmat);
+  EXPECT_STREQ(gemm_kernel_name(c), "gemm_coopmat");
 }
 
 TEST(VulkanGemmChoice, SmallSixteenBitProductsAndF32OperandsStaySimt) {
   // C below one 64 x 64 tile: gemm.comp.
-  EXPECT_EQ(choose_gemm(h100(), bits16(32, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
-  EXPECT_EQ(choose_gemm(h100(), bits16(768, 63, 768), GemmOverride::None).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(h100(), bits16(32, 768, 768), GemmOverride::None), GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(h100(), bits16(768, 63, 768), GemmOverride::None), GemmKernel::Simple);
   // f32 operands (or one 16-bit and one f32) are never narrowed.
-  EXPECT_EQ(choose_gemm(h100(), f32(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
-  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, true, false}, GemmOverride::None).kernel, GemmKernel::Tiled);
-  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, false, true}, GemmOverride::Coopmat).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(h100(), f32(768, 768, 768), GemmOverride::None), GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, true, false}, GemmOverride::None), GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(h100(), {768, 768, 768, false, true}, GemmOverride::Coopmat), GemmKernel::Tiled);
 }
 
 TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
   GemmDevice no_feature = h100();
   no_feature.coopmat_feature = false;
-  EXPECT_EQ(choose_gemm(no_feature, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_feature, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Tiled);
   GemmDevice no_f16 = h100();
   no_f16.f16_arithmetic = false;
-  EXPECT_EQ(choose_gemm(no_f16, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_f16, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Tiled);
   // The shader's SPIR-V declares the VulkanMemoryModel capability.
   GemmDevice no_model = h100();
   no_model.memory_model = false;
-  EXPECT_EQ(choose_gemm(no_model, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(no_model, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Tiled);
   // It numbers its subgroups with gl_SubgroupID.
   GemmDevice no_subgroups = h100();
   no_subgroups.subgroup_size = 0;
@@ -101,7 +101,7 @@ TEST(VulkanGemmChoice, ADeviceWithoutTheFeatureOrShapesUsesTiled) {
   other_shapes.f16_shapes = {{16, 8, 16}, {16, 8, 8}, {64, 64, 16}};
   EXPECT_FALSE(coopmat_usable(other_shapes, &why));
   EXPECT_NE(why.find("no 16 x 16 x 16 f16 x f16 + f32 subgroup fragment"), std::string::npos) << why;
-  EXPECT_EQ(choose_gemm(other_shapes, bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(other_shapes, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Tiled);
 }
 
 TEST(VulkanGemmChoice, OnlySubgroupsOf32) {
@@ -113,7 +113,7 @@ TEST(VulkanGemmChoice, OnlySubgroupsOf32) {
   EXPECT_FALSE(coopmat_usable(d, &why));
   EXPECT_NE(why.find("subgroups of 32 invocations"), std::string::npos) << why;
   EXPECT_NE(why.find("subgroups: 64"), std::string::npos) << why;
-  EXPECT_EQ(choose_gemm(d, bits16(128, 128, 64), GemmOverride::None).kernel, GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(d, bits16(128, 128, 64), GemmOverride::None), GemmKernel::Tiled);
 }
 
 TEST(VulkanGemmChoice, LimitsTooSmallForFourSubgroups) {
@@ -128,13 +128,13 @@ TEST(VulkanGemmChoice, LimitsTooSmallForFourSubgroups) {
 }
 
 TEST(VulkanGemmChoice, LavapipeRunsGemmAndTheEmulatedPathOnRequest) {
-  EXPECT_EQ(choose_gemm(lavapipe(), bits16(768, 768, 768), GemmOverride::None).kernel, GemmKernel::Simple);
-  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::Tiled).kernel, GemmKernel::Tiled);
-  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 32, 768), GemmOverride::Tiled).kernel, GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(lavapipe(), bits16(768, 768, 768), GemmOverride::None), GemmKernel::Simple);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::Tiled), GemmKernel::Tiled);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 32, 768), GemmOverride::Tiled), GemmKernel::Simple);
   // coopmat-emulated: every f16 product, whatever its size; others as usual.
-  const GemmChoice e = choose_gemm(lavapipe(), bits16(5, 3, 7), GemmOverride::CoopmatEmulated);
-  EXPECT_EQ(e.kernel, GemmKernel::CoopmatEmulated);
-  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::CoopmatEmulated).kernel, GemmKernel::Simple);
+  const GemmKernel e = choose_gemm(lavapipe(), bits16(5, 3, 7), GemmOverride::CoopmatEmulated);
+  EXPECT_EQ(e, GemmKernel::CoopmatEmulated);
+  EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::CoopmatEmulated), GemmKernel::Simple);
 }
 
 TEST(VulkanGemmChoice, ForcedCoopmatOnADeviceWithoutItFailsNamingTheExtension) {
@@ -143,7 +143,7 @@ TEST(VulkanGemmChoice, ForcedCoopmatOnADeviceWithoutItFailsNamingTheExtension) {
   EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
   EXPECT_EQ(why.find('\n'), std::string::npos) << why;
   // Forced, it also runs products below one tile on the tensor cores.
-  EXPECT_EQ(choose_gemm(h100(), bits16(5, 3, 7), GemmOverride::Coopmat).kernel, GemmKernel::Coopmat);
+  EXPECT_EQ(choose_gemm(h100(), bits16(5, 3, 7), GemmOverride::Coopmat), GemmKernel::Coopmat);
   GemmDevice no16 = lavapipe();
   no16.storage16 = false;
   EXPECT_NE(failure([&] {

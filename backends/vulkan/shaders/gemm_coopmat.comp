@@ -178,22 +178,31 @@ void gather_max(uint at, uint m) {
 #endif
 }
 
+// Where this invocation's r-th staged element of a slice sits: A's (m, k)
+// and B's (k, n) within the slice. Consecutive invocations take consecutive
+// stored elements (a row of A, or of A^T), so a subgroup reads whole
+// segments of global memory.
+uvec2 a_mk(uint tid, uint r) {
+  const uint idx = tid + r * WG;
+  return TRANS_A ? uvec2(idx % BM, idx / BM) : uvec2(idx / BK, idx % BK);
+}
+uvec2 b_kn(uint tid, uint r) {
+  const uint idx = tid + r * WG;
+  return TRANS_B ? uvec2(idx % BK, idx / BK) : uvec2(idx / BN, idx % BN);
+}
+
 // This invocation's elements of the slice at k0, raw, into ra and rb, and
 // for a bf16 operand their largest magnitude into slice_max[parity (+1)].
-// Consecutive invocations take consecutive stored elements (a row of A, or
-// of A^T), so a subgroup reads whole segments of global memory.
 uint ra[RA], rb[RB];
 void fetch(uint k0, uint parity, uint tid, uint m0, uint n0, uint abase, uint bbase) {
   [[unroll]] for (uint r = 0; r < RA; ++r) {
-    const uint idx = tid + r * WG;
-    const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
-    const uint gm = m0 + m, gk = k0 + k;
+    const uvec2 at = a_mk(tid, r);
+    const uint gm = m0 + at.x, gk = k0 + at.y;
     ra[r] = (gm < p.M && gk < p.K) ? a_raw(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0u;
   }
   [[unroll]] for (uint r = 0; r < RB; ++r) {
-    const uint idx = tid + r * WG;
-    const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
-    const uint gn = n0 + n, gk = k0 + k;
+    const uvec2 at = b_kn(tid, r);
+    const uint gk = k0 + at.x, gn = n0 + at.y;
     rb[r] = (gn < p.N && gk < p.K) ? b_raw(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0u;
   }
   if (SCALE_A) {
@@ -244,14 +253,12 @@ void main() {
     if ((SCALE_A || SCALE_B) && tid < 2) slice_max[(parity ^ 2u) + tid] = 0u;
     const float sa = pow2(ea), sb = pow2(eb);
     [[unroll]] for (uint r = 0; r < RA; ++r) {
-      const uint idx = tid + r * WG;
-      const uint m = TRANS_A ? idx % BM : idx / BK, k = TRANS_A ? idx / BM : idx % BK;
-      As[m * LDA + k] = stage(dta, ra[r], sa);
+      const uvec2 at = a_mk(tid, r);
+      As[at.x * LDA + at.y] = stage(dta, ra[r], sa);
     }
     [[unroll]] for (uint r = 0; r < RB; ++r) {
-      const uint idx = tid + r * WG;
-      const uint n = TRANS_B ? idx / BK : idx % BN, k = TRANS_B ? idx % BK : idx / BN;
-      Bs[k * LDB + n] = stage(dtb, rb[r], sb);
+      const uvec2 at = b_kn(tid, r);
+      Bs[at.x * LDB + at.y] = stage(dtb, rb[r], sb);
     }
     barrier();
     if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase);
