@@ -12,27 +12,40 @@ namespace {
 
 using kiln::plugin_kit::fail;
 
-// gemm_coopmat.comp's shared memory in bytes: the A and B slices (64 x 40
-// and 32 x 72 staged elements, f16 on tensor cores, f32 emulated), one f32
-// fragment per subgroup, a bf16 slice's largest magnitudes (4 words) and
-// common.glsl's 256-float reduction array.
-uint32_t coopmat_shared_bytes(bool emulated) {
-  const uint32_t staged = emulated ? 4 : 2;
-  return (64 * 40 + 32 * 72) * staged + kCoopmatSubgroups * kCoopmatFragment.m * kCoopmatFragment.n * 4 + 4 * 4 +
-         256 * 4;
+// gemm_coopmat.comp's shared memory in bytes: A's and B's slices as f16
+// (tile x 32 elements in rows padded by 8, the larger of the two ways an
+// operand may be stored), one f32 fragment per subgroup, a bf16 slice's
+// largest magnitudes (4 words) and common.glsl's 256-float reduction array.
+uint32_t coopmat_shared_bytes(CoopmatLayout l) {
+  const uint32_t slice = std::max(l.tile * (32 + 8), 32 * (l.tile + 8));
+  return 2 * slice * 2 + l.subgroups * kCoopmatFragment.m * kCoopmatFragment.n * 4 + 4 * 4 + 256 * 4;
+}
+
+bool fits(const GemmDevice& d, CoopmatLayout l) {
+  return d.max_invocations >= l.subgroups * kCoopmatSubgroupSize && d.max_shared_bytes >= coopmat_shared_bytes(l);
 }
 
 bool emulated_usable(const GemmDevice& d, std::string* why) {
-  if (!d.storage16) {
-    *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs storageBuffer16BitAccess, which " + d.name + " lacks";
+  if (!d.storage16 || !d.f16_arithmetic) {
+    *why =
+        "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs storageBuffer16BitAccess and shaderFloat16 (f16 shared "
+        "memory), which " +
+        d.name + " lacks";
     return false;
   }
-  if (d.max_invocations < kCoopmatSubgroups * kCoopmatSubgroupSize || d.max_shared_bytes < coopmat_shared_bytes(true)) {
+  if (!fits(d, kCoopmatSmall)) {
     *why = "vulkan: KILN_VULKAN_GEMM=coopmat-emulated needs 128 invocations and " +
-           std::to_string(coopmat_shared_bytes(true)) + " bytes of shared memory per workgroup";
+           std::to_string(coopmat_shared_bytes(kCoopmatSmall)) + " bytes of shared memory per workgroup";
     return false;
   }
   return true;
+}
+
+// The larger tile where C fills it and the device holds its workgroup.
+GemmKernel coopmat_for(const GemmDevice& d, const GemmProduct& g, bool emulated) {
+  const bool large = g.m >= kCoopmatLarge.tile && g.n >= kCoopmatLarge.tile && fits(d, kCoopmatLarge);
+  if (emulated) return large ? GemmKernel::CoopmatLargeEmulated : GemmKernel::CoopmatEmulated;
+  return large ? GemmKernel::CoopmatLarge : GemmKernel::Coopmat;
 }
 
 GemmKernel default_kernel(const GemmDevice& d, const GemmProduct& g, GemmOverride o) {
@@ -65,9 +78,17 @@ const char* gemm_kernel_name(GemmKernel k) {
     case GemmKernel::Simple: return "gemm";
     case GemmKernel::Tiled: return "gemm_tiled";
     case GemmKernel::Coopmat: return "gemm_coopmat";
+    case GemmKernel::CoopmatLarge: return "gemm_coopmat_large";
     case GemmKernel::CoopmatEmulated: return "gemm_coopmat_emulated";
+    case GemmKernel::CoopmatLargeEmulated: return "gemm_coopmat_large_emulated";
   }
   return "gemm";
+}
+
+bool is_coopmat(GemmKernel k) { return k != GemmKernel::Simple && k != GemmKernel::Tiled; }
+
+CoopmatLayout coopmat_layout(GemmKernel k) {
+  return k == GemmKernel::CoopmatLarge || k == GemmKernel::CoopmatLargeEmulated ? kCoopmatLarge : kCoopmatSmall;
 }
 
 bool coopmat_usable(const GemmDevice& d, std::string* why) {
@@ -95,9 +116,8 @@ bool coopmat_usable(const GemmDevice& d, std::string* why) {
     *why = prefix + "the device reports no 16 x 16 x 16 f16 x f16 + f32 subgroup fragment, the shape it is built for";
     return false;
   }
-  if (d.max_invocations < kCoopmatSubgroups * kCoopmatSubgroupSize ||
-      d.max_shared_bytes < coopmat_shared_bytes(false)) {
-    *why = prefix + "a workgroup of 128 invocations and " + std::to_string(coopmat_shared_bytes(false)) +
+  if (!fits(d, kCoopmatSmall)) {
+    *why = prefix + "a workgroup of 128 invocations and " + std::to_string(coopmat_shared_bytes(kCoopmatSmall)) +
            " bytes of shared memory exceeds its limits";
     return false;
   }
@@ -109,14 +129,14 @@ GemmKernel choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o
   std::string why;
   if (o == GemmOverride::CoopmatEmulated) {
     if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
-    if (sixteen) return GemmKernel::CoopmatEmulated;
+    if (sixteen) return coopmat_for(d, g, true);
   } else if (o == GemmOverride::Coopmat) {
     if (!coopmat_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
-    if (sixteen) return GemmKernel::Coopmat;
-  } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatTile && g.n >= kCoopmatTile) {
+    if (sixteen) return coopmat_for(d, g, false);
+  } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatSmall.tile && g.n >= kCoopmatSmall.tile) {
     // Tensor cores where the product fills at least one 64 x 64 tile; below
     // that gemm.comp's 32 x 32 tiles waste less.
-    if (coopmat_usable(d, &why)) return GemmKernel::Coopmat;
+    if (coopmat_usable(d, &why)) return coopmat_for(d, g, false);
   }
   return default_kernel(d, g, o);
 }

@@ -2,7 +2,8 @@
 // (simple), gemm_tiled.comp (SIMT, GPUs) or gemm_coopmat.comp (tensor
 // cores through VK_NV_cooperative_matrix, f16 fragments: f16 operands as
 // they are, bf16 ones scaled per slice by a power of two, exactly; see the
-// shader). A pure
+// shader), in 128 x 128 tiles where C has at least 128 rows and columns
+// and 64 x 64 below that. A pure
 // function of what the device reported and the product, so it is tested
 // without a device (tests/unit/test_vulkan_gemm_choice.cpp). The choice
 // changes the executable, so KILN_VULKAN_GEMM is part of the device
@@ -12,10 +13,12 @@
 //   tiled             gemm_tiled wherever C is at least 64 x 64
 //   simple            gemm everywhere
 //   coopmat           gemm_coopmat for every GEMM of 16-bit (bf16 or f16)
-//                     A and B; the compile fails where the device lacks it
-//   coopmat-emulated  gemm_coopmat_emulated16 likewise, on any device: the
-//                     same tiling with the fragment operations in plain
-//                     arithmetic, a test path for devices without tensor cores
+//                     A and B, tile by C's shape; the compile fails where
+//                     the device lacks it
+//   coopmat-emulated  its _emulated16 builds likewise, on any device with
+//                     16-bit storage and arithmetic: the same tiling with the
+//                     fragment operations in plain arithmetic, a test path
+//                     for devices without tensor cores
 // GEMMs with an f32 operand are never converted to f16 (lossy): with
 // coopmat or coopmat-emulated they keep the default choice.
 #pragma once
@@ -28,7 +31,7 @@
 
 namespace kiln::vk {
 
-enum class GemmKernel : uint8_t { Simple, Tiled, Coopmat, CoopmatEmulated };
+enum class GemmKernel : uint8_t { Simple, Tiled, Coopmat, CoopmatLarge, CoopmatEmulated, CoopmatLargeEmulated };
 enum class GemmOverride : uint8_t { None, Simple, Tiled, Coopmat, CoopmatEmulated };
 
 // An M x N x K fragment shape (C is M x N, A M x K, B K x N).
@@ -60,21 +63,28 @@ struct GemmProduct {
   bool a16 = false, b16 = false;  // bf16 or f16, as the shader loads them (after cast folding)
 };
 
-// gemm_coopmat.comp's fixed layout: 4 subgroups of 32 invocations, a 64 x
-// 64 C tile, 16 x 16 x 16 fragments (constants in the shader, so that its
-// loops unroll; see there).
-inline constexpr uint32_t kCoopmatSubgroups = 4;
+// gemm_coopmat.comp's builds: a tile x tile block of C per workgroup of
+// `subgroups` subgroups of 32 invocations, on 16 x 16 x 16 fragments
+// (constants in the shader, so that its loops unroll; see there).
+struct CoopmatLayout {
+  uint32_t tile = 0, subgroups = 0;
+};
+inline constexpr CoopmatLayout kCoopmatSmall{64, 4};   // gemm_coopmat16
+inline constexpr CoopmatLayout kCoopmatLarge{128, 8};  // gemm_coopmat_large16
 inline constexpr uint32_t kCoopmatSubgroupSize = 32;
-inline constexpr uint32_t kCoopmatTile = 64;
 inline constexpr FragmentShape kCoopmatFragment{16, 16, 16};
+
+bool is_coopmat(GemmKernel k);
+CoopmatLayout coopmat_layout(GemmKernel k);  // of a coopmat kernel
 
 // KILN_VULKAN_GEMM's text parsed. Throws KILN_ERR_INVALID_ARGUMENT naming
 // the accepted values for any other non-empty text.
 GemmOverride parse_gemm_override(const char* text);
 GemmOverride gemm_override();  // the environment's, read now
 
-// Whether gemm_coopmat runs on this device, or why not: the missing
-// extension, feature, subgroup size, fragment shape or limit.
+// Whether gemm_coopmat runs on this device (its 64 x 64 build), or why
+// not: the missing extension, feature, subgroup size, fragment shape or
+// limit.
 bool coopmat_usable(const GemmDevice& d, std::string* why);
 
 // The kernel for one product. Throws KILN_ERR_INVALID_ARGUMENT for

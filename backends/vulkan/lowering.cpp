@@ -506,16 +506,17 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
   const uint64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const uint64_t size_a = M * K, size_b = K * N, size_c = M * N;  // elements per matrix
   // gemm_choice.h picks the shader: on tensor cores, gemm_coopmat.comp's
-  // 64x64 tiles for 16-bit operands; on a GPU, gemm_tiled.comp's 128x128
+  // 128x128 or 64x64 tiles for 16-bit operands; on a GPU, gemm_tiled.comp's 128x128
   // tiles (8x8 per invocation) where the product fills them. Otherwise
   // gemm.comp: 64x64 tiles (4x4 per invocation, 256 invocations) where the
   // product is big enough; 32x32 (64 invocations) below that.
   const Val A = val(n.inputs[0]), B = val(n.inputs[1]), C = val(n.outputs[0]);
   const GemmKernel kernel = choose_gemm(gemm_device_, {M, N, K, A.dt != kDtypeF32, B.dt != kDtypeF32}, gemm_override_);
   const bool tiled = kernel == GemmKernel::Tiled;
-  const bool coopmat = kernel == GemmKernel::Coopmat || kernel == GemmKernel::CoopmatEmulated;
-  const uint32_t T = coopmat ? kCoopmatTile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
-  const uint32_t invocations = coopmat ? kCoopmatSubgroups * kCoopmatSubgroupSize : tiled ? 256 : (T / 4) * (T / 4);
+  const bool coopmat = is_coopmat(kernel);
+  const CoopmatLayout layout = coopmat_layout(kernel);
+  const uint32_t T = coopmat ? layout.tile : tiled ? 128 : (M >= 64 && N >= 64) ? gemm_tile_ : 32;
+  const uint32_t invocations = coopmat ? layout.subgroups * kCoopmatSubgroupSize : tiled ? 256 : (T / 4) * (T / 4);
   // The chosen shader's pipeline writing a C of dtype c_dt.
   auto gemm_pipeline = [&](uint32_t c_dt) {
     const uint32_t dtypes = pack({c_dt, A.dt, B.dt});
@@ -569,12 +570,12 @@ void Lowerer::matmul(const ir::DecodedNode& n, const NodeInfo& p) {
 
 // Split-K for a product whose C is too few tiles to fill a GPU (a weight
 // gradient: small C, K = tokens): S slices of K run as S "batches" of the
-// chosen GEMM shader (gemm_tiled's 128 x 128 tiles or gemm_coopmat's 64 x
-// 64), each writing its partial C in f32 into scratch, then colsum adds
-// the S partials in slice order (deterministic). S divides K, so every
-// slice has the same depth, and is chosen so that about 64K invocations
-// run (256 of gemm_tiled's workgroups, 512 of gemm_coopmat's on 32-wide
-// subgroups). False when splitting would not pay (C already fills the GPU,
+// chosen GEMM shader (gemm_tiled's 128 x 128 tiles, gemm_coopmat's 128 x
+// 128 or 64 x 64), each writing its partial C in f32 into scratch, then
+// colsum adds the S partials in slice order (deterministic). S divides K,
+// so every slice has the same depth, and is chosen so that about 64K
+// invocations run (256 workgroups of gemm_tiled or gemm_coopmat's large
+// tile, 512 of its small one). False when splitting would not pay (C already fills the GPU,
 // K short).
 bool Lowerer::split_k(const ir::DecodedNode& n, uint64_t M, uint64_t N, uint64_t K, bool ta, bool tb, uint32_t tile,
                       uint32_t invocations, const std::function<uint32_t(uint32_t)>& gemm_pipeline) {

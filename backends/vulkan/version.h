@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-14";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-15";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -20,4 +20,6 @@ inline constexpr const char* kCompilerVersion =
                   // 14: gemm_coopmat.comp takes bf16 operands, scaled per slice onto f16 fragments,
                   //     splits K as gemm_tiled does, and has its fragment shape and subgroup size as constants;
                   //     attention.comp loops over EMAX (EACH_U)
+                  // 15: gemm_coopmat.comp in 128 x 128 tiles too (gemm_coopmat_large16), 16-byte loads, operands
+                  //     staged in their own layout, write-out synchronized per subgroup
 }  // namespace kiln::vk

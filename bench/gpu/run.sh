@@ -108,9 +108,9 @@ fi
 # --- The tensor-core GEMM alone: what the device offers (the driver string
 # of kiln devices: "coopmat: NV f16 <shapes>, KHR .., NV2 ..,
 # shader_bfloat16 .."), the f16 and bf16 matmul cases on the default
-# choice (coopmat from 64 x 64), forced onto it (small products too, and a
-# train step) and on its emulated build, then f16 and bf16 GEMM timings,
-# tiled against coopmat.
+# choice (coopmat from 64 x 64, its 128 x 128 build from 128 x 128),
+# forced onto it (small products too, and a train step) and on its
+# emulated build, then f16 and bf16 GEMM timings, tiled against coopmat.
 if has coopmat && [[ " ${backends[*]} " == *" vulkan "* ]]; then
   note ""
   note "## Vulkan tensor-core GEMM (gemm_coopmat.comp)"

@@ -80,8 +80,10 @@ std::vector<uint16_t> operand(kiln_dtype dt, int64_t rows, int64_t cols, bool k_
 template <class ExpA, class ExpB>
 double worst_error(Device& device, const Product& p, kiln_dtype dt, ExpA exp_a, ExpB exp_b) {
   const Graph g = widened_product(p, dt);
-  // The executable names the shaders it runs: the emulated tensor-core one.
-  EXPECT_TRUE(holds(compile_bytes(device, g), "gemm_coopmat_emulated16"));
+  // The executable names the shaders it runs: the emulated tensor-core
+  // one, in 128 x 128 tiles where C fills one.
+  const bool large = p.m >= 128 && p.n >= 128;
+  EXPECT_TRUE(holds(compile_bytes(device, g), large ? "gemm_coopmat_large_emulated16" : "gemm_coopmat_emulated16"));
   CompiledGraph exe(device, g);
   // A is [m][k] or [k][m] (transposed), B [k][n] or [n][k].
   const std::vector<uint16_t> a = p.ta ? operand(dt, p.k, p.m, true, 1, exp_a) : operand(dt, p.m, p.k, false, 1, exp_a);
@@ -154,6 +156,33 @@ TEST(VulkanCoopmatEmulated, BF16ProductsOfAnyScaleSumAsExactlyAsF16Ones) {
     EXPECT_LT(worst_error(*device, p, KILN_BF16, small_steps, huge), 1e-5);
     EXPECT_LT(worst_error(*device, p, KILN_BF16, tiny, large_steps), 1e-5);
   }
+}
+
+// Products in 128 x 128 tiles (gemm_coopmat_large), in one window each:
+// every row stride a multiple of 8, so the slices come in 16-byte loads,
+// and C's second tile is ragged both ways, as is K's last slice (8 deep).
+// Each layout once (a pipeline compiles for seconds on lavapipe): f16 with
+// both or neither operand transposed, bf16 stepping through scales with
+// one. The 70 x 45 products above load element by element. (Checked:
+// A's 16-byte loads from the next row fail every case here and none above;
+// so do B's.)
+TEST(VulkanCoopmatEmulated, LargeTilesWithSixteenByteLoads) {
+  std::string why;
+  Device* device = test::vulkan_with_16bit_storage(&why);
+  if (device == nullptr) GTEST_SKIP() << why;
+  const test::ScopedEnv gemm("KILN_VULKAN_GEMM", "coopmat-emulated");
+  auto unit = [](int64_t) { return 0; };
+  auto stepped = [](int64_t k) { return static_cast<int>((k / 32) % 9) * 5 - 60; };
+  auto huge = [](int64_t) { return 70; };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const Product p{136, 144, 520, ta, tb};
+      SCOPED_TRACE(trace(p));
+      if (ta == tb)
+        EXPECT_LT(worst_error(*device, p, KILN_F16, unit, unit), 1e-5);
+      else
+        EXPECT_LT(worst_error(*device, p, KILN_BF16, stepped, huge), 1e-5);
+    }
 }
 
 TEST(VulkanCoopmatEmulated, TheGemmChoiceIsPartOfTheFingerprint) {

@@ -28,7 +28,8 @@ GemmDevice h100() {
   return d;
 }
 
-// lavapipe: a CPU device, subgroup 8, no cooperative matrices.
+// lavapipe: a CPU device, subgroup 8, f16 arithmetic, no cooperative
+// matrices.
 GemmDevice lavapipe() {
   GemmDevice d;
   d.name = "llvmpipe";
@@ -36,7 +37,7 @@ GemmDevice lavapipe() {
   d.subgroup_size = 8;
   d.max_invocations = 1024;
   d.max_shared_bytes = 32768;
-  d.storage16 = true;
+  d.storage16 = d.f16_arithmetic = true;
   return d;
 }
 
@@ -59,9 +60,36 @@ std::string failure(F f) {
 }
 
 TEST(VulkanGemmChoice, TensorCoresForSixteenBitProductsThatFillATile) {
-  const GemmKernel c = choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::None);
-  EXPECT_EQ(c, GemmKernel::Coopmat);
-  EXPECT_STREQ(gemm_kernel_name(c), "gemm_coopmat");
+  // 128 x 128 tiles (8 subgroups) where C has 128 rows and columns.
+  const GemmKernel large = choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::None);
+  EXPECT_EQ(large, GemmKernel::CoopmatLarge);
+  EXPECT_STREQ(gemm_kernel_name(large), "gemm_coopmat_large");
+  EXPECT_TRUE(is_coopmat(large));
+  EXPECT_EQ(coopmat_layout(large).tile, 128u);
+  EXPECT_EQ(coopmat_layout(large).subgroups, 8u);
+  // 64 x 64 (4 subgroups) where one side is shorter.
+  for (const GemmProduct& g : {bits16(127, 768, 768), bits16(768, 64, 768)}) {
+    const GemmKernel small = choose_gemm(h100(), g, GemmOverride::None);
+    EXPECT_EQ(small, GemmKernel::Coopmat);
+    EXPECT_STREQ(gemm_kernel_name(small), "gemm_coopmat");
+    EXPECT_EQ(coopmat_layout(small).tile, 64u);
+    EXPECT_EQ(coopmat_layout(small).subgroups, 4u);
+  }
+  EXPECT_FALSE(is_coopmat(GemmKernel::Tiled));
+  EXPECT_FALSE(is_coopmat(GemmKernel::Simple));
+}
+
+TEST(VulkanGemmChoice, TheLargeTileOnlyWhereItsWorkgroupFits) {
+  // 256 invocations and 29,712 bytes of shared memory (f16 slices of
+  // 128 x 40, 8 fragments of scratch); 128 and 15,376 for the small tile.
+  GemmDevice d = h100();
+  d.max_shared_bytes = 16384;
+  EXPECT_EQ(choose_gemm(d, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Coopmat);
+  d = h100();
+  d.max_invocations = 128;
+  EXPECT_EQ(choose_gemm(d, bits16(768, 768, 768), GemmOverride::None), GemmKernel::Coopmat);
+  d.max_shared_bytes = 15375;
+  EXPECT_FALSE(is_coopmat(choose_gemm(d, bits16(768, 768, 768), GemmOverride::None)));
 }
 
 TEST(VulkanGemmChoice, SmallSixteenBitProductsAndF32OperandsStaySimt) {
@@ -134,6 +162,11 @@ TEST(VulkanGemmChoice, LavapipeRunsGemmAndTheEmulatedPathOnRequest) {
   // coopmat-emulated: every f16 product, whatever its size; others as usual.
   const GemmKernel e = choose_gemm(lavapipe(), bits16(5, 3, 7), GemmOverride::CoopmatEmulated);
   EXPECT_EQ(e, GemmKernel::CoopmatEmulated);
+  EXPECT_STREQ(gemm_kernel_name(e), "gemm_coopmat_emulated");
+  // Its 128 x 128 build fits lavapipe's 32 KiB of shared memory.
+  const GemmKernel large = choose_gemm(lavapipe(), bits16(128, 128, 7), GemmOverride::CoopmatEmulated);
+  EXPECT_EQ(large, GemmKernel::CoopmatLargeEmulated);
+  EXPECT_STREQ(gemm_kernel_name(large), "gemm_coopmat_large_emulated");
   EXPECT_EQ(choose_gemm(lavapipe(), f32(768, 768, 768), GemmOverride::CoopmatEmulated), GemmKernel::Simple);
 }
 
@@ -150,6 +183,12 @@ TEST(VulkanGemmChoice, ForcedCoopmatOnADeviceWithoutItFailsNamingTheExtension) {
               choose_gemm(no16, bits16(64, 64, 64), GemmOverride::CoopmatEmulated);
             }).find("storageBuffer16BitAccess"),
             std::string::npos);
+  // The emulated build stages f16 in shared memory too.
+  GemmDevice no_f16 = lavapipe();
+  no_f16.f16_arithmetic = false;
+  EXPECT_NE(
+      failure([&] { choose_gemm(no_f16, bits16(64, 64, 64), GemmOverride::CoopmatEmulated); }).find("shaderFloat16"),
+      std::string::npos);
 }
 
 TEST(VulkanGemmChoice, OverrideValues) {

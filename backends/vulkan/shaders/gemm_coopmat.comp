@@ -3,34 +3,38 @@
 // for f16 or bf16 A and B, summed in f32 and stored through io.glsl's c_st
 // (f32 or a 16-bit C). Same bindings and push constants as gemm.comp and
 // gemm_tiled.comp, so lowering.cpp's windows, K-chunk accumulate and batch
-// strides serve all three; gemm_choice.h says when this one runs.
+// strides serve all three; gemm_choice.h says when this one runs. Both
+// operands must be 16-bit (gemm_choice never narrows an f32 one).
 //
-// A workgroup of 4 subgroups computes a 64 x 64 tile of C, each subgroup a
-// 32 x 32 quarter of it as a grid of FM x FN accumulator fragments. 32-deep
-// slices of A and B are read into registers one slice ahead (their loads in
-// flight during the current slice's multiply-adds), then staged in shared
-// memory as f16 (transposes, ragged edges filled with zeros, any stride),
-// and fragments are loaded from there:
-// the cooperative loads then see aligned, padded rows whatever the operand's
-// layout. At the end each fragment goes through a per-subgroup f32 scratch
-// so that C is written element by element with bounds checks, += on a later
-// K chunk, and rounding to a 16-bit C by c_st.
+// A workgroup computes a TILE x TILE block of C: 64 x 64 with 4 subgroups
+// (2 x 2, each 32 x 32) or 128 x 128 with 8 (2 x 4, each 64 x 32), each
+// subgroup a grid of FM x FN accumulator fragments. 32-deep slices of A and
+// B are read into registers one slice ahead (their loads in flight during
+// the current slice's multiply-adds), 8 elements (16 bytes) per load where
+// the operand's rows allow, then staged in shared memory as f16 in the
+// operand's own layout (padded rows; a transposed operand's fragments are
+// loaded column-major), ragged edges filled with zeros. At the end each
+// fragment goes through the subgroup's own f32 scratch, so that C is
+// written element by element with bounds checks, += on a later K chunk,
+// and rounding to a 16-bit C by c_st, with no workgroup barrier.
 //
-// Built twice (CMakeLists.txt): gemm_coopmat16, on the extension; and
-// gemm_coopmat_emulated16 (KILN_COOPMAT_EMULATED), the same tiling, staging
-// and write-out with the fragment operations written as plain arithmetic, so
-// that a device without tensor cores (lavapipe in CI) tests everything but
-// the hardware's multiply-add. In the emulated build a "subgroup" is SG
-// consecutive invocations; an A or B fragment is its offset in shared memory
-// (it is only read between the barriers that keep the slice in place) and
-// an accumulator is spread over the subgroup, element e = lane + SG * t in
-// invocation `lane`'s register t, as the hardware spreads it.
+// Built four times (CMakeLists.txt): gemm_coopmat16 and gemm_coopmat_large16
+// (KILN_COOPMAT_TILE 64 and 128) on the extension; and their _emulated16
+// builds (KILN_COOPMAT_EMULATED), the same tiling, staging and write-out
+// with the fragment operations written as plain f32 arithmetic, so that a
+// device without tensor cores (lavapipe in CI) tests everything but the
+// hardware's multiply-add. In the emulated build a "subgroup" is SG
+// consecutive invocations; an A or B fragment is its offset in shared
+// memory (it is only read between the barriers that keep the slice in
+// place) and an accumulator is spread over the subgroup, element
+// e = lane + SG * t in invocation `lane`'s register t, as the hardware
+// spreads it.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifndef KILN_COOPMAT_EMULATED
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -51,16 +55,24 @@ layout(constant_id = 2) const bool TRANS_B = false;
 const uint FM = 16, FN = 16, FK = 16;
 const uint SG = 32;
 
-const uint BM = 64, BN = 64, BK = 32;  // C tile and slice depth
-const uint WARPS = 4;                  // 2 x 2 subgroups, each a WM x WN block of C
-const uint WM = 32, WN = 32;
+#ifndef KILN_COOPMAT_TILE
+#define KILN_COOPMAT_TILE 64
+#endif
+const uint BM = KILN_COOPMAT_TILE, BN = KILN_COOPMAT_TILE, BK = 32;  // C tile and slice depth
+const uint WARPS_M = 2, WARPS_N = BN / 32, WARPS = WARPS_M * WARPS_N;
+const uint WM = BM / WARPS_M, WN = BN / WARPS_N;  // one subgroup's block of C
 const uint FRAGS_M = WM / FM, FRAGS_N = WN / FN, KSTEPS = BK / FK;
 const uint WG = WARPS * SG;
-// Shared rows padded by 8 halves: 80- and 144-byte rows, multiples of the
-// 16 bytes a cooperative load wants, and staggered over the banks.
-const uint LDA = BK + 8, LDB = BN + 8;
+// A slice as stored: A is [m][k] (BM rows of BK) or, transposed, [k][m];
+// B is [k][n] or [n][k]. Shared rows are padded by 8 halves: multiples of
+// the 16 bytes a cooperative load wants, staggered over the banks.
+const uint A_ROWS = TRANS_A ? BK : BM, A_COLS = TRANS_A ? BM : BK, LDA = A_COLS + 8;
+const uint B_ROWS = TRANS_B ? BN : BK, B_COLS = TRANS_B ? BK : BN, LDB = B_COLS + 8;
 const uint FRAG = FM * FN;  // elements of one accumulator fragment
-const uint RA = BM * BK / WG, RB = BK * BN / WG;  // staged elements of A and B per invocation
+const uint V = 8;           // elements per vector load (a uvec4 of 16-bit values)
+// Vectors of A's slice per invocation (2 for either tile), and of B's: the
+// tile is square.
+const uint VR = BM * BK / (V * WG);
 // Which operands are bf16 and so staged with a slice scale (io.glsl's
 // dtype codes: 1 bf16, 2 f16).
 const bool SCALE_A = ((kDtypes >> 2u) & 3u) == 1u;
@@ -69,6 +81,9 @@ const bool SCALE_B = ((kDtypes >> 4u) & 3u) == 1u;
 KILN_BUFFER(0, c)
 KILN_BUFFER(1, a)
 KILN_BUFFER(2, b)
+// The same bindings read 16 bytes at a time.
+layout(std430, set = 0, binding = 1) buffer a_v4_ { uvec4 a_v4[]; };
+layout(std430, set = 0, binding = 2) buffer b_v4_ { uvec4 b_v4[]; };
 
 layout(push_constant) uniform Push {
   uint base[3];
@@ -79,7 +94,6 @@ layout(push_constant) uniform Push {
 } p;
 
 #ifdef KILN_COOPMAT_EMULATED
-#define STAGE_T float
 const uint EPL = FRAG / SG;  // accumulator elements per invocation
 #define ACC_T float[EPL]
 #define A_T uint
@@ -87,39 +101,40 @@ const uint EPL = FRAG / SG;  // accumulator elements per invocation
 #define ACC_ZERO(x) [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) x[t_] = 0.0;
 #define LOAD_A(x, off) x = (off);
 #define LOAD_B(x, off) x = (off);
+// A's (r, k) and B's (k, c) of the fragments at fa and fb, as stored.
+#define A_AT(fa, r, k) float(As[(fa) + (TRANS_A ? (k) * LDA + (r) : (r) * LDA + (k))])
+#define B_AT(fb, k, c) float(Bs[(fb) + (TRANS_B ? (c) * LDB + (k) : (k) * LDB + (c))])
 // The element loop stays a loop: unrolled, its 8 x 16 products per
 // fragment per step made llvmpipe compile for seconds per pipeline. The
 // products' loop is unrolled, so an invocation's loop iterations (llvmpipe
 // ends them all after 65535) grow by only 8 per fragment and step: about
-// 2 per element of K.
+// 4 per element of K on the large tile.
 #define MAD(acc, fa, fb)                                                    \
   [[dont_unroll]] for (uint t_ = 0; t_ < EPL; ++t_) {                       \
     const uint e_ = lane + SG * t_, r_ = e_ / FN, c_ = e_ % FN;             \
     float s_ = acc[t_];                                                     \
     [[unroll]] for (uint k_ = 0; k_ < FK; ++k_)                             \
-      s_ += As[fa + r_ * LDA + k_] * Bs[fb + k_ * LDB + c_];                \
+      s_ += A_AT(fa, r_, k_) * B_AT(fb, k_, c_);                            \
     acc[t_] = s_;                                                           \
   }
 #define STORE_C(acc, off)                                                   \
   [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) Cs[(off) + lane + SG * t_] = acc[t_];
 #define SCALE_ACC(acc, f) [[unroll]] for (uint t_ = 0; t_ < EPL; ++t_) acc[t_] *= (f);
+// A subgroup's scratch written and read by its own invocations; emulated
+// subgroups are not the device's, so the whole workgroup waits.
+#define SUBGROUP_SYNC() barrier();
 #else
-#define STAGE_T float16_t
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>
 #define A_T fcoopmatNV<16, gl_ScopeSubgroup, FM, FK>
 #define B_T fcoopmatNV<16, gl_ScopeSubgroup, FK, FN>
 #define ACC_ZERO(x) x = ACC_T(0.0);
-#define LOAD_A(x, off) coopMatLoadNV(x, As, off, LDA, false);
-#define LOAD_B(x, off) coopMatLoadNV(x, Bs, off, LDB, false);
+#define LOAD_A(x, off) coopMatLoadNV(x, As, off, LDA, TRANS_A);
+#define LOAD_B(x, off) coopMatLoadNV(x, Bs, off, LDB, TRANS_B);
 #define MAD(acc, fa, fb) acc = coopMatMulAddNV(fa, fb, acc);
 #define STORE_C(acc, off) coopMatStoreNV(acc, Cs, off, FN, false);
 #define SCALE_ACC(acc, f) acc = acc * (f);
+#define SUBGROUP_SYNC() subgroupMemoryBarrierShared(); subgroupBarrier();
 #endif
-
-// An operand element as loaded: a 16-bit binding's bits (f16 or bf16) or
-// an f32 binding's. Kept raw until the slice's scale is known.
-uint a_raw(uint i) { return kiln_dtype(1) == 0u ? floatBitsToUint(a_f32[i]) : uint(a_u16[i]); }
-uint b_raw(uint i) { return kiln_dtype(2) == 0u ? floatBitsToUint(b_f32[i]) : uint(b_u16[i]); }
 
 // 2^e for e in [-126, 127], exactly.
 float pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
@@ -141,35 +156,44 @@ int slice_exponent(uint amax) {
   return e == 255 ? 0 : min(142 - e, 126);
 }
 
-// A raw element as staged in shared memory: f16 as it is; bf16 times the
-// slice's scale, then f16 (exact, see above); f32 rounded to f16 (lossy:
-// gemm_choice.h never sends an f32 operand here). On tensor cores an f16
-// element is a bitcast: io.glsl's integer widening and a narrowing back
-// would be about 20 instructions per staged element, and a 64 x 64 x 32
-// slice has only 32 products per staged element, which tensor cores run
-// far faster than SIMT instructions (an estimate: no GPU has measured it).
-// The emulated build rounds to f16 in integer arithmetic (half.glsl) and
-// stages the f32 value of the result: what the fragments would hold.
-STAGE_T stage(uint dt, uint raw, float scale) {
+// One bf16 element times the slice's scale, as f16: exact for every element
+// within 2^32 of the slice's largest (f16 has 3 more significand bits than
+// bf16), a smaller one rounded onto f16's subnormal grid. The emulated build
+// rounds in integer arithmetic (half.glsl, to nearest even) and so does not
+// depend on the device's conversion.
+float16_t bf16_scaled(uint h, float scale) {
+  const float v = uintBitsToFloat(h << 16) * scale;
 #ifdef KILN_COOPMAT_EMULATED
-  if (dt == 2u) return uintBitsToFloat(f16_to_f32(raw));
-  const float v = dt == 1u ? uintBitsToFloat(raw << 16) * scale : uintBitsToFloat(raw);
-  return uintBitsToFloat(f16_to_f32(f32_to_f16(floatBitsToUint(v))));
+  return unpackFloat2x16(f32_to_f16(floatBitsToUint(v))).x;
 #else
-  if (dt == 2u) return unpackFloat2x16(raw).x;
-  return float16_t(dt == 1u ? uintBitsToFloat(raw << 16) * scale : uintBitsToFloat(raw));
+  return float16_t(v);
 #endif
 }
 
-shared STAGE_T As[BM * LDA];  // [m][k]
-shared STAGE_T Bs[BK * LDB];  // [k][n]
+// Two packed raw elements (the low half first) as staged: f16 as they are,
+// a bitcast (io.glsl's integer widening and a narrowing back would be about
+// 20 instructions per staged element, and a slice has only 32 (64 x 64
+// tile) or 64 (128 x 128) products per staged element, which tensor cores
+// run far faster than SIMT instructions: an estimate, no GPU has measured
+// it); bf16 scaled.
+f16vec2 stage2(uint dt, uint w, float scale) {
+  if (dt == 2u) return unpackFloat2x16(w);
+  return f16vec2(bf16_scaled(w & 0xFFFFu, scale), bf16_scaled(w >> 16, scale));
+}
+
+shared float16_t As[A_ROWS * LDA];
+shared float16_t Bs[B_ROWS * LDB];
 shared float Cs[WARPS * FRAG];  // one fragment per subgroup, row-major
 // Largest bf16 magnitude (bits) of A's and B's slice, for slices of even
 // and odd index: a slice's maxima gather while the last one's are read.
 shared uint slice_max[4];
 
-// This invocation's share of a slice's largest magnitude into slice_max[at].
-void gather_max(uint at, uint m) {
+// The largest magnitude (bits, sign cleared) of an invocation's share of
+// a slice into slice_max[at]: a packed pair's halves compared apart.
+void gather_max(uint at, uvec4 raw[VR]) {
+  uvec4 v = uvec4(0u);
+  [[unroll]] for (uint r = 0; r < VR; ++r) v = max(v, max(raw[r] & 0x7FFFu, (raw[r] >> 16) & 0x7FFFu));
+  uint m = max(max(v.x, v.y), max(v.z, v.w));
 #ifdef KILN_COOPMAT_EMULATED
   atomicMax(slice_max[at], m);
 #else
@@ -178,43 +202,55 @@ void gather_max(uint at, uint m) {
 #endif
 }
 
-// Where this invocation's r-th staged element of a slice sits: A's (m, k)
-// and B's (k, n) within the slice. Consecutive invocations take consecutive
-// stored elements (a row of A, or of A^T), so a subgroup reads whole
-// segments of global memory.
-uvec2 a_mk(uint tid, uint r) {
+// Where this invocation's r-th vector of a slice sits in a stored slice of
+// `cols` columns: (row, first column). Consecutive invocations take
+// consecutive 16-byte pieces of a row, so a subgroup reads whole segments of
+// global memory.
+uvec2 vector_at(uint tid, uint r, uint cols) {
   const uint idx = tid + r * WG;
-  return TRANS_A ? uvec2(idx % BM, idx / BM) : uvec2(idx / BK, idx % BK);
-}
-uvec2 b_kn(uint tid, uint r) {
-  const uint idx = tid + r * WG;
-  return TRANS_B ? uvec2(idx % BK, idx / BK) : uvec2(idx / BN, idx % BN);
+  return uvec2(idx / (cols / V), (idx % (cols / V)) * V);
 }
 
-// This invocation's elements of the slice at k0, raw, into ra and rb, and
+// Eight stored elements from `at` on, of which those before column `cols`
+// exist (zeros after): one 16-byte load where all do and `at` is a multiple
+// of 8 (whole = the operand's base and row stride are), else one by one.
+uvec4 load_a(uint at, uint col, uint cols, bool whole) {
+  if (whole && col + V <= cols) return a_v4[at / V];
+  uvec4 v = uvec4(0u);
+  [[unroll]] for (uint j = 0; j < V; ++j)
+    if (col + j < cols) v[j / 2] |= uint(a_u16[at + j]) << (16u * (j & 1u));
+  return v;
+}
+uvec4 load_b(uint at, uint col, uint cols, bool whole) {
+  if (whole && col + V <= cols) return b_v4[at / V];
+  uvec4 v = uvec4(0u);
+  [[unroll]] for (uint j = 0; j < V; ++j)
+    if (col + j < cols) v[j / 2] |= uint(b_u16[at + j]) << (16u * (j & 1u));
+  return v;
+}
+
+// This invocation's vectors of the slice at k0, raw, into ra and rb, and
 // for a bf16 operand their largest magnitude into slice_max[parity (+1)].
-uint ra[RA], rb[RB];
-void fetch(uint k0, uint parity, uint tid, uint m0, uint n0, uint abase, uint bbase) {
-  [[unroll]] for (uint r = 0; r < RA; ++r) {
-    const uvec2 at = a_mk(tid, r);
-    const uint gm = m0 + at.x, gk = k0 + at.y;
-    ra[r] = (gm < p.M && gk < p.K) ? a_raw(abase + (TRANS_A ? gk * p.lda + gm : gm * p.lda + gk)) : 0u;
+// A stored row of A is an m (k if transposed) from m0 (k0), its columns k
+// from k0 (m from m0); B's likewise.
+uvec4 ra[VR], rb[VR];
+void fetch(uint k0, uint parity, uint tid, uint m0, uint n0, uint abase, uint bbase, bool a_whole, bool b_whole) {
+  const uint a_row0 = TRANS_A ? k0 : m0, a_col0 = TRANS_A ? m0 : k0;
+  const uint a_rows = TRANS_A ? p.K : p.M, a_cols = TRANS_A ? p.M : p.K;
+  [[unroll]] for (uint r = 0; r < VR; ++r) {
+    const uvec2 at = vector_at(tid, r, A_COLS);
+    const uint row = a_row0 + at.x, col = a_col0 + at.y;
+    ra[r] = row < a_rows ? load_a(abase + row * p.lda + col, col, a_cols, a_whole) : uvec4(0u);
   }
-  [[unroll]] for (uint r = 0; r < RB; ++r) {
-    const uvec2 at = b_kn(tid, r);
-    const uint gk = k0 + at.x, gn = n0 + at.y;
-    rb[r] = (gn < p.N && gk < p.K) ? b_raw(bbase + (TRANS_B ? gn * p.ldb + gk : gk * p.ldb + gn)) : 0u;
+  const uint b_row0 = TRANS_B ? n0 : k0, b_col0 = TRANS_B ? k0 : n0;
+  const uint b_rows = TRANS_B ? p.N : p.K, b_cols = TRANS_B ? p.K : p.N;
+  [[unroll]] for (uint r = 0; r < VR; ++r) {
+    const uvec2 at = vector_at(tid, r, B_COLS);
+    const uint row = b_row0 + at.x, col = b_col0 + at.y;
+    rb[r] = row < b_rows ? load_b(bbase + row * p.ldb + col, col, b_cols, b_whole) : uvec4(0u);
   }
-  if (SCALE_A) {
-    uint m = 0u;
-    [[unroll]] for (uint r = 0; r < RA; ++r) m = max(m, ra[r] & 0x7FFFu);
-    gather_max(parity, m);
-  }
-  if (SCALE_B) {
-    uint m = 0u;
-    [[unroll]] for (uint r = 0; r < RB; ++r) m = max(m, rb[r] & 0x7FFFu);
-    gather_max(parity + 1u, m);
-  }
+  if (SCALE_A) gather_max(parity, ra);
+  if (SCALE_B) gather_max(parity + 1u, rb);
 }
 
 void main() {
@@ -224,12 +260,13 @@ void main() {
 #else
   const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
 #endif
-  const uint wm = (warp / 2) * WM, wn = (warp % 2) * WN;
+  const uint wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
   const uint abase = p.base[1] + z * p.batch_a;
   const uint bbase = p.base[2] + z * p.batch_b;
   const uint cbase = p.base[0] + z * p.batch_c;
   const uint dta = kiln_dtype(1), dtb = kiln_dtype(2);
+  const bool a_whole = abase % V == 0u && p.lda % V == 0u, b_whole = bbase % V == 0u && p.ldb % V == 0u;
 
   ACC_T acc[FRAGS_M][FRAGS_N];
   [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
@@ -243,7 +280,7 @@ void main() {
 
   // Software pipelining: the next slice's global loads are issued before
   // the current slice's multiply-adds, so their latency hides behind them.
-  fetch(0u, 0u, tid, m0, n0, abase, bbase);
+  fetch(0u, 0u, tid, m0, n0, abase, bbase, a_whole, b_whole);
   for (uint k0 = 0, parity = 0; k0 < p.K; k0 += BK, parity ^= 2u) {
     barrier();  // the last slice's fragments are loaded; this slice's maxima are in
     const int ea = SCALE_A ? slice_exponent(slice_max[parity]) : 0;
@@ -252,16 +289,24 @@ void main() {
     // above, their next writes (fetch) come after the one below.
     if ((SCALE_A || SCALE_B) && tid < 2) slice_max[(parity ^ 2u) + tid] = 0u;
     const float sa = pow2(ea), sb = pow2(eb);
-    [[unroll]] for (uint r = 0; r < RA; ++r) {
-      const uvec2 at = a_mk(tid, r);
-      As[at.x * LDA + at.y] = stage(dta, ra[r], sa);
+    [[unroll]] for (uint r = 0; r < VR; ++r) {
+      const uvec2 at = vector_at(tid, r, A_COLS);
+      [[unroll]] for (uint j = 0; j < V / 2; ++j) {
+        const f16vec2 h = stage2(dta, ra[r][j], sa);
+        As[at.x * LDA + at.y + 2 * j] = h.x;
+        As[at.x * LDA + at.y + 2 * j + 1] = h.y;
+      }
     }
-    [[unroll]] for (uint r = 0; r < RB; ++r) {
-      const uvec2 at = b_kn(tid, r);
-      Bs[at.x * LDB + at.y] = stage(dtb, rb[r], sb);
+    [[unroll]] for (uint r = 0; r < VR; ++r) {
+      const uvec2 at = vector_at(tid, r, B_COLS);
+      [[unroll]] for (uint j = 0; j < V / 2; ++j) {
+        const f16vec2 h = stage2(dtb, rb[r][j], sb);
+        Bs[at.x * LDB + at.y + 2 * j] = h.x;
+        Bs[at.x * LDB + at.y + 2 * j + 1] = h.y;
+      }
     }
     barrier();
-    if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase);
+    if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase, a_whole, b_whole);
     // The same exponents in every invocation, so the rescale is uniform.
     for (int d = ea + eb - unit; d != 0;) {
       const int step = clamp(d, -126, 126);
@@ -274,8 +319,17 @@ void main() {
     [[unroll]] for (uint kk = 0; kk < KSTEPS; ++kk) {
       A_T fa[FRAGS_M];
       B_T fb[FRAGS_N];
-      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) { LOAD_A(fa[i], (wm + i * FM) * LDA + kk * FK) }
-      [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { LOAD_B(fb[j], kk * FK * LDB + wn + j * FN) }
+      // A fragment's first element (row wm + i * FM, column kk * FK of the
+      // slice's m x k) and B's (row kk * FK, column wn + j * FN of k x n),
+      // as stored.
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+        const uint fm = wm + i * FM, fk = kk * FK;
+        LOAD_A(fa[i], TRANS_A ? fk * LDA + fm : fm * LDA + fk)
+      }
+      [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+        const uint fk = kk * FK, fn = wn + j * FN;
+        LOAD_B(fb[j], TRANS_B ? fn * LDB + fk : fk * LDB + fn)
+      }
       [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
         [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { MAD(acc[i][j], fa[i], fb[j]) }
     }
@@ -286,9 +340,9 @@ void main() {
   const bool more = p.accumulate != 0;
   [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
     [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
-      barrier();  // the previous fragment's elements are written out
+      SUBGROUP_SYNC()  // the previous fragment's elements are written out
       STORE_C(acc[i][j], warp * FRAG)
-      barrier();
+      SUBGROUP_SYNC()
       [[unroll]] for (uint t = 0; t < FRAG / SG; ++t) {
         const uint e = lane + SG * t;
         const uint gm = m0 + wm + i * FM + e / FN, gn = n0 + wn + j * FN + e % FN;
