@@ -304,6 +304,7 @@ int main(int argc, char** argv) {
       rule += "---|";
     }
     std::printf("%s\n%s\n", head.c_str(), rule.c_str());
+    std::fflush(stdout);  // a run stopped by a timeout keeps its table so far
     for (const Case& c : cases(set)) {
       if (!filter.empty() && c.what.find(filter) == std::string::npos) continue;
       if (!bench_case(*dev, c, dtype, variants, rounds)) return 1;

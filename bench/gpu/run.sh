@@ -7,31 +7,77 @@
 #
 #   bench/gpu/run.sh DIST OUTDIR [STAGES]
 #
-# DIST is what bench/gpu/bundle.sh packed (kiln, plugins, shared libraries);
-# STAGES (default "env check train gemm torch-gemm throughput profile")
-# picks stages; `throughput` trains 124M on each GPU backend in each of
-# TRAIN_DTYPES (default "fp32 bf16 fp16"), ITERS steps, against PyTorch
-# eager fp32 and bf16 autocast, and Vulkan once more in each of
-# DROPOUT_DTYPES (default "bf16") with Megatron's default dropouts (0.1 on
-# hidden states and attention probabilities: ATTENTION_DROPOUT's fused
-# kernel where auto fuses); `profile` times each Vulkan shader over two
-# 124M steps in each of PROFILE_DTYPES (default "fp32 bf16";
-# KILN_VULKAN_PROFILE=1: every dispatch waited for on its own).
+# DIST is what bench/gpu/bundle.sh packed (kiln, plugins, shared libraries).
+# A device session is short (issue 33: about 15 minutes of device time, all
+# tries together), so the whole run keeps within BUDGET_S seconds (default
+# 540, under the device tool's 600 s per call): every command's timeout is
+# its own cap or what is left, whichever is less, and a command with too
+# little left is skipped with a line in RESULTS saying so. The stages run in
+# the order of what the acceptance needs first (STAGES, default
+# "env throughput gemm check train profile extra"):
+#   env         the card, driver, loaders and `kiln devices`
+#   throughput  GPT-2 124M, seq 1024 x micro-batch 8: Vulkan bf16 (the
+#               attention core auto picks, and the unfused chain, whose
+#               attention GEMMs run on the tensor cores), Vulkan fp32,
+#               PyTorch eager fp32 and bf16 autocast, OpenCL fp32
+#   gemm        bf16 GEMMs at the step's shapes: Vulkan gemm_tiled against
+#               gemm_coopmat, cuBLAS (bench/gpu/torch_gemm.py), and their
+#               sums over one step (gemm_by_time.py)
+#   check       check-backend vulkan and opencl in fp32 and bf16 (and the
+#               16-bit matmul cases forced onto the tensor cores)
+#   train       20 steps of a small config on cpu, vulkan and opencl, every
+#               step's loss against cpu's
+#   profile     where a 124M bf16 step goes on Vulkan (KILN_VULKAN_PROFILE=1:
+#               every dispatch waited for on its own)
+#   extra       the rest: f16 suites, fp16 and bf16 training elsewhere,
+#               Megatron's default dropouts, f32 and f16 GEMM tables, an fp32
+#               profile
 # `coopmat` (not in the default list) checks and times only the Vulkan
 # tensor-core GEMM (gemm_coopmat.comp, issue 33 item 4) in a few minutes:
 #   bench/gpu/run.sh .gpu "$OUT" "env coopmat"
+# A second call can pick up what the first skipped, e.g. "env check train".
 # On the device machine (see docs/PERFORMANCE.md, "GPU"):
 #   bench/gpu/run.sh .gpu "$OUT"
 set -uo pipefail
 dist=$(cd "$1" && pwd) out=$2
-stages=${3:-env check train gemm torch-gemm throughput profile}
+stages=${3:-env throughput gemm check train profile extra}
+budget=${BUDGET_S:-540}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 results=$out/results.md
 kiln=$dist/bin/kiln
+bench_gemm=$dist/bin/bench_backend_gemm
 py=${PYTHON:-python3}
-note() { echo "$*" | tee -a "$results"; }
+# RESULTS and the console (fd 3), also from a command whose output goes to
+# a log.
+exec 3>&1
+note() { echo "$*" | tee -a "$results" >&3; }
 has() { [[ " $stages " == *" $1 "* ]]; }
+
+# timed CAP LABEL CMD...: CMD under a timeout of CAP seconds or what is left
+# of the budget (SECONDS counts from the script's start), whichever is
+# less (less the 10 s a stopped command gets to end). With under 20 s left
+# it is not started: RESULTS says so and it returns 125. RESULTS also says
+# when the timeout stopped it (124, or 137 if it had to be killed).
+timed() {
+  local cap=$1 label=$2 t rc
+  shift 2
+  t=$((budget - SECONDS - 10))
+  if ((t < 20)); then
+    note "- skipped, ${SECONDS} s of the ${budget} s budget spent: $label"
+    return 125
+  fi
+  ((t > cap)) && t=$cap
+  # kiln train ends its step on SIGTERM before it exits (Megatron's exit on
+  # a signal); -k kills what has not ended 10 s later.
+  timeout -k 10 "$t" "$@"
+  rc=$?
+  ((rc == 124 || rc == 137)) && note "- stopped after $t s (timeout): $label"
+  return $rc
+}
+# Whether timed's status is a failure of the command itself (not skipped, not
+# stopped by the budget: those have their lines already).
+failed() { (($1 != 0 && $1 != 124 && $1 != 125 && $1 != 137)); }
 
 # --- Loaders. The bundle's libraries first; its libstdc++ only where the
 # machine's own is older than the one kiln was built against.
@@ -57,7 +103,7 @@ precision() { case $1 in bf16) echo --bf16 ;; fp16) echo --fp16 --initial-loss-s
 has_device() { "$kiln" devices 2>/dev/null | grep -A1 "^backend $1 " | grep -q '^  device 0:'; }
 
 if has env; then
-  note "# kiln on a GPU: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  note "# kiln on a GPU: $(date -u '+%Y-%m-%d %H:%M UTC') (stages: $stages; budget ${budget} s)"
   note ""
   note "- machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
   note "- host: $(nproc) cores, $(uname -r), $(ldd --version 2>&1 | head -1)"
@@ -77,77 +123,142 @@ backends=()
 for b in vulkan opencl; do has_device "$b" && backends+=("$b"); done
 note ""
 note "GPU backends with a device: ${backends[*]:-none}"
+on() { [[ " ${backends[*]} " == *" $1 "* ]]; }
+stage_start() { note ""; note "## $1 (from ${SECONDS} s)"; note ""; }
 
-if has check; then
+# --- check-backend BACKEND DTYPE [ENV...]: one conformance suite, its
+# summary line (and the first line naming cooperative matrices) in RESULTS.
+# With ENV (VAR=VALUE words) only the matmul cases run.
+check() {
+  local b=$1 dt=$2 log rc
+  shift 2
+  log=$out/check-$b-$dt${1:+-coopmat}.txt
+  local flags=(--dtype "$dt")
+  [ "$dt" = f32 ] && flags=()
+  [ $# -gt 0 ] && flags+=(--filter matmul)
+  local what="${*:+$* }kiln check-backend $b ${flags[*]}"
+  timed 150 "$what" env "$@" "$kiln" check-backend "$b" "${flags[@]}" >"$log" 2>&1
+  rc=$?
+  ((rc == 125)) && return
+  note "- \`$what\`: exit $rc; $(grep -m1 -i 'cooperative\|^FAIL' "$log") $(tail -1 "$log")"
+}
+
+# --- GPT-2 124M at seq 1024, micro-batch 8, mock data, no dropout (the
+# PyTorch model has none).
+m124=(--mock-data --vocab-size 50304 --num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024
+      --micro-batch-size 8 --log-interval 1 --eval-iters 0 --lr-warmup-iters 1 --hidden-dropout 0 --attention-dropout 0)
+iters=${ITERS:-6}
+# One 124M run of kiln: train_124m BACKEND PRECISION LABEL [FLAGS...] notes
+# "- kiln LABEL: ms/step, tokens/s (the attention line)", steps after the
+# first averaged, or why it failed.
+train_124m() {
+  local b=$1 dt=$2 label=$3 log ms attention rc
+  shift 3
+  log=$out/tp-${label// /-}
+  log=${log//,/}
+  # shellcheck disable=SC2046 # precision's words are separate flags
+  timed "${TRAIN_TIMEOUT:-150}" "kiln $label" "$kiln" train --backend "$b" "${m124[@]}" $(precision "$dt") "$@" \
+    --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1
+  rc=$?
+  ((rc == 125)) && return
+  failed $rc && note "- kiln $label: failed (exit $rc): $(tail -1 "$log.log")"
+  ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
+       awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
+  attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
+  [ -n "$ms" ] && note "- kiln $label: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s" \
+    "($attention; loss $(grep -o '"lm_loss":[^,}]*' "$log.jsonl" | tail -1 | cut -d: -f2))"
+}
+# The same model in PyTorch eager (bench/pytorch_gpt.py prints ms/step).
+torch_124m() {
+  local dt=$1 ms rc
+  timed 150 "PyTorch cuda $dt" "$py" "$here/../pytorch_gpt.py" --layers 12 --hidden 768 --heads 12 --vocab 50304 \
+    --seq 1024 --micro-batch 8 --iters 10 --threads "$(nproc)" --device cuda --dtype "$dt" \
+    >"$out/tp-torch-$dt.txt" 2>"$out/tp-torch-$dt.log"
+  rc=$?
+  ((rc == 125)) && return
+  failed $rc && note "- PyTorch cuda $dt: failed (exit $rc): $(tail -1 "$out/tp-torch-$dt.log")"
+  ms=$(tail -1 "$out/tp-torch-$dt.txt")
+  [ -n "$ms" ] && note "- PyTorch cuda $dt: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s"
+}
+
+# --- gemm_table NAME BACKEND DTYPE [VARIANTS]: bench_backend_gemm at the
+# step's shapes into NAME.md and RESULTS.
+gemm_table() {
+  local name=$1 b=$2 dt=$3 v=${4:-}
+  local args=(--backend="$b" --set=gpu --rounds=10 --dtype="$dt")
+  [ -n "$v" ] && args+=("--variants=$v")
   note ""
-  note "## Conformance"
-  for b in ${CHECK_BACKENDS:-${backends[@]}}; do
-    timeout 300 "$kiln" check-backend "$b" >"$out/check-$b.txt" 2>&1
-    note "- \`kiln check-backend $b\`: exit $?; $(tail -1 "$out/check-$b.txt")"
-    # The 16-bit suites; on Vulkan bf16 and f16 GEMMs default to
-    # gemm_coopmat.comp (tensor cores) where the device has
-    # VK_NV_cooperative_matrix.
-    for dt in f16 bf16; do
-      timeout 300 "$kiln" check-backend "$b" --dtype "$dt" >"$out/check-$b-$dt.txt" 2>&1
-      note "- \`kiln check-backend $b --dtype $dt\`: exit $?; $(tail -1 "$out/check-$b-$dt.txt")"
-    done
-  done
-  # Every 16-bit GEMM forced onto the tensor cores, small ones included:
-  # fails in one line naming what is missing where the device lacks them.
-  if [[ " ${backends[*]} " == *" vulkan "* ]]; then
-    for dt in f16 bf16; do
-      log=$out/check-vulkan-coopmat-$dt.txt
-      KILN_VULKAN_GEMM=coopmat timeout 300 "$kiln" check-backend vulkan --dtype $dt --filter matmul,gpt_train_step \
-        >"$log" 2>&1
-      note "- \`KILN_VULKAN_GEMM=coopmat kiln check-backend vulkan --dtype $dt --filter matmul,gpt_train_step\`:" \
-        "exit $?; $(grep -m1 -i 'cooperative' "$log")$(tail -1 "$log")"
-    done
+  note "$b, --dtype=$dt $v"
+  timed 120 "bench_backend_gemm $b $dt $v" "$bench_gemm" "${args[@]}" >"$out/$name.md" 2>&1
+  tee -a "$results" <"$out/$name.md"
+}
+# Whether kiln devices lists the NV extension with its feature (on a device
+# without it the compile error would stop a coopmat table at its first shape).
+coopmat_device() { "$kiln" devices 2>/dev/null | grep -A1 '^backend vulkan' | grep -q 'coopmat: NV f16'; }
+
+if has throughput; then
+  stage_start "Training throughput, GPT-2 124M, seq 1024, micro-batch 8"
+  if on vulkan; then
+    train_124m vulkan bf16 "vulkan bf16"
+    train_124m vulkan bf16 "vulkan bf16, unfused attention" --attention-backend unfused
+    train_124m vulkan fp32 "vulkan fp32"
+  fi
+  torch_124m bf16
+  torch_124m fp32
+  on opencl && train_124m opencl fp32 "opencl fp32"
+fi
+
+if has gemm; then
+  stage_start "bf16 GEMMs at GPT-2 124M's shapes (8192 tokens): kiln against cuBLAS"
+  kiln_gemm=
+  if on vulkan; then
+    kiln_gemm=$out/gemm-vulkan-bf16.md
+    if coopmat_device; then
+      gemm_table gemm-vulkan-bf16 vulkan bf16 KILN_VULKAN_GEMM=tiled,coopmat
+    else
+      gemm_table gemm-vulkan-bf16 vulkan bf16
+    fi
+  fi
+  note ""
+  timed 150 "torch_gemm.py" "$py" "$here/torch_gemm.py" --reps 20 >"$out/gemm-torch.md" 2>&1
+  tee -a "$results" <"$out/gemm-torch.md"
+  if [ -n "$kiln_gemm" ]; then
+    note ""
+    "$py" "$here/gemm_by_time.py" "$kiln_gemm" "$out/gemm-torch.md" 2>&1 | tee -a "$results"
   fi
 fi
 
-# --- The tensor-core GEMM alone: what the device offers (the driver string
-# of kiln devices: "coopmat: NV f16 <shapes>, KHR .., NV2 ..,
-# shader_bfloat16 .."), the f16 and bf16 matmul cases on the default
-# choice (coopmat from 64 x 64, its 128 x 128 build from 128 x 128),
-# forced onto it (small products too, and a train step) and on its
-# emulated build, then f16 and bf16 GEMM timings, tiled against coopmat.
-if has coopmat && [[ " ${backends[*]} " == *" vulkan "* ]]; then
-  note ""
-  note "## Vulkan tensor-core GEMM (gemm_coopmat.comp)"
-  note ""
-  note "- kiln devices: $("$kiln" devices 2>&1 | grep -A1 '^backend vulkan' | grep -o 'driver .*| fingerprint' | head -1)"
-  for dt in f16 bf16; do
-    for kernel in "" coopmat coopmat-emulated; do
-      filter=matmul
-      [ "$kernel" = coopmat ] && filter=matmul,gpt_train_step
-      log=$out/coopmat-check-$dt-${kernel:-default}.txt
-      KILN_VULKAN_GEMM=$kernel timeout 300 "$kiln" check-backend vulkan --dtype $dt --filter "$filter" >"$log" 2>&1
-      note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype $dt --filter $filter\`: exit $?;" \
-        "$(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
-    done
-  done
-  # Stops at the first shape with the compile error on a device without it.
-  for dt in f16 bf16; do
-    note ""
-    timeout 300 "$dist/bin/bench_backend_gemm" --backend=vulkan --set=gpu --rounds=10 --dtype=$dt \
-      "--variants=KILN_VULKAN_GEMM=tiled,coopmat" >"$out/coopmat-gemm-$dt.md" 2>&1
-    tee -a "$results" <"$out/coopmat-gemm-$dt.md"
+if has check; then
+  stage_start "Conformance"
+  # bf16 and f16 GEMMs default to gemm_coopmat.comp (tensor cores) where
+  # the device has VK_NV_cooperative_matrix; forced onto it, small
+  # products too (fails in one line naming what is missing where the
+  # device lacks them).
+  if on vulkan; then
+    check vulkan bf16 KILN_VULKAN_GEMM=coopmat
+    check vulkan f16 KILN_VULKAN_GEMM=coopmat
+  fi
+  for b in ${CHECK_BACKENDS:-${backends[@]}}; do
+    check "$b" f32
+    check "$b" bf16
   done
 fi
 
 # --- 20 steps of the small config (6 x 384, seq 256, micro-batch 4, mock
 # data) on each backend; every step's loss against the cpu backend's.
 if has train; then
-  note ""
-  note "## 20 training steps against the cpu backend (small config)"
+  stage_start "20 training steps against the cpu backend (small config)"
   small=(--mock-data --vocab-size 50304 --num-layers 6 --hidden-size 384 --num-attention-heads 6 --seq-length 256
          --micro-batch-size 4 --train-iters 20 --log-interval 1 --eval-iters 0 --lr-warmup-iters 2)
   for b in cpu "${backends[@]}"; do
-    timeout 300 "$kiln" train --backend "$b" "${small[@]}" --metrics-file "$out/train-$b.jsonl" >"$out/train-$b.log" 2>&1 ||
-      note "- $b: kiln train failed: $(tail -1 "$out/train-$b.log")"
+    timed 120 "kiln train --backend $b (small)" "$kiln" train --backend "$b" "${small[@]}" \
+      --metrics-file "$out/train-$b.jsonl" >"$out/train-$b.log" 2>&1
+    rc=$?
+    failed $rc && note "- $b: kiln train failed (exit $rc): $(tail -1 "$out/train-$b.log")"
   done
-  loss() { grep -o '"lm_loss":[^,}]*' "$1" | cut -d: -f2; }
+  loss() { grep -o '"lm_loss":[^,}]*' "$1" 2>/dev/null | cut -d: -f2; }
   for b in "${backends[@]}"; do
+    if [ ! -s "$out/train-cpu.jsonl" ] || [ ! -s "$out/train-$b.jsonl" ]; then continue; fi
     paste <(loss "$out/train-cpu.jsonl") <(loss "$out/train-$b.jsonl") | awk -v b="$b" '
       { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d; n++ }
       END { printf "- %s: %d steps, max relative loss difference %.2e (%s 1e-4), final loss cpu %s %s %s\n",
@@ -155,110 +266,63 @@ if has train; then
   done
 fi
 
-if has gemm; then
+# profile_124m PRECISION: the per-shader table of two 124M steps.
+profile_124m() {
+  local dt=$1 log=$out/profile-vulkan-$1.log
   note ""
-  note "## kiln GEMM through the plugin (GPT-2 124M at 8192 tokens)"
-  # Vulkan twice: gemm_tiled.comp (the GPU default) and gemm.comp.
-  runs=()
-  for b in "${backends[@]}"; do
-    if [ "$b" = vulkan ]; then
-      for k in ${GEMM_KERNELS:-tiled simple}; do runs+=("vulkan:$k"); done
-    else
-      runs+=("$b:")
-    fi
-  done
-  for r in "${runs[@]}"; do
-    b=${r%%:*} kernel=${r#*:}
-    note ""
-    [ -n "$kernel" ] && note "KILN_VULKAN_GEMM=$kernel"
-    KILN_VULKAN_GEMM=$kernel timeout 200 "$dist/bin/bench_backend_gemm" --backend="$b" --set=gpu --rounds=20 \
-      >"$out/gemm-$b$kernel.md" 2>&1
-    tee -a "$results" <"$out/gemm-$b$kernel.md"
-  done
-  # The GEMMs of --fp16 and --bf16 steps: on Vulkan, on gemm_tiled.comp and
-  # on the tensor cores side by side (gemm_coopmat.comp, where kiln
-  # devices' driver string lists the extension with its feature: on a
-  # device without it the compile error would stop the whole table).
-  coopmat_device=$("$kiln" devices 2>/dev/null | grep -A1 '^backend vulkan' | grep -c 'coopmat: NV f16')
-  for b in "${backends[@]}"; do
-    for dt in f16 bf16; do
-      variants=()
-      [ "$b" = vulkan ] && [ "$coopmat_device" -gt 0 ] &&
-        variants=("--variants=KILN_VULKAN_GEMM=tiled,coopmat")
-      note ""
-      note "$b, --dtype=$dt ${variants[*]}"
-      timeout 300 "$dist/bin/bench_backend_gemm" --backend="$b" --set=gpu --rounds=20 --dtype="$dt" "${variants[@]}" \
-        >"$out/gemm-$b-$dt.md" 2>&1
-      tee -a "$results" <"$out/gemm-$b-$dt.md"
-    done
-  done
-fi
-
-if has torch-gemm; then
+  note "Where a 124M $dt step goes on Vulkan (KILN_VULKAN_PROFILE=1, 2 steps, each dispatch waited for):"
   note ""
-  note "## cuBLAS through PyTorch at the same shapes"
-  note ""
-  timeout 300 "$py" "$here/torch_gemm.py" >"$out/gemm-torch.md" 2>&1
-  tee -a "$results" <"$out/gemm-torch.md"
-fi
-
-# --- GPT-2 124M at seq 1024, micro-batch 8, mock data, no dropout (the
-# PyTorch model has none).
-m124=(--mock-data --vocab-size 50304 --num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024
-      --micro-batch-size 8 --log-interval 1 --eval-iters 0 --lr-warmup-iters 1 --hidden-dropout 0 --attention-dropout 0)
-# One 124M run of kiln: train_124m BACKEND PRECISION LABEL [FLAGS...] notes
-# "- kiln LABEL: ms/step, tokens/s (the attention line)", steps after the
-# first averaged, or why it failed.
-train_124m() {
-  local b=$1 dt=$2 label=$3 log ms attention
-  shift 3
-  log=$out/tp-${label// /-}
-  log=${log//,/}
   # shellcheck disable=SC2046 # precision's words are separate flags
-  timeout "${TRAIN_TIMEOUT:-200}" "$kiln" train --backend "$b" "${m124[@]}" $(precision "$dt") "$@" \
-    --train-iters "$iters" --metrics-file "$log.jsonl" >"$log.log" 2>&1 ||
-    note "- kiln $label: failed: $(tail -1 "$log.log")"
-  ms=$(tail -n +2 "$log.jsonl" 2>/dev/null | grep -o '"ms_per_iteration":[^,]*' | cut -d: -f2 |
-       awk '{s+=$1} END {if (NR) printf "%.1f", s/NR}')
-  attention=$(grep -o 'attention: [a-z ]*[a-z]' "$log.log" | head -1)
-  [ -n "$ms" ] && note "- kiln $label: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s ($attention)"
+  timed 150 "profile $dt" env KILN_VULKAN_PROFILE=1 "$kiln" train --backend vulkan "${m124[@]}" $(precision "$dt") \
+    --train-iters 2 >"$log" 2>&1
+  note '```'
+  grep -A40 'kiln vulkan profile' "$log" | tee -a "$results"
+  grep 'iteration .*2/' "$log" | tee -a "$results"
+  note '```'
 }
-if has throughput; then
-  note ""
-  note "## Training throughput, GPT-2 124M, seq 1024, micro-batch 8"
-  note ""
-  iters=${ITERS:-6}
-  # kiln in each precision its users train in (TRAIN_DTYPES: fp32 bf16
-  # fp16). The attention line says which core ran (auto fuses on a GPU
-  # backend that has the kernel).
-  for b in "${backends[@]}"; do
-    for dt in ${TRAIN_DTYPES:-fp32 bf16 fp16}; do train_124m "$b" "$dt" "$b $dt"; done
-  done
+if has profile && on vulkan; then
+  stage_start "Profile"
+  profile_124m bf16
+fi
+
+if has extra; then
+  stage_start "Extra: f16 suites, other precisions, dropout, f32 and f16 GEMMs"
+  for b in "${backends[@]}"; do check "$b" f16; done
+  on vulkan && train_124m vulkan fp16 "vulkan fp16"
   # Megatron's default dropouts, which users' launch scripts keep: what the
   # fused kernel's mask costs against the same precision without them.
-  if [[ " ${backends[*]} " == *" vulkan "* ]]; then
-    for dt in ${DROPOUT_DTYPES:-bf16}; do
-      train_124m vulkan "$dt" "vulkan $dt, dropout 0.1" --hidden-dropout 0.1 --attention-dropout 0.1
-    done
+  on vulkan && train_124m vulkan bf16 "vulkan bf16, dropout 0.1" --hidden-dropout 0.1 --attention-dropout 0.1
+  if on opencl; then
+    train_124m opencl bf16 "opencl bf16"
+    train_124m opencl fp16 "opencl fp16"
   fi
-  for dt in fp32 bf16; do
-    ms=$(timeout 300 "$py" "$here/../pytorch_gpt.py" --layers 12 --hidden 768 --heads 12 --vocab 50304 --seq 1024 \
-         --micro-batch 8 --iters 10 --threads "$(nproc)" --device cuda --dtype "$dt" 2>"$out/tp-torch-$dt.log")
-    [ -n "$ms" ] && note "- PyTorch cuda $dt: $ms ms/step, $(awk -v ms="$ms" 'BEGIN {printf "%.0f", 8192*1000/ms}') tokens/s"
-  done
+  on vulkan && gemm_table gemm-vulkan-f32 vulkan f32 KILN_VULKAN_GEMM=tiled
+  if on vulkan && coopmat_device; then gemm_table gemm-vulkan-f16 vulkan f16 KILN_VULKAN_GEMM=tiled,coopmat; fi
+  on opencl && gemm_table gemm-opencl-bf16 opencl bf16
+  on vulkan && profile_124m fp32
 fi
 
-if has profile && [[ " ${backends[*]} " == *" vulkan "* ]]; then
-  for dt in ${PROFILE_DTYPES:-fp32 bf16}; do
-    note ""
-    note "## Where a 124M $dt step goes on Vulkan (KILN_VULKAN_PROFILE=1, 2 steps, each dispatch waited for)"
-    note ""
-    # shellcheck disable=SC2046 # precision's words are separate flags
-    KILN_VULKAN_PROFILE=1 timeout 200 "$kiln" train --backend vulkan "${m124[@]}" $(precision "$dt") --train-iters 2 \
-      >"$out/profile-vulkan-$dt.log" 2>&1
-    note '```'
-    grep -A40 'kiln vulkan profile' "$out/profile-vulkan-$dt.log" | tee -a "$results"
-    grep 'iteration .*2/' "$out/profile-vulkan-$dt.log" | tee -a "$results"
-    note '```'
+# --- The tensor-core GEMM alone: what the device offers (the driver string
+# of kiln devices: "coopmat: NV f16 <shapes>, KHR .., NV2 ..,
+# shader_bfloat16 .."), the f16 and bf16 matmul cases on the default
+# choice (coopmat from 64 x 64, its 128 x 128 build from 128 x 128),
+# forced onto it and on its emulated build, then f16 and bf16 GEMM
+# timings, tiled against coopmat.
+if has coopmat && on vulkan; then
+  stage_start "Vulkan tensor-core GEMM (gemm_coopmat.comp)"
+  note "- kiln devices: $("$kiln" devices 2>&1 | grep -A1 '^backend vulkan' | grep -o 'driver .*| fingerprint' | head -1)"
+  for dt in f16 bf16; do
+    for kernel in "" coopmat coopmat-emulated; do
+      log=$out/coopmat-check-$dt-${kernel:-default}.txt
+      timed 120 "coopmat check $dt $kernel" env KILN_VULKAN_GEMM=$kernel "$kiln" check-backend vulkan --dtype $dt \
+        --filter matmul >"$log" 2>&1
+      rc=$?
+      ((rc != 125)) && note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype $dt --filter matmul\`:" \
+        "exit $rc; $(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
+    done
   done
+  for dt in f16 bf16; do gemm_table "coopmat-gemm-$dt" vulkan $dt KILN_VULKAN_GEMM=tiled,coopmat; done
 fi
+
+note ""
+note "Done at ${SECONDS} s of the ${budget} s budget."
