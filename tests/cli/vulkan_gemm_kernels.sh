@@ -49,13 +49,15 @@ if awk '$1 == "backend" { on = ($2 == "vulkan") } on && /low precision:.*16-bit 
   # One --fp16 and one --bf16 step (--fp16's weight gradients: f16
   # operands into f32; --bf16's operands scaled per slice onto f16
   # fragments) on the emulated shader and on the default kernel: the same
-  # loss, printed to 7 digits. --cache-dir off: both compile here, whatever
-  # the cache holds.
+  # loss, printed to 7 digits. Sequences of 128 give the unfused attention
+  # chain (lavapipe's default) 4 slices of K in P.V, the later ones of a
+  # tile's first rows masked to zeros (a bf16 step once went NaN there).
+  # --cache-dir off: both compile here, whatever the cache holds.
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   for precision in fp16 bf16; do
-    train=(train --backend vulkan --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
-           --micro-batch-size 8 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0
+    train=(train --backend vulkan --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 128
+           --micro-batch-size 2 --lr 1e-2 --log-interval 1 --eval-iters 0 --hidden-dropout 0 --attention-dropout 0
            --train-iters 2 "--$precision" --cache-dir off)
     [ "$precision" = fp16 ] && train+=(--initial-loss-scale 65536)
     for kernel in coopmat-emulated default; do

@@ -271,8 +271,10 @@ void main() {
   ACC_T acc[FRAGS_M][FRAGS_N];
   [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
     [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { ACC_ZERO(acc[i][j]) }
-  // The accumulators hold sums times 2^unit: the last slice's eA + eB.
-  int unit = 0;
+  // The accumulators hold sums times 2^unit, which only ever goes down
+  // (NO_UNIT: nothing summed yet).
+  const int NO_UNIT = 1000;
+  int unit = NO_UNIT;
   if (SCALE_A || SCALE_B) {
     if (tid < 4) slice_max[tid] = 0u;
     barrier();
@@ -283,11 +285,22 @@ void main() {
   fetch(0u, 0u, tid, m0, n0, abase, bbase, a_whole, b_whole);
   for (uint k0 = 0, parity = 0; k0 < p.K; k0 += BK, parity ^= 2u) {
     barrier();  // the last slice's fragments are loaded; this slice's maxima are in
-    const int ea = SCALE_A ? slice_exponent(slice_max[parity]) : 0;
-    const int eb = SCALE_B ? slice_exponent(slice_max[parity + 1u]) : 0;
+    int ea = SCALE_A ? slice_exponent(slice_max[parity]) : 0;
+    int eb = SCALE_B ? slice_exponent(slice_max[parity + 1u]) : 0;
     // The next slice's slots: their last reads were before the barrier
     // above, their next writes (fetch) come after the one below.
     if ((SCALE_A || SCALE_B) && tid < 2) slice_max[(parity ^ 2u) + tid] = 0u;
+    // A slice of smaller values than the last (its eA + eB above the unit)
+    // is scaled less, into the accumulators' unit, rather than raising the
+    // unit: that would multiply what is summed by up to 2^252 (a slice of
+    // zeros gets 2^126 per operand) and overflow it. What is lost is what
+    // falls below f16's subnormals then, at most 2^-24 of a staged value
+    // that was in [2^15, 2^16): as a sum in f32 would lose it next to the
+    // larger terms. The exponents stay within [-126, 126] (unit >= -224,
+    // the lowest of eA + eB), A's taken down first.
+    const int target = min(ea + eb, unit);
+    if (SCALE_A) ea = max(ea - (ea + eb - target), -126);
+    if (SCALE_B) eb = target - ea;
     const float sa = pow2(ea), sb = pow2(eb);
     [[unroll]] for (uint r = 0; r < VR; ++r) {
       const uvec2 at = vector_at(tid, r, A_COLS);
@@ -307,9 +320,10 @@ void main() {
     }
     barrier();
     if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase, a_whole, b_whole);
-    // The same exponents in every invocation, so the rescale is uniform.
-    for (int d = ea + eb - unit; d != 0;) {
-      const int step = clamp(d, -126, 126);
+    // The same exponents in every invocation, so the rescale is uniform:
+    // down to a slice of larger values' unit, in steps within f32's range.
+    for (int d = unit == NO_UNIT ? 0 : ea + eb - unit; d < 0;) {
+      const int step = max(d, -126);
       const float f = pow2(step);
       [[unroll]] for (uint i = 0; i < FRAGS_M; ++i)
         [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) { SCALE_ACC(acc[i][j], f) }
@@ -348,7 +362,7 @@ void main() {
         const uint gm = m0 + wm + i * FM + e / FN, gn = n0 + wn + j * FN + e % FN;
         if (gm < p.M && gn < p.N) {
           const uint at = cbase + gm * p.ldc + gn;
-          const float v = times_pow2(Cs[warp * FRAG + e], -unit);
+          const float v = unit == NO_UNIT ? 0.0 : times_pow2(Cs[warp * FRAG + e], -unit);
           c_st(at, more ? c_ld(at) + v : v);
         }
       }
