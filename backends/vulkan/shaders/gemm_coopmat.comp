@@ -211,23 +211,20 @@ uvec2 vector_at(uint tid, uint r, uint cols) {
   return uvec2(idx / (cols / V), (idx % (cols / V)) * V);
 }
 
-// Eight stored elements from `at` on, of which those before column `cols`
-// exist (zeros after): one 16-byte load where all do and `at` is a multiple
-// of 8 (whole = the operand's base and row stride are), else one by one.
-uvec4 load_a(uint at, uint col, uint cols, bool whole) {
-  if (whole && col + V <= cols) return a_v4[at / V];
-  uvec4 v = uvec4(0u);
-  [[unroll]] for (uint j = 0; j < V; ++j)
-    if (col + j < cols) v[j / 2] |= uint(a_u16[at + j]) << (16u * (j & 1u));
-  return v;
-}
-uvec4 load_b(uint at, uint col, uint cols, bool whole) {
-  if (whole && col + V <= cols) return b_v4[at / V];
-  uvec4 v = uvec4(0u);
-  [[unroll]] for (uint j = 0; j < V; ++j)
-    if (col + j < cols) v[j / 2] |= uint(b_u16[at + j]) << (16u * (j & 1u));
-  return v;
-}
+// load_a and load_b: eight stored elements from `at` on, of which those
+// before column `cols` exist (zeros after), packed two to a word: one
+// 16-byte load where all do and `at` is a multiple of 8 (whole = the
+// operand's base and row stride are), else one by one.
+#define LOAD_VECTOR(NAME)                                                          \
+  uvec4 load_##NAME(uint at, uint col, uint cols, bool whole) {                    \
+    if (whole && col + V <= cols) return NAME##_v4[at / V];                        \
+    uvec4 v = uvec4(0u);                                                           \
+    [[unroll]] for (uint j = 0; j < V; ++j)                                        \
+      if (col + j < cols) v[j / 2] |= uint(NAME##_u16[at + j]) << (16u * (j & 1u)); \
+    return v;                                                                      \
+  }
+LOAD_VECTOR(a)
+LOAD_VECTOR(b)
 
 // This invocation's vectors of the slice at k0, raw, into ra and rb, and
 // for a bf16 operand their largest magnitude into slice_max[parity (+1)].
