@@ -65,9 +65,10 @@ GemmOverride parse_gemm_override(const char* text) {
   if (std::strcmp(text, "tiled") == 0) return GemmOverride::Tiled;
   if (std::strcmp(text, "simple") == 0) return GemmOverride::Simple;
   if (std::strcmp(text, "coopmat") == 0) return GemmOverride::Coopmat;
+  if (std::strcmp(text, "coopmat-64") == 0) return GemmOverride::Coopmat64;
   if (std::strcmp(text, "coopmat-emulated") == 0) return GemmOverride::CoopmatEmulated;
-  fail(KILN_ERR_INVALID_ARGUMENT, std::string("vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat or "
-                                              "coopmat-emulated, not '") +
+  fail(KILN_ERR_INVALID_ARGUMENT, std::string("vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat, "
+                                              "coopmat-64 or coopmat-emulated, not '") +
                                       text + "'");
 }
 
@@ -130,9 +131,12 @@ GemmKernel choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o
   if (o == GemmOverride::CoopmatEmulated) {
     if (!emulated_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why);
     if (sixteen) return coopmat_for(d, g, true);
-  } else if (o == GemmOverride::Coopmat) {
-    if (!coopmat_usable(d, &why)) fail(KILN_ERR_INVALID_ARGUMENT, why + " (KILN_VULKAN_GEMM=coopmat)");
-    if (sixteen) return coopmat_for(d, g, false);
+  } else if (o == GemmOverride::Coopmat || o == GemmOverride::Coopmat64) {
+    const bool small_only = o == GemmOverride::Coopmat64;
+    if (!coopmat_usable(d, &why))
+      fail(KILN_ERR_INVALID_ARGUMENT,
+           why + (small_only ? " (KILN_VULKAN_GEMM=coopmat-64)" : " (KILN_VULKAN_GEMM=coopmat)"));
+    if (sixteen) return small_only ? GemmKernel::Coopmat : coopmat_for(d, g, false);
   } else if (o == GemmOverride::None && sixteen && g.m >= kCoopmatSmall.tile && g.n >= kCoopmatSmall.tile) {
     // Tensor cores where the product fills at least one 64 x 64 tile; below
     // that gemm.comp's 32 x 32 tiles waste less.

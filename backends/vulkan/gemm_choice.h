@@ -15,12 +15,14 @@
 //   coopmat           gemm_coopmat for every GEMM of 16-bit (bf16 or f16)
 //                     A and B, tile by C's shape; the compile fails where
 //                     the device lacks it
+//   coopmat-64        the same in 64 x 64 tiles only (to time the tiles
+//                     against each other on a GPU)
 //   coopmat-emulated  its _emulated16 builds likewise, on any device with
 //                     16-bit storage and arithmetic: the same tiling with the
 //                     fragment operations in plain arithmetic, a test path
 //                     for devices without tensor cores
 // GEMMs with an f32 operand are never converted to f16 (lossy): with
-// coopmat or coopmat-emulated they keep the default choice.
+// coopmat, coopmat-64 or coopmat-emulated they keep the default choice.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,7 @@
 namespace kiln::vk {
 
 enum class GemmKernel : uint8_t { Simple, Tiled, Coopmat, CoopmatLarge, CoopmatEmulated, CoopmatLargeEmulated };
-enum class GemmOverride : uint8_t { None, Simple, Tiled, Coopmat, CoopmatEmulated };
+enum class GemmOverride : uint8_t { None, Simple, Tiled, Coopmat, Coopmat64, CoopmatEmulated };
 
 // An M x N x K fragment shape (C is M x N, A M x K, B K x N).
 struct FragmentShape {
@@ -88,7 +90,8 @@ GemmOverride gemm_override();  // the environment's, read now
 bool coopmat_usable(const GemmDevice& d, std::string* why);
 
 // The kernel for one product. Throws KILN_ERR_INVALID_ARGUMENT for
-// KILN_VULKAN_GEMM=coopmat on a device where coopmat_usable is false.
+// KILN_VULKAN_GEMM=coopmat or coopmat-64 on a device where coopmat_usable
+// is false.
 GemmKernel choose_gemm(const GemmDevice& d, const GemmProduct& g, GemmOverride o);
 
 const char* gemm_kernel_name(GemmKernel k);

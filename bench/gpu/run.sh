@@ -21,7 +21,8 @@
 #               attention GEMMs run on the tensor cores), Vulkan fp32,
 #               PyTorch eager fp32 and bf16 autocast, OpenCL fp32
 #   gemm        bf16 GEMMs at the step's shapes: Vulkan gemm_tiled against
-#               gemm_coopmat, cuBLAS (bench/gpu/torch_gemm.py), and their
+#               gemm_coopmat (its 128 x 128 tiles where C fills them, and
+#               64 x 64 only), cuBLAS (bench/gpu/torch_gemm.py), and their
 #               sums over one step (gemm_by_time.py)
 #   check       check-backend vulkan and opencl in fp32 and bf16 (and the
 #               16-bit matmul cases forced onto the tensor cores)
@@ -214,7 +215,7 @@ if has gemm; then
   if on vulkan; then
     kiln_gemm=$out/gemm-vulkan-bf16.md
     if coopmat_device; then
-      gemm_table gemm-vulkan-bf16 vulkan bf16 KILN_VULKAN_GEMM=tiled,coopmat
+      gemm_table gemm-vulkan-bf16 vulkan bf16 KILN_VULKAN_GEMM=tiled,coopmat,coopmat-64
     else
       gemm_table gemm-vulkan-bf16 vulkan bf16
     fi

@@ -84,7 +84,7 @@ fi
 out=$(KILN_VULKAN_GEMM=fast "$kiln" check-backend vulkan --filter matmul 2>&1)
 status=$?
 if [ "$status" -eq 0 ] ||
-  ! grep -q "KILN_VULKAN_GEMM must be tiled, simple, coopmat or coopmat-emulated, not 'fast'" <<<"$out"; then
+  ! grep -q "KILN_VULKAN_GEMM must be tiled, simple, coopmat, coopmat-64 or coopmat-emulated, not 'fast'" <<<"$out"; then
   echo "FAIL: KILN_VULKAN_GEMM=fast was not refused with a reason (exit $status)"
   fail=1
 fi

@@ -79,6 +79,15 @@ TEST(VulkanGemmChoice, TensorCoresForSixteenBitProductsThatFillATile) {
   EXPECT_FALSE(is_coopmat(GemmKernel::Simple));
 }
 
+TEST(VulkanGemmChoice, Coopmat64KeepsTheSmallTile) {
+  // For timing the tiles against each other: tensor cores, 64 x 64 only.
+  EXPECT_EQ(choose_gemm(h100(), bits16(768, 768, 768), GemmOverride::Coopmat64), GemmKernel::Coopmat);
+  EXPECT_EQ(choose_gemm(h100(), bits16(5, 3, 7), GemmOverride::Coopmat64), GemmKernel::Coopmat);
+  EXPECT_EQ(choose_gemm(h100(), f32(768, 768, 768), GemmOverride::Coopmat64), GemmKernel::Tiled);
+  const std::string why = failure([] { choose_gemm(lavapipe(), bits16(768, 768, 768), GemmOverride::Coopmat64); });
+  EXPECT_NE(why.find("(KILN_VULKAN_GEMM=coopmat-64)"), std::string::npos) << why;
+}
+
 TEST(VulkanGemmChoice, TheLargeTileOnlyWhereItsWorkgroupFits) {
   // 256 invocations and 29,712 bytes of shared memory (f16 slices of
   // 128 x 40, 8 fragments of scratch); 128 and 15,376 for the small tile.
@@ -197,9 +206,10 @@ TEST(VulkanGemmChoice, OverrideValues) {
   EXPECT_EQ(parse_gemm_override("tiled"), GemmOverride::Tiled);
   EXPECT_EQ(parse_gemm_override("simple"), GemmOverride::Simple);
   EXPECT_EQ(parse_gemm_override("coopmat"), GemmOverride::Coopmat);
+  EXPECT_EQ(parse_gemm_override("coopmat-64"), GemmOverride::Coopmat64);
   EXPECT_EQ(parse_gemm_override("coopmat-emulated"), GemmOverride::CoopmatEmulated);
   const std::string why = failure([] { parse_gemm_override("fast"); });
-  EXPECT_EQ(why, "vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat or coopmat-emulated, not 'fast'");
+  EXPECT_EQ(why, "vulkan: KILN_VULKAN_GEMM must be tiled, simple, coopmat, coopmat-64 or coopmat-emulated, not 'fast'");
 }
 
 }  // namespace
