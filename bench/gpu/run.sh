@@ -133,7 +133,7 @@ stage_start() { note ""; note "## $1 (from ${SECONDS} s)"; note ""; }
 check() {
   local b=$1 dt=$2 log rc
   shift 2
-  log=$out/check-$b-$dt${1:+-coopmat}.txt
+  log=$out/check-$b-$dt${1:+-${1#*=}}.txt
   local flags=(--dtype "$dt")
   [ "$dt" = f32 ] && flags=()
   [ $# -gt 0 ] && flags+=(--filter matmul)
@@ -313,14 +313,7 @@ if has coopmat && on vulkan; then
   stage_start "Vulkan tensor-core GEMM (gemm_coopmat.comp)"
   note "- kiln devices: $("$kiln" devices 2>&1 | grep -A1 '^backend vulkan' | grep -o 'driver .*| fingerprint' | head -1)"
   for dt in f16 bf16; do
-    for kernel in "" coopmat coopmat-emulated; do
-      log=$out/coopmat-check-$dt-${kernel:-default}.txt
-      timed 120 "coopmat check $dt $kernel" env KILN_VULKAN_GEMM=$kernel "$kiln" check-backend vulkan --dtype $dt \
-        --filter matmul >"$log" 2>&1
-      rc=$?
-      ((rc != 125)) && note "- \`KILN_VULKAN_GEMM=$kernel kiln check-backend vulkan --dtype $dt --filter matmul\`:" \
-        "exit $rc; $(grep -m1 -i 'cooperative\|^FAIL' "$log")" "$(tail -1 "$log")"
-    done
+    for kernel in "" coopmat coopmat-emulated; do check vulkan $dt "KILN_VULKAN_GEMM=$kernel"; done
   done
   for dt in f16 bf16; do gemm_table "coopmat-gemm-$dt" vulkan $dt KILN_VULKAN_GEMM=tiled,coopmat; done
 fi

@@ -188,6 +188,18 @@ shared float Cs[WARPS * FRAG];  // one fragment per subgroup, row-major
 // and odd index: a slice's maxima gather while the last one's are read.
 shared uint slice_max[4];
 
+// This invocation's vectors (REGS) of a slice into shared memory S (rows of
+// LD, COLS of them the slice's), as stage2 converts them.
+#define STAGE(S, LD, COLS, REGS, DT, SCALE)                     \
+  [[unroll]] for (uint r = 0; r < VR; ++r) {                    \
+    const uvec2 at = vector_at(tid, r, COLS);                   \
+    [[unroll]] for (uint j = 0; j < V / 2; ++j) {               \
+      const f16vec2 h = stage2(DT, REGS[r][j], SCALE);          \
+      S[at.x * LD + at.y + 2 * j] = h.x;                        \
+      S[at.x * LD + at.y + 2 * j + 1] = h.y;                    \
+    }                                                           \
+  }
+
 // The largest magnitude (bits, sign cleared) of an invocation's share of
 // a slice into slice_max[at]: a packed pair's halves compared apart.
 void gather_max(uint at, uvec4 raw[VR]) {
@@ -299,22 +311,8 @@ void main() {
     if (SCALE_A) ea = max(ea - (ea + eb - target), -126);
     if (SCALE_B) eb = target - ea;
     const float sa = pow2(ea), sb = pow2(eb);
-    [[unroll]] for (uint r = 0; r < VR; ++r) {
-      const uvec2 at = vector_at(tid, r, A_COLS);
-      [[unroll]] for (uint j = 0; j < V / 2; ++j) {
-        const f16vec2 h = stage2(dta, ra[r][j], sa);
-        As[at.x * LDA + at.y + 2 * j] = h.x;
-        As[at.x * LDA + at.y + 2 * j + 1] = h.y;
-      }
-    }
-    [[unroll]] for (uint r = 0; r < VR; ++r) {
-      const uvec2 at = vector_at(tid, r, B_COLS);
-      [[unroll]] for (uint j = 0; j < V / 2; ++j) {
-        const f16vec2 h = stage2(dtb, rb[r][j], sb);
-        Bs[at.x * LDB + at.y + 2 * j] = h.x;
-        Bs[at.x * LDB + at.y + 2 * j + 1] = h.y;
-      }
-    }
+    STAGE(As, LDA, A_COLS, ra, dta, sa)
+    STAGE(Bs, LDB, B_COLS, rb, dtb, sb)
     barrier();
     if (k0 + BK < p.K) fetch(k0 + BK, parity ^ 2u, tid, m0, n0, abase, bbase, a_whole, b_whole);
     // The same exponents in every invocation, so the rescale is uniform:
