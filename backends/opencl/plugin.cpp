@@ -36,6 +36,7 @@
 #include "executable.h"
 #include "gemm_clblast.h"
 #include "lower.h"
+#include "pocl_serial.h"
 #include "program.h"
 #include "version.h"
 #include "work_group_builds.h"
@@ -218,6 +219,7 @@ struct OpenclPlugin {
     kiln::ocl::ExecutableImage image;
     image.stamp = {kiln::ocl::kCompilerVersion, kiln::ocl::fingerprint(d), d.name};
     if (!prog.source.empty()) {
+      const auto serial = kiln::ocl::pocl_serial(d);  // declared first: held until the context is gone
       kiln::ocl::ScopedContext ctx(args.device_index);
       cl_program program = kiln::ocl::build_from_source(ctx.get(), d.id, prog.source);
       try {
@@ -243,6 +245,7 @@ struct OpenclPlugin {
     const kiln::ocl::Schedule& s = exe->schedule;
     if (!s.kernel_names.empty()) {
       if (image.source.empty()) fail(KILN_ERR_CORRUPT, "opencl executable has kernels but no source");
+      const auto serial = kiln::ocl::pocl_serial(*dev->info);
       exe->program = kiln::ocl::load_program(dev->context, dev->info->id, image.binary, image.source, &exe->rebuilt);
       for (const std::string& name : s.kernel_names) {
         cl_int status = CL_SUCCESS;
@@ -265,7 +268,11 @@ struct OpenclPlugin {
         exe->gemm_temp_bytes = std::max(exe->gemm_temp_bytes, kiln::ocl::gemm_temp_bytes(dev->queue, st));
     return exe.release();
   }
-  static void loaded_free(kiln_device*, kiln_loaded_executable* loaded) { delete loaded; }
+  static void loaded_free(kiln_device*, kiln_loaded_executable* loaded) {
+    if (loaded == nullptr) return;
+    const auto serial = kiln::ocl::pocl_serial(*loaded->device->info);  // it releases a program
+    delete loaded;
+  }
   static const kiln_device* loaded_device(const kiln_loaded_executable* exe) { return exe->device; }
   static const std::vector<uint64_t>& slot_bytes(const kiln_loaded_executable* exe) { return exe->schedule.slot_bytes; }
 
