@@ -664,6 +664,17 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
   const Ref ids = at(n.inputs[1]);
   const Ref flag{Mem::Flag, 0, 0};
   if (grad) elementwise(KILN_OP_FILL, n.outputs[0], -1, -1, vocab * cols, 1, 0.0f);
+  // The gradient's first pass links each position to the next with its id
+  // (embedding_links.comp); a link is 31 bits.
+  Ref links{};
+  if (grad) {
+    if (rows >= 0x7FFFFFFFu)
+      fail(KILN_ERR_UNSUPPORTED, "node " + std::to_string(index) + " (" + kiln_op_name(n.op) +
+                                     "): " + std::to_string(rows) + " ids; the vulkan backend takes under 2^31");
+    links = scratch(rows * 4);
+    emit_1d(pipeline("embedding_links", {group_}), {window(links, rows * 4, true), window(ids, rows * 4, false)},
+            {u32(rows, "rows")}, rows);
+  }
   // Binding 0 is what the shader writes: dtable, or y.
   const uint32_t pipe =
       pipeline(kiln_op_name(n.op), {group_}, grad ? pack({table.dt, other.dt}) : pack({other.dt, table.dt}));
@@ -685,8 +696,10 @@ void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& 
       Binding band_window = window(plus(table.ref, v0 * cols * table.es()), vr * cols * table.es(), grad);
       Binding rows_window = window(plus(other.ref, r0 * cols * other.es()), count * other.es(), !grad);
       if (!grad) std::swap(band_window, rows_window);
-      emit_1d(pipe, {band_window, rows_window, window(plus(ids, r0 * 4), nr * 4, false), window(flag, 4, true)}, args,
-              count);
+      std::vector<Binding> bindings{band_window, rows_window, window(plus(ids, r0 * 4), nr * 4, false),
+                                    window(flag, 4, true)};
+      if (grad) bindings.push_back(window(links, rows * 4, false));
+      emit_1d(pipe, std::move(bindings), args, count);
     }
   }
 }
