@@ -629,9 +629,30 @@ void Lowerer::rows_op(uint32_t pipe, uint64_t rows, const std::vector<Operand>& 
 }
 
 // y[c] (+)= column sums over rows (colsum.comp), chunked over rows; chunks
-// after the first accumulate.
+// after the first accumulate. Few columns of many rows are summed in row
+// parts first (colsum.comp), so that the GPU gets more than a few dozen
+// workgroups: the part sums go to scratch and a second colsum adds them in
+// order (deterministic, as the single pass is).
 void Lowerer::column_sum(int mode, Val y, uint64_t cols, uint64_t rows, Val x, Val x2, Val stats, float scale) {
-  if (mode != 1) x2 = stats = x;  // unused bindings stand in as x
+  if (mode != 1) x2 = stats = x;               // unused bindings stand in as x
+  const uint64_t groups = ceil_div(cols, 16);  // colsum.comp's COLS
+  constexpr uint64_t kTargetInvocations = 262144, kMinPartRows = 256, kMaxParts = 64;
+  const uint64_t parts = std::min(
+      {ceil_div(kTargetInvocations, groups * group_), rows / kMinPartRows, kMaxParts, uint64_t{d_.max_groups[2]}});
+  const auto whole = [&](const Val& v, uint64_t row_bytes) { return window(v.ref, rows * row_bytes, false); };
+  if (parts >= 2 && groups <= d_.max_groups[0] && rows * cols * 4 <= limit_) {
+    const uint64_t part_rows = ceil_div(rows, parts);
+    const uint64_t used = ceil_div(rows, part_rows);
+    const Val sums = f32(scratch(used * cols * 4));
+    emit(pipeline("colsum", {group_, static_cast<uint32_t>(mode)}, pack({sums.dt, x.dt, x2.dt, stats.dt})),
+         {window(sums.ref, used * cols * 4, true), whole(x, cols * x.es()),
+          mode == 1 ? whole(x2, cols * x2.es()) : whole(x, cols * x.es()),
+          mode == 1 ? whole(stats, 2 * stats.es()) : whole(x, cols * x.es())},
+         {u32(rows, "rows"), u32(cols, "cols"), fbits(1.0f), 0u, u32(part_rows, "rows")}, u32(groups, "groups"), 1,
+         static_cast<uint32_t>(used));
+    column_sum(0, y, cols, used, sums, sums, sums, scale);
+    return;
+  }
   const uint32_t pipe = pipeline("colsum", {group_, static_cast<uint32_t>(mode)}, pack({y.dt, x.dt, x2.dt, stats.dt}));
   std::vector<Operand> ops{{y.ref, 0, cols * y.es(), true}, {x.ref, cols * x.es(), 0, false}};
   if (mode == 1) {
@@ -649,9 +670,10 @@ void Lowerer::column_sum(int mode, Val y, uint64_t cols, uint64_t rows, Val x, V
   rows_op(
       pipe, rows, ops,
       [&](uint64_t r0, uint64_t nr) {
-        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(scale), r0 > 0 ? 1u : 0u};
+        return std::vector<uint32_t>{u32(nr, "rows"), u32(cols, "cols"), fbits(scale), r0 > 0 ? 1u : 0u,
+                                     u32(nr, "rows")};
       },
-      false, ceil_div(cols, 16) * group_);  // a workgroup per 16 columns
+      false, groups * group_);  // a workgroup per 16 columns
 }
 
 void Lowerer::embedding(size_t index, const ir::DecodedNode& n, const NodeInfo& p, bool grad) {

@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-16";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-17";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -23,4 +23,5 @@ inline constexpr const char* kCompilerVersion =
                   // 15: gemm_coopmat.comp in 128 x 128 tiles too (gemm_coopmat_large16), 16-byte loads, operands
                   //     staged in their own layout, write-out synchronized per subgroup
                   // 16: EMBEDDING_GRAD links each position to the next with its id first (embedding_links.comp)
+                  // 17: colsum.comp sums few columns of many rows in row parts (gl_WorkGroupID.z), then the parts
 }  // namespace kiln::vk
