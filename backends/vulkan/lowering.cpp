@@ -645,9 +645,8 @@ void Lowerer::column_sum(int mode, Val y, uint64_t cols, uint64_t rows, Val x, V
     const uint64_t used = ceil_div(rows, part_rows);
     const Val sums = f32(scratch(used * cols * 4));
     emit(pipeline("colsum", {group_, static_cast<uint32_t>(mode)}, pack({sums.dt, x.dt, x2.dt, stats.dt})),
-         {window(sums.ref, used * cols * 4, true), whole(x, cols * x.es()),
-          mode == 1 ? whole(x2, cols * x2.es()) : whole(x, cols * x.es()),
-          mode == 1 ? whole(stats, 2 * stats.es()) : whole(x, cols * x.es())},
+         {window(sums.ref, used * cols * 4, true), whole(x, cols * x.es()), whole(x2, cols * x2.es()),
+          whole(stats, mode == 1 ? 2 * stats.es() : cols * stats.es())},
          {u32(rows, "rows"), u32(cols, "cols"), fbits(1.0f), 0u, u32(part_rows, "rows")}, u32(groups, "groups"), 1,
          static_cast<uint32_t>(used));
     column_sum(0, y, cols, used, sums, sums, sums, scale);
