@@ -5,7 +5,7 @@
 
 namespace kiln::vk {
 inline constexpr const char* kCompilerVersion =
-    "vulkan-17";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
+    "vulkan-18";  // 2: elementwise.comp gained GELU_ERF; 3: gemm_tiled.comp on GPUs;
                   // 4: bf16/f16 (convert16.comp), CAST;
                   // 5: elementwise.comp's OP constant is the op's code in the table, no private numbers;
                   // 6: shaders load and store bf16/f16 themselves (io.glsl, "<shader>16" builds), Pipeline::dtypes;
@@ -24,4 +24,5 @@ inline constexpr const char* kCompilerVersion =
                   //     staged in their own layout, write-out synchronized per subgroup
                   // 16: EMBEDDING_GRAD links each position to the next with its id first (embedding_links.comp)
                   // 17: colsum.comp sums few columns of many rows in row parts (gl_WorkGroupID.z), then the parts
+                  // 18: attention.comp holds its tiles as vec4s (16-byte reads where E and D are multiples of 4)
 }  // namespace kiln::vk

@@ -98,8 +98,22 @@ float keep_factor(uvec3 st, uint i, uint j) {
   return (bits >> 8) >= p.threshold ? p.keep : 0.0;
 }
 
-shared float tile0[BK * D];     // k (PASS 0, 1) or q (PASS 2)
-shared float tile1[BK * D];     // v (PASS 0, 1) or dy (PASS 2)
+// The tiles, [BK][D] floats, are held as vec4s so that where a row's E
+// elements start on a multiple of 4 (E and D multiples of 4: VEC) the loops
+// over them read a tile 16 bytes at a time: the four components of one
+// element, which compilers load as one vector. Scalar reads otherwise.
+// Read one float per multiply-add, the tiles made a GPU's shared memory,
+// not its arithmetic, the limit of these loops (an estimate: no GPU has
+// measured the kernel yet).
+shared vec4 tile0[(BK * D + 3u) / 4u];  // k (PASS 0, 1) or q (PASS 2)
+shared vec4 tile1[(BK * D + 3u) / 4u];  // v (PASS 0, 1) or dy (PASS 2)
+const bool VEC = ((E | D) & 3u) == 0u;  // no &&: glslc makes a branch of it
+// Element u of this invocation's E elements of tile row t: one load at
+// vec4 (t * D + e0) / 4, offset by the row's start within it (TILE_R), plus
+// u. With VEC that offset is 0, so for the unrolled loops' constant u the
+// component index is a constant too.
+#define TILE_R(t) (VEC ? 0u : ((t) * D + e0) % 4u)
+#define TILE(tile, t, u) tile[((t) * D + e0) / 4u + (TILE_R(t) + (u)) / 4u][(TILE_R(t) + (u)) % 4u]
 shared float tstat[2 * BK];     // PASS 2: the tile rows' stats
 shared vec2 part[QB * BK * S];  // per row, tile row and lane: partial dots
 shared float fkeep[QB * BK * DROPOUT + 1u];  // DROPOUT: per row and tile row, the keep factor
@@ -113,11 +127,11 @@ void load_tiles(uint at, uint r0) {
     bool in_range = r < p.T;
     uint i = at + r * D + e;
     if (PASS == 2u) {
-      tile0[x] = in_range ? qb_ld(p.base[1] + i) : 0.0;
-      tile1[x] = in_range ? dyb_ld(p.base[5] + i) : 0.0;
+      tile0[x / 4u][x % 4u] = in_range ? qb_ld(p.base[1] + i) : 0.0;
+      tile1[x / 4u][x % 4u] = in_range ? dyb_ld(p.base[5] + i) : 0.0;
     } else {
-      tile0[x] = in_range ? kb_ld(p.base[2] + i) : 0.0;
-      tile1[x] = in_range ? vb_ld(p.base[3] + i) : 0.0;
+      tile0[x / 4u][x % 4u] = in_range ? kb_ld(p.base[2] + i) : 0.0;
+      tile1[x / 4u][x % 4u] = in_range ? vb_ld(p.base[3] + i) : 0.0;
     }
   }
   if (PASS == 2u)
@@ -162,8 +176,8 @@ void main() {
         for (uint t = 0u; t < nt; ++t) {
           float s = 0.0, dp = 0.0;
           EACH_U {
-            s = fma(a[u], tile0[t * D + e0 + u], s);
-            if (PASS == 1u) dp = fma(b[u], tile1[t * D + e0 + u], dp);
+            s = fma(a[u], TILE(tile0, t, u), s);
+            if (PASS == 1u) dp = fma(b[u], TILE(tile1, t, u), dp);
           }
           part[pr + t * S] = vec2(s, dp);
         }
@@ -181,7 +195,7 @@ void main() {
           }
           if (sweep == 1u) {
             float ds = p.scale * exp(s - lse) * (dp - dyy);
-            EACH_U acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);
+            EACH_U acc[u] = fma(ds, TILE(tile0, t, u), acc[u]);
             continue;
           }
           float mn = max(m, s);
@@ -189,7 +203,7 @@ void main() {
           l = l * c + pj;
           pdp = pdp * c + pj * dp;
           if (PASS == 0u)
-            EACH_U acc[u] = acc[u] * c + pj * f * tile1[t * D + e0 + u];
+            EACH_U acc[u] = acc[u] * c + pj * f * TILE(tile1, t, u);
           m = mn;
         }
       }
@@ -213,8 +227,8 @@ void main() {
     for (uint t = t0; t < t1; ++t) {
       float s = 0.0, dp = 0.0;
       EACH_U {
-        s = fma(tile0[t * D + e0 + u], a[u], s);
-        dp = fma(tile1[t * D + e0 + u], b[u], dp);
+        s = fma(TILE(tile0, t, u), a[u], s);
+        dp = fma(TILE(tile1, t, u), b[u], dp);
       }
       part[pr + t * S] = vec2(s, dp);
     }
@@ -228,8 +242,8 @@ void main() {
       float f = DROPOUT != 0u ? fkeep[rb * BK + t] : 1.0;
       float ds = p.scale * pij * (sd.y * f - tstat[2u * t + 1u]);
       EACH_U {
-        acc2[u] = fma(pij * f, tile1[t * D + e0 + u], acc2[u]);  // dv
-        acc[u] = fma(ds, tile0[t * D + e0 + u], acc[u]);     // dk
+        acc2[u] = fma(pij * f, TILE(tile1, t, u), acc2[u]);  // dv
+        acc[u] = fma(ds, TILE(tile0, t, u), acc[u]);     // dk
       }
     }
   }
